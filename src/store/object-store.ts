@@ -1,0 +1,59 @@
+/**
+ * The object store the engine needs, and nothing more (decisions §5):
+ * read, create-only write, compare-and-swap on the ETag, list, delete.
+ *
+ * Absence is a value (`null`), and so is a lost precondition
+ * (`{ ok: false }`): both are normal outcomes the engine branches on.
+ * Everything else — network faults, denied access, a write whose outcome
+ * is unknown — throws a `StoreError`, which the engine maps to tokens.
+ */
+
+export interface StoredObject {
+  body: Uint8Array;
+  /** Opaque, unquoted entity tag of this exact version of the object. */
+  etag: string;
+}
+
+export type ConditionalWrite = { ok: true; etag: string } | { ok: false };
+
+export interface ListedObject {
+  key: string;
+  size: number;
+  /** Last modification, used only for grace periods of clean-up. */
+  modified: Date;
+}
+
+export interface ObjectStore {
+  /** A short, secret-free description for logs ("sqlite", "s3"). */
+  readonly kind: string;
+  get(key: string): Promise<StoredObject | null>;
+  /** Create `key` only if it does not exist (S3: `If-None-Match: *`). */
+  putIfAbsent(key: string, body: Uint8Array): Promise<ConditionalWrite>;
+  /** Replace `key` only if its current ETag is `etag` (S3: `If-Match`). A missing key loses. */
+  putIfMatch(key: string, body: Uint8Array, etag: string): Promise<ConditionalWrite>;
+  /** Every key that starts with `prefix`, in lexicographic order. */
+  list(prefix: string): Promise<ListedObject[]>;
+  /** Remove `key`; removing an absent key is not an error. */
+  delete(key: string): Promise<void>;
+  /** Release connections and handles. */
+  close(): Promise<void>;
+}
+
+/**
+ * Which store operation failed, so the engine can choose the reason token.
+ * `outcome: "unknown"` marks a write that may have landed (a lost response,
+ * a timeout, a 5xx after the body was sent): the caller must prove it.
+ */
+export type StoreOperation = "get" | "putIfAbsent" | "putIfMatch" | "list" | "delete" | "open";
+
+export class StoreError extends Error {
+  override readonly name = "StoreError";
+  constructor(
+    readonly operation: StoreOperation,
+    message: string,
+    readonly outcome: "failed" | "unknown" = "failed",
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
