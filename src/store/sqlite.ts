@@ -1,0 +1,93 @@
+/**
+ * The embedded default store: one SQLite file (decisions §2), safe for many
+ * processes on one machine. Each conditional write is a single statement, so
+ * SQLite's own write lock makes it atomic across processes; WAL lets readers
+ * proceed while one writer holds it.
+ */
+import { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject } from "./object-store.ts";
+
+/** How long a writer waits for another process's write lock before failing. */
+const BUSY_TIMEOUT_MS = 15_000;
+
+function newEtag(): string {
+  return crypto.randomUUID().replaceAll("-", "");
+}
+
+export function openSqliteStore(file: string): ObjectStore {
+  let db: Database;
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    db = new Database(file, { create: true, strict: true });
+    db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.run("PRAGMA journal_mode = WAL");
+    db.run("PRAGMA synchronous = FULL");
+    db.run(
+      `CREATE TABLE IF NOT EXISTS objects (
+         key TEXT PRIMARY KEY,
+         body BLOB NOT NULL,
+         etag TEXT NOT NULL,
+         modified INTEGER NOT NULL
+       ) WITHOUT ROWID`,
+    );
+  } catch (cause) {
+    throw new StoreError("open", `sqlite open: ${describe(cause)}`, "failed", { cause });
+  }
+
+  const getQ = db.query<{ body: Uint8Array; etag: string }, [string]>("SELECT body, etag FROM objects WHERE key = ?");
+  const insertQ = db.query("INSERT INTO objects (key, body, etag, modified) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING");
+  const swapQ = db.query("UPDATE objects SET body = ?, etag = ?, modified = ? WHERE key = ? AND etag = ?");
+  const listQ = db.query<{ key: string; size: number; modified: number }, [number, string]>(
+    "SELECT key, length(body) AS size, modified FROM objects WHERE substr(key, 1, ?) = ? ORDER BY key",
+  );
+  const deleteQ = db.query("DELETE FROM objects WHERE key = ?");
+
+  // bun:sqlite is synchronous; the interface is async so every store looks alike.
+  const run = <T>(operation: StoreError["operation"], fn: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(fn());
+    } catch (cause) {
+      // A failed single-statement write in SQLite rolls back: the outcome is known.
+      return Promise.reject(new StoreError(operation, `sqlite ${operation}: ${describe(cause)}`, "failed", { cause }));
+    }
+  };
+
+  return {
+    kind: "sqlite",
+    get: (key) =>
+      run("get", (): StoredObject | null => {
+        const row = getQ.get(key);
+        return row ? { body: new Uint8Array(row.body), etag: row.etag } : null;
+      }),
+    putIfAbsent: (key, body) =>
+      run("putIfAbsent", (): ConditionalWrite => {
+        const etag = newEtag();
+        const { changes } = insertQ.run(key, body, etag, Date.now());
+        return changes === 1 ? { ok: true, etag } : { ok: false };
+      }),
+    putIfMatch: (key, body, expected) =>
+      run("putIfMatch", (): ConditionalWrite => {
+        const etag = newEtag();
+        const { changes } = swapQ.run(body, etag, Date.now(), key, expected);
+        return changes === 1 ? { ok: true, etag } : { ok: false };
+      }),
+    list: (prefix) =>
+      run("list", (): ListedObject[] =>
+        listQ.all(prefix.length, prefix).map((r) => ({ key: r.key, size: r.size, modified: new Date(r.modified) })),
+      ),
+    delete: (key) =>
+      run("delete", () => {
+        deleteQ.run(key);
+      }),
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+function describe(cause: unknown): string {
+  if (cause && typeof cause === "object" && "code" in cause) return String((cause as { code: unknown }).code);
+  return cause instanceof Error ? cause.name : "error";
+}

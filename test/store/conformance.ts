@@ -1,0 +1,135 @@
+/**
+ * The store conformance suite: every ObjectStore (the embedded SQLite store,
+ * S3, test wrappers) must pass it, so the engine can rely on exactly these
+ * semantics and nothing else (decisions §5).
+ *
+ * `open` returns a store isolated from every other call's keys (a fresh
+ * prefix or a fresh file), so suites may share one server.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import type { ObjectStore } from "../../src/store/object-store.ts";
+
+export interface ConformanceOptions {
+  /** How many writers race for one key in the concurrency tests. */
+  concurrentWriters?: number;
+}
+
+const text = (s: string) => new TextEncoder().encode(s);
+const str = (b: Uint8Array) => new TextDecoder().decode(b);
+
+export function describeStoreConformance(
+  name: string,
+  open: () => Promise<ObjectStore>,
+  options: ConformanceOptions = {},
+): void {
+  const writers = options.concurrentWriters ?? 32;
+  const opened: ObjectStore[] = [];
+  const fresh = async () => {
+    const store = await open();
+    opened.push(store);
+    return store;
+  };
+
+  describe(`store conformance: ${name}`, () => {
+    afterAll(async () => {
+      await Promise.all(opened.map((s) => s.close()));
+    });
+
+    test("an absent key reads as null, and deleting it is not an error", async () => {
+      const store = await fresh();
+      expect(await store.get("nothing/here")).toBeNull();
+      await store.delete("nothing/here");
+      expect(await store.list("nothing/")).toEqual([]);
+    });
+
+    test("create-only write creates, and then loses to the existing key", async () => {
+      const store = await fresh();
+      const first = await store.putIfAbsent("packs/a", text("one"));
+      expect(first.ok).toBe(true);
+      const second = await store.putIfAbsent("packs/a", text("two"));
+      expect(second.ok).toBe(false);
+      const got = await store.get("packs/a");
+      expect(got).not.toBeNull();
+      expect(str(got!.body)).toBe("one");
+      if (first.ok) expect(got!.etag).toBe(first.etag);
+    });
+
+    test("bytes round-trip exactly, including empty bodies and every byte value", async () => {
+      const store = await fresh();
+      const all = new Uint8Array(256).map((_, i) => i);
+      expect((await store.putIfAbsent("bin/all", all)).ok).toBe(true);
+      expect((await store.putIfAbsent("bin/empty", new Uint8Array())).ok).toBe(true);
+      expect(Array.from((await store.get("bin/all"))!.body)).toEqual(Array.from(all));
+      expect((await store.get("bin/empty"))!.body.length).toBe(0);
+    });
+
+    test("compare-and-swap wins on the current ETag and loses to a changed one", async () => {
+      const store = await fresh();
+      const created = await store.putIfAbsent("current", text("v1"));
+      if (!created.ok) throw new Error("create lost on a fresh store");
+      const swapped = await store.putIfMatch("current", text("v2"), created.etag);
+      expect(swapped.ok).toBe(true);
+      if (!swapped.ok) return;
+      expect(swapped.etag).not.toBe(created.etag);
+      // The ETag we held is stale now: the swap must lose and change nothing.
+      const stale = await store.putIfMatch("current", text("v3"), created.etag);
+      expect(stale.ok).toBe(false);
+      const got = await store.get("current");
+      expect(str(got!.body)).toBe("v2");
+      expect(got!.etag).toBe(swapped.etag);
+    });
+
+    test("compare-and-swap on a missing key loses", async () => {
+      const store = await fresh();
+      const result = await store.putIfMatch("missing", text("x"), "0123456789abcdef0123456789abcdef");
+      expect(result.ok).toBe(false);
+      expect(await store.get("missing")).toBeNull();
+    });
+
+    test(`${writers} concurrent create-only writers: exactly one winner, and its bytes are stored`, async () => {
+      const store = await fresh();
+      const results = await Promise.all(
+        Array.from({ length: writers }, (_, i) => store.putIfAbsent("race/create", text(`writer ${i}`))),
+      );
+      const winners = results.flatMap((r, i) => (r.ok ? [i] : []));
+      expect(winners.length).toBe(1);
+      expect(str((await store.get("race/create"))!.body)).toBe(`writer ${winners[0]}`);
+    });
+
+    test(`${writers} concurrent compare-and-swap writers on one ETag: exactly one winner, and its bytes are stored`, async () => {
+      const store = await fresh();
+      const created = await store.putIfAbsent("race/cas", text("start"));
+      if (!created.ok) throw new Error("create lost on a fresh store");
+      const results = await Promise.all(
+        Array.from({ length: writers }, (_, i) => store.putIfMatch("race/cas", text(`writer ${i}`), created.etag)),
+      );
+      const winners = results.flatMap((r, i) => (r.ok ? [i] : []));
+      expect(winners.length).toBe(1);
+      const got = await store.get("race/cas");
+      expect(str(got!.body)).toBe(`writer ${winners[0]}`);
+      const win = results[winners[0]!]!;
+      if (win.ok) expect(got!.etag).toBe(win.etag);
+    });
+
+    test("list returns exactly the keys under a prefix, in order, with sizes", async () => {
+      const store = await fresh();
+      for (const key of ["packs/b", "packs/a", "packsx", "current", "packs/c/d"]) {
+        expect((await store.putIfAbsent(key, text(key))).ok).toBe(true);
+      }
+      const listed = await store.list("packs/");
+      expect(listed.map((o) => o.key)).toEqual(["packs/a", "packs/b", "packs/c/d"]);
+      expect(listed.map((o) => o.size)).toEqual([7, 7, 9]);
+      for (const o of listed) expect(o.modified).toBeInstanceOf(Date);
+      expect((await store.list("")).map((o) => o.key)).toEqual(["current", "packs/a", "packs/b", "packs/c/d", "packsx"]);
+    });
+
+    test("delete removes a key, and create-only then succeeds again", async () => {
+      const store = await fresh();
+      expect((await store.putIfAbsent("gone", text("1"))).ok).toBe(true);
+      await store.delete("gone");
+      expect(await store.get("gone")).toBeNull();
+      expect((await store.putIfAbsent("gone", text("2"))).ok).toBe(true);
+      expect(str((await store.get("gone"))!.body)).toBe("2");
+    });
+  });
+}
