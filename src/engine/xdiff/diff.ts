@@ -1,0 +1,581 @@
+/*
+ * Line diff, ported from git's xdiff (xprepare.c, xdiffi.c; git 2.39).
+ *
+ * Why a port and not any Myers diff: the three-way merge must agree byte for
+ * byte with `git merge-file`, and where git puts a hunk depends on every
+ * quirk of its implementation: the trimming of common ends, the discarding
+ * of lines that have no (or too many) matches on the other side, the cost
+ * heuristics inside xdl_split, and the sliding of groups in
+ * xdl_change_compact. So this follows the C code closely, including its
+ * variable names, and only drops what merge-file with flags == 0 never uses
+ * (whitespace flags, patience/histogram, the indent heuristic).
+ *
+ * Records are the file's lines including their "\n" (a last line may lack
+ * it). Two records are equal exactly when their text is equal, which is what
+ * xdl_recmatch does with no whitespace flags; a JS string compares equal iff
+ * its UTF-8 bytes do.
+ */
+
+export interface XdFile {
+  recs: string[];
+  nrec: number;
+  /* Equivalence class of each record, like `rec->ha` after classification. */
+  ha: Int32Array;
+  /* Change marks with one guard slot on each side: record i is rchg[i + 1]. */
+  rchg: Uint8Array;
+  /* Records that survived xdl_cleanup_records, and their classes. */
+  rindex: Int32Array;
+  hae: Int32Array;
+  nreff: number;
+  dstart: number;
+  dend: number;
+}
+
+export interface XdEnv {
+  xdf1: XdFile;
+  xdf2: XdFile;
+}
+
+export interface XdChange {
+  i1: number;
+  i2: number;
+  chg1: number;
+  chg2: number;
+}
+
+const XDL_KPDIS_RUN = 4;
+const XDL_MAX_EQLIMIT = 1024;
+const XDL_SIMSCAN_WINDOW = 100;
+
+const XDL_MAX_COST_MIN = 256;
+const XDL_HEUR_MIN_COST = 256;
+/* C uses LONG_MAX as the "unreached" backward value; any value above every index works. */
+const XDL_LINE_MAX = 0x7fffffff;
+const XDL_SNAKE_CNT = 20;
+const XDL_K_HEUR = 4;
+
+/* Splits like xdl_hash_record: each record runs up to and including "\n". */
+export function splitLines(text: string): string[] {
+  const out: string[] = [];
+  const n = text.length;
+  let start = 0;
+  while (start < n) {
+    const nl = text.indexOf("\n", start);
+    if (nl < 0) {
+      out.push(text.slice(start));
+      break;
+    }
+    out.push(text.slice(start, nl + 1));
+    start = nl + 1;
+  }
+  return out;
+}
+
+export function bogosqrt(n: number): number {
+  let i = 1;
+  for (; n > 0; n = Math.floor(n / 4)) i *= 2;
+  return i;
+}
+
+function newFile(recs: string[]): XdFile {
+  const nrec = recs.length;
+  return {
+    recs,
+    nrec,
+    ha: new Int32Array(nrec),
+    rchg: new Uint8Array(nrec + 2),
+    rindex: new Int32Array(nrec + 1),
+    hae: new Int32Array(nrec + 1),
+    nreff: 0,
+    dstart: 0,
+    dend: nrec - 1,
+  };
+}
+
+function at(a: Int32Array | Uint8Array, i: number): number {
+  return a[i] as number;
+}
+
+/*
+ * xdl_clean_mmatch: a line with many matches is discarded only when it sits
+ * inside a run dominated by lines that have no match at all.
+ */
+function cleanMmatch(dis: Uint8Array, i: number, s: number, e: number): boolean {
+  if (i - s > XDL_SIMSCAN_WINDOW) s = i - XDL_SIMSCAN_WINDOW;
+  if (e - i > XDL_SIMSCAN_WINDOW) e = i + XDL_SIMSCAN_WINDOW;
+
+  let r: number;
+  let rdis0 = 0;
+  let rpdis0 = 1;
+  for (r = 1; i - r >= s; r++) {
+    const v = at(dis, i - r);
+    if (!v) rdis0++;
+    else if (v === 2) rpdis0++;
+    else break;
+  }
+  if (rdis0 === 0) return false;
+  let rdis1 = 0;
+  let rpdis1 = 1;
+  for (r = 1; i + r <= e; r++) {
+    const v = at(dis, i + r);
+    if (!v) rdis1++;
+    else if (v === 2) rpdis1++;
+    else break;
+  }
+  if (rdis1 === 0) return false;
+  rdis1 += rdis0;
+  rpdis1 += rpdis0;
+  return rpdis1 * XDL_KPDIS_RUN < rpdis1 + rdis1;
+}
+
+/* xdl_prepare_env: classify records, trim common ends, discard unmatched lines. */
+export function prepareEnv(recs1: string[], recs2: string[]): XdEnv {
+  const xdf1 = newFile(recs1);
+  const xdf2 = newFile(recs2);
+
+  // The classifier counts occurrences over the whole of each file, before
+  // trimming, exactly as xdl_classify_record's len1/len2 do.
+  const classes = new Map<string, number>();
+  const len1: number[] = [];
+  const len2: number[] = [];
+  const classify = (xdf: XdFile, pass: 1 | 2): void => {
+    for (let i = 0; i < xdf.nrec; i++) {
+      const line = xdf.recs[i] as string;
+      let idx = classes.get(line);
+      if (idx === undefined) {
+        idx = len1.length;
+        classes.set(line, idx);
+        len1.push(0);
+        len2.push(0);
+      }
+      if (pass === 1) len1[idx] = (len1[idx] as number) + 1;
+      else len2[idx] = (len2[idx] as number) + 1;
+      xdf.ha[i] = idx;
+    }
+  };
+  classify(xdf1, 1);
+  classify(xdf2, 2);
+
+  // xdl_trim_ends
+  const lim0 = Math.min(xdf1.nrec, xdf2.nrec);
+  let i = 0;
+  for (; i < lim0; i++) if (at(xdf1.ha, i) !== at(xdf2.ha, i)) break;
+  xdf1.dstart = xdf2.dstart = i;
+  const lim = lim0 - i;
+  for (i = 0; i < lim; i++) {
+    if (at(xdf1.ha, xdf1.nrec - 1 - i) !== at(xdf2.ha, xdf2.nrec - 1 - i)) break;
+  }
+  xdf1.dend = xdf1.nrec - i - 1;
+  xdf2.dend = xdf2.nrec - i - 1;
+
+  // xdl_cleanup_records
+  const dis1 = new Uint8Array(xdf1.nrec + 1);
+  const dis2 = new Uint8Array(xdf2.nrec + 1);
+  let mlim = Math.min(bogosqrt(xdf1.nrec), XDL_MAX_EQLIMIT);
+  for (i = xdf1.dstart; i <= xdf1.dend; i++) {
+    const nm = len2[at(xdf1.ha, i)] as number;
+    dis1[i] = nm === 0 ? 0 : nm >= mlim ? 2 : 1;
+  }
+  mlim = Math.min(bogosqrt(xdf2.nrec), XDL_MAX_EQLIMIT);
+  for (i = xdf2.dstart; i <= xdf2.dend; i++) {
+    const nm = len1[at(xdf2.ha, i)] as number;
+    dis2[i] = nm === 0 ? 0 : nm >= mlim ? 2 : 1;
+  }
+  const keep = (xdf: XdFile, dis: Uint8Array): void => {
+    let nreff = 0;
+    for (let j = xdf.dstart; j <= xdf.dend; j++) {
+      const d = at(dis, j);
+      if (d === 1 || (d === 2 && !cleanMmatch(dis, j, xdf.dstart, xdf.dend))) {
+        xdf.rindex[nreff] = j;
+        xdf.hae[nreff] = at(xdf.ha, j);
+        nreff++;
+      } else {
+        xdf.rchg[j + 1] = 1;
+      }
+    }
+    xdf.nreff = nreff;
+  };
+  keep(xdf1, dis1);
+  keep(xdf2, dis2);
+
+  return { xdf1, xdf2 };
+}
+
+interface Split {
+  i1: number;
+  i2: number;
+  minLo: boolean;
+  minHi: boolean;
+}
+
+/*
+ * xdl_split. kvd holds both K vectors; diagonal d of the forward one lives at
+ * kvd[fo + d] and of the backward one at kvd[bo + d], mirroring the C pointer
+ * arithmetic on kvdf/kvdb.
+ */
+function split(
+  ha1: Int32Array,
+  off1: number,
+  lim1: number,
+  ha2: Int32Array,
+  off2: number,
+  lim2: number,
+  kvd: Int32Array,
+  fo: number,
+  bo: number,
+  needMin: boolean,
+  spl: Split,
+  mxcost: number,
+): void {
+  const dmin = off1 - lim2;
+  const dmax = lim1 - off2;
+  const fmid = off1 - off2;
+  const bmid = lim1 - lim2;
+  const odd = (fmid - bmid) & 1;
+  let fmin = fmid;
+  let fmax = fmid;
+  let bmin = bmid;
+  let bmax = bmid;
+  let d: number;
+  let i1: number;
+  let i2: number;
+  let prev1: number;
+
+  kvd[fo + fmid] = off1;
+  kvd[bo + bmid] = lim1;
+
+  for (let ec = 1; ; ec++) {
+    let gotSnake = false;
+
+    if (fmin > dmin) kvd[fo + --fmin - 1] = -1;
+    else ++fmin;
+    if (fmax < dmax) kvd[fo + ++fmax + 1] = -1;
+    else --fmax;
+
+    for (d = fmax; d >= fmin; d -= 2) {
+      const lo = at(kvd, fo + d - 1);
+      const hi = at(kvd, fo + d + 1);
+      i1 = lo >= hi ? lo + 1 : hi;
+      prev1 = i1;
+      i2 = i1 - d;
+      for (; i1 < lim1 && i2 < lim2 && at(ha1, i1) === at(ha2, i2); i1++, i2++);
+      if (i1 - prev1 > XDL_SNAKE_CNT) gotSnake = true;
+      kvd[fo + d] = i1;
+      if (odd && bmin <= d && d <= bmax && at(kvd, bo + d) <= i1) {
+        spl.i1 = i1;
+        spl.i2 = i2;
+        spl.minLo = spl.minHi = true;
+        return;
+      }
+    }
+
+    if (bmin > dmin) kvd[bo + --bmin - 1] = XDL_LINE_MAX;
+    else ++bmin;
+    if (bmax < dmax) kvd[bo + ++bmax + 1] = XDL_LINE_MAX;
+    else --bmax;
+
+    for (d = bmax; d >= bmin; d -= 2) {
+      const lo = at(kvd, bo + d - 1);
+      const hi = at(kvd, bo + d + 1);
+      i1 = lo < hi ? lo : hi - 1;
+      prev1 = i1;
+      i2 = i1 - d;
+      for (; i1 > off1 && i2 > off2 && at(ha1, i1 - 1) === at(ha2, i2 - 1); i1--, i2--);
+      if (prev1 - i1 > XDL_SNAKE_CNT) gotSnake = true;
+      kvd[bo + d] = i1;
+      if (!odd && fmin <= d && d <= fmax && i1 <= at(kvd, fo + d)) {
+        spl.i1 = i1;
+        spl.i2 = i2;
+        spl.minLo = spl.minHi = true;
+        return;
+      }
+    }
+
+    if (needMin) continue;
+
+    // A long snake far from the corner is taken as a good enough split once
+    // the edit cost passes the trigger, exactly as xdiff does.
+    if (gotSnake && ec > XDL_HEUR_MIN_COST) {
+      let best = 0;
+      for (d = fmax; d >= fmin; d -= 2) {
+        const dd = d > fmid ? d - fmid : fmid - d;
+        i1 = at(kvd, fo + d);
+        i2 = i1 - d;
+        const v = i1 - off1 + (i2 - off2) - dd;
+        if (
+          v > XDL_K_HEUR * ec &&
+          v > best &&
+          off1 + XDL_SNAKE_CNT <= i1 &&
+          i1 < lim1 &&
+          off2 + XDL_SNAKE_CNT <= i2 &&
+          i2 < lim2
+        ) {
+          for (let k = 1; at(ha1, i1 - k) === at(ha2, i2 - k); k++) {
+            if (k === XDL_SNAKE_CNT) {
+              best = v;
+              spl.i1 = i1;
+              spl.i2 = i2;
+              break;
+            }
+          }
+        }
+      }
+      if (best > 0) {
+        spl.minLo = true;
+        spl.minHi = false;
+        return;
+      }
+
+      best = 0;
+      for (d = bmax; d >= bmin; d -= 2) {
+        const dd = d > bmid ? d - bmid : bmid - d;
+        i1 = at(kvd, bo + d);
+        i2 = i1 - d;
+        const v = lim1 - i1 + (lim2 - i2) - dd;
+        if (
+          v > XDL_K_HEUR * ec &&
+          v > best &&
+          off1 < i1 &&
+          i1 <= lim1 - XDL_SNAKE_CNT &&
+          off2 < i2 &&
+          i2 <= lim2 - XDL_SNAKE_CNT
+        ) {
+          for (let k = 0; at(ha1, i1 + k) === at(ha2, i2 + k); k++) {
+            if (k === XDL_SNAKE_CNT - 1) {
+              best = v;
+              spl.i1 = i1;
+              spl.i2 = i2;
+              break;
+            }
+          }
+        }
+      }
+      if (best > 0) {
+        spl.minLo = false;
+        spl.minHi = true;
+        return;
+      }
+    }
+
+    // Too expensive: settle for the furthest reaching path.
+    if (ec >= mxcost) {
+      let fbest = -1;
+      let fbest1 = -1;
+      for (d = fmax; d >= fmin; d -= 2) {
+        i1 = Math.min(at(kvd, fo + d), lim1);
+        i2 = i1 - d;
+        if (lim2 < i2) {
+          i1 = lim2 + d;
+          i2 = lim2;
+        }
+        if (fbest < i1 + i2) {
+          fbest = i1 + i2;
+          fbest1 = i1;
+        }
+      }
+      let bbest = XDL_LINE_MAX;
+      let bbest1 = XDL_LINE_MAX;
+      for (d = bmax; d >= bmin; d -= 2) {
+        i1 = Math.max(off1, at(kvd, bo + d));
+        i2 = i1 - d;
+        if (i2 < off2) {
+          i1 = off2 + d;
+          i2 = off2;
+        }
+        if (i1 + i2 < bbest) {
+          bbest = i1 + i2;
+          bbest1 = i1;
+        }
+      }
+      if (lim1 + lim2 - bbest < fbest - (off1 + off2)) {
+        spl.i1 = fbest1;
+        spl.i2 = fbest - fbest1;
+        spl.minLo = true;
+        spl.minHi = false;
+      } else {
+        spl.i1 = bbest1;
+        spl.i2 = bbest - bbest1;
+        spl.minLo = false;
+        spl.minHi = true;
+      }
+      return;
+    }
+  }
+}
+
+/*
+ * xdl_recs_cmp, with an explicit stack instead of recursion so that long
+ * inputs cannot overflow the JS stack. Each box is independent (xdl_split
+ * initialises every K value it reads), so the visiting order does not matter.
+ */
+function recsCmp(env: XdEnv, kvd: Int32Array, fo: number, bo: number, mxcost: number): void {
+  const { xdf1, xdf2 } = env;
+  const ha1 = xdf1.hae;
+  const ha2 = xdf2.hae;
+  const stack: number[] = [0, xdf1.nreff, 0, xdf2.nreff, 0];
+  const spl: Split = { i1: 0, i2: 0, minLo: false, minHi: false };
+  while (stack.length > 0) {
+    const needMin = stack.pop() === 1;
+    let lim2 = stack.pop() as number;
+    let off2 = stack.pop() as number;
+    let lim1 = stack.pop() as number;
+    let off1 = stack.pop() as number;
+
+    for (; off1 < lim1 && off2 < lim2 && at(ha1, off1) === at(ha2, off2); off1++, off2++);
+    for (; off1 < lim1 && off2 < lim2 && at(ha1, lim1 - 1) === at(ha2, lim2 - 1); lim1--, lim2--);
+
+    if (off1 === lim1) {
+      for (; off2 < lim2; off2++) xdf2.rchg[at(xdf2.rindex, off2) + 1] = 1;
+    } else if (off2 === lim2) {
+      for (; off1 < lim1; off1++) xdf1.rchg[at(xdf1.rindex, off1) + 1] = 1;
+    } else {
+      spl.i1 = spl.i2 = 0;
+      split(ha1, off1, lim1, ha2, off2, lim2, kvd, fo, bo, needMin, spl, mxcost);
+      stack.push(spl.i1, lim1, spl.i2, lim2, spl.minHi ? 1 : 0);
+      stack.push(off1, spl.i1, off2, spl.i2, spl.minLo ? 1 : 0);
+    }
+  }
+}
+
+/* xdl_do_diff for the Myers algorithm without XDF_NEED_MINIMAL. */
+export function doDiff(recs1: string[], recs2: string[]): XdEnv {
+  const env = prepareEnv(recs1, recs2);
+  const ndiags = env.xdf1.nreff + env.xdf2.nreff + 3;
+  const kvd = new Int32Array(2 * ndiags + 2);
+  const fo = env.xdf2.nreff + 1;
+  const bo = ndiags + env.xdf2.nreff + 1;
+  const mxcost = Math.max(bogosqrt(ndiags), XDL_MAX_COST_MIN);
+  recsCmp(env, kvd, fo, bo, mxcost);
+  return env;
+}
+
+/*
+ * A group of changed lines [start, end) in one file; an empty group sits just
+ * above the unchanged line `start`. Mirrors struct xdlgroup.
+ */
+interface Group {
+  start: number;
+  end: number;
+}
+
+function groupInit(xdf: XdFile, g: Group): void {
+  g.start = g.end = 0;
+  while (xdf.rchg[g.end + 1]) g.end++;
+}
+
+function groupNext(xdf: XdFile, g: Group): boolean {
+  if (g.end === xdf.nrec) return false;
+  g.start = g.end + 1;
+  for (g.end = g.start; xdf.rchg[g.end + 1]; g.end++);
+  return true;
+}
+
+function groupPrevious(xdf: XdFile, g: Group): boolean {
+  if (g.start === 0) return false;
+  g.end = g.start - 1;
+  for (g.start = g.end; xdf.rchg[g.start]; g.start--);
+  return true;
+}
+
+function groupSlideDown(xdf: XdFile, g: Group): boolean {
+  if (g.end < xdf.nrec && at(xdf.ha, g.start) === at(xdf.ha, g.end)) {
+    xdf.rchg[g.start++ + 1] = 0;
+    xdf.rchg[g.end++ + 1] = 1;
+    while (xdf.rchg[g.end + 1]) g.end++;
+    return true;
+  }
+  return false;
+}
+
+function groupSlideUp(xdf: XdFile, g: Group): boolean {
+  if (g.start > 0 && at(xdf.ha, g.start - 1) === at(xdf.ha, g.end - 1)) {
+    xdf.rchg[--g.start + 1] = 1;
+    xdf.rchg[--g.end + 1] = 0;
+    while (xdf.rchg[g.start]) g.start--;
+    return true;
+  }
+  return false;
+}
+
+function bug(msg: string): never {
+  throw new Error(`xdiff: ${msg}`);
+}
+
+/*
+ * xdl_change_compact without the indent heuristic (merge-file never sets it,
+ * and diff counts do not depend on it): slide each group as far down as it
+ * goes, then back up to line up with a change in the other file if possible.
+ */
+export function changeCompact(xdf: XdFile, xdfo: XdFile): void {
+  const g: Group = { start: 0, end: 0 };
+  const go: Group = { start: 0, end: 0 };
+  groupInit(xdf, g);
+  groupInit(xdfo, go);
+
+  for (;;) {
+    if (g.end !== g.start) {
+      let groupsize: number;
+      let earliestEnd: number;
+      let endMatchingOther: number;
+      do {
+        groupsize = g.end - g.start;
+        endMatchingOther = -1;
+
+        while (groupSlideUp(xdf, g)) if (!groupPrevious(xdfo, go)) bug("group sync broken sliding up");
+
+        earliestEnd = g.end;
+        if (go.end > go.start) endMatchingOther = g.end;
+
+        for (;;) {
+          if (!groupSlideDown(xdf, g)) break;
+          if (!groupNext(xdfo, go)) bug("group sync broken sliding down");
+          if (go.end > go.start) endMatchingOther = g.end;
+        }
+      } while (groupsize !== g.end - g.start);
+
+      if (g.end === earliestEnd) {
+        // no shifting was possible
+      } else if (endMatchingOther !== -1) {
+        while (go.end === go.start) {
+          if (!groupSlideUp(xdf, g)) bug("match disappeared");
+          if (!groupPrevious(xdfo, go)) bug("group sync broken sliding to match");
+        }
+      }
+    }
+
+    if (!groupNext(xdf, g)) break;
+    if (!groupNext(xdfo, go)) bug("group sync broken moving to next group");
+  }
+
+  if (groupNext(xdfo, go)) bug("group sync broken at end of file");
+}
+
+/* xdl_build_script, returned in file order. */
+export function buildScript(env: XdEnv): XdChange[] {
+  const c1 = env.xdf1.rchg;
+  const c2 = env.xdf2.rchg;
+  const out: XdChange[] = [];
+  let i1 = env.xdf1.nrec;
+  let i2 = env.xdf2.nrec;
+  // The guard slots make rchg[-1] read as 0; unchanged lines pair up one to
+  // one, so both indices reach 0 together.
+  for (; i1 >= 0 || i2 >= 0; i1--, i2--) {
+    if (c1[i1] || c2[i2]) {
+      const l1 = i1;
+      const l2 = i2;
+      for (; c1[i1]; i1--);
+      for (; c2[i2]; i2--);
+      out.push({ i1, i2, chg1: l1 - i1, chg2: l2 - i2 });
+    }
+  }
+  out.reverse();
+  return out;
+}
+
+/* Diff, compact both ways, and build the script, as xdl_merge does for each side. */
+export function diffScript(recs1: string[], recs2: string[]): { env: XdEnv; script: XdChange[] } {
+  const env = doDiff(recs1, recs2);
+  changeCompact(env.xdf1, env.xdf2);
+  changeCompact(env.xdf2, env.xdf1);
+  return { env, script: buildScript(env) };
+}

@@ -1,0 +1,36 @@
+/*
+ * Line diff and three-way merge that agree byte for byte with C git
+ * (`git merge-file`, `git diff --numstat`), by porting git's xdiff.
+ * See diff.ts and merge.ts for the details of the port.
+ */
+
+import { doDiff, splitLines } from "./diff.ts";
+import { xdlMerge, type LineRange } from "./merge.ts";
+
+export type { LineRange } from "./merge.ts";
+export { findMarkerBlocks } from "./markers.ts";
+
+export const MARKER_LABELS: { ours: "local"; theirs: "accepted" } = { ours: "local", theirs: "accepted" };
+
+/*
+ * What `git merge-file -p -L local -L baseline -L accepted ours base theirs`
+ * prints, plus one range (one-based, inclusive, from the "<<<<<<<" line to
+ * the ">>>>>>>" line) per conflict block.
+ */
+export function mergeText(base: string, ours: string, theirs: string): { text: string; conflicts: LineRange[] } {
+  return xdlMerge(base, ours, theirs, MARKER_LABELS);
+}
+
+/*
+ * The counts of `git diff --no-index --numstat`. Sliding hunks never changes
+ * how many lines are marked, so no compaction (and no indent heuristic) is
+ * needed to get them.
+ */
+export function diffStat(a: string, b: string): { insertions: number; deletions: number } {
+  const env = doDiff(splitLines(a), splitLines(b));
+  let deletions = 0;
+  let insertions = 0;
+  for (let i = 0; i < env.xdf1.nrec; i++) if (env.xdf1.rchg[i + 1]) deletions++;
+  for (let i = 0; i < env.xdf2.nrec; i++) if (env.xdf2.rchg[i + 1]) insertions++;
+  return { insertions, deletions };
+}

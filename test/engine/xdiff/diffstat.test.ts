@@ -1,0 +1,82 @@
+/* diffStat against `git diff --no-index --numstat` on seeded generated pairs. */
+
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { diffStat } from "../../../src/engine/xdiff/index.ts";
+
+const SEED = Number(process.env.XDIFF_SEED ?? 0x5eed2390);
+const PAIRS = 48;
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const ALPHABET = ["a", "b", "c", "", " ", "}", "héllo", "日本", "foo bar", "x"];
+
+function makePair(rnd: () => number, index: number): [string, string] {
+  const int = (n: number) => Math.floor(rnd() * n);
+  const eol = () => (index % 5 === 4 && rnd() < 0.5 ? "\r\n" : "\n");
+  const size = index % 12 === 11 ? 2000 + int(2000) : int(30);
+  const a = Array.from({ length: size }, () => ALPHABET[int(ALPHABET.length)] + eol());
+  const b = a.slice();
+  for (let k = int(index % 12 === 11 ? 60 : 6); k > 0; k--) {
+    const at = int(b.length + 1);
+    const op = int(3);
+    if (op === 0) b.splice(at, 0, ...Array.from({ length: 1 + int(3) }, () => ALPHABET[int(ALPHABET.length)] + eol()));
+    else if (op === 1) b.splice(at, 1 + int(3));
+    else b[Math.min(at, b.length - 1)] = ALPHABET[int(ALPHABET.length)] + "!" + eol();
+  }
+  const trim = (s: string) => (rnd() < 0.2 ? s.replace(/\r?\n$/, "") : s);
+  return [trim(a.join("")), trim(b.join(""))];
+}
+
+describe("diffStat agrees with git diff --numstat", () => {
+  test(`${PAIRS} seeded pairs (seed ${SEED})`, () => {
+    const rnd = mulberry32(SEED);
+    const root = mkdtempSync(join(tmpdir(), "xdiff-stat-"));
+    const env = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: root,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_CEILING_DIRECTORIES: root,
+    };
+    try {
+      const failures: unknown[] = [];
+      for (let i = 0; i < PAIRS; i++) {
+        const [a, b] = makePair(rnd, i);
+        writeFileSync(join(root, "a"), a);
+        writeFileSync(join(root, "b"), b);
+        const proc = Bun.spawnSync(["git", "diff", "--no-index", "--numstat", "a", "b"], { cwd: root, env });
+        if (proc.exitCode !== 0 && proc.exitCode !== 1) throw new Error(proc.stderr.toString());
+        const out = proc.stdout.toString().trim();
+        const m = out === "" ? ["", "0", "0"] : /^(\d+)\t(\d+)\t/.exec(out);
+        if (!m) throw new Error(`unexpected numstat output: ${out}`);
+        const want = { insertions: Number(m[1]), deletions: Number(m[2]) };
+        const got = diffStat(a, b);
+        if (got.insertions !== want.insertions || got.deletions !== want.deletions) {
+          failures.push({ seed: SEED, pair: i, want, got, a, b });
+        }
+      }
+      expect(failures.slice(0, 3)).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("identical and empty inputs", () => {
+    expect(diffStat("", "")).toEqual({ insertions: 0, deletions: 0 });
+    expect(diffStat("a\n", "a\n")).toEqual({ insertions: 0, deletions: 0 });
+    expect(diffStat("", "a\nb\n")).toEqual({ insertions: 2, deletions: 0 });
+    expect(diffStat("a\nb", "a\nb\n")).toEqual({ insertions: 1, deletions: 1 });
+  });
+});
