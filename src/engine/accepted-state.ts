@@ -1,0 +1,91 @@
+/**
+ * Reading the accepted state from the store: `current`, then the packs it
+ * names that this checkout lacks, then the head commit's tree. Every failure
+ * maps to its token here, and nothing is materialised when one occurs.
+ */
+import { createHash } from "node:crypto";
+import { DomainError } from "../contract/errors.ts";
+import { type ObjectStore, StoreError } from "../store/object-store.ts";
+import { BadPackError, type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
+import { MANIFEST_KEY, type Manifest, parseManifest } from "./manifest.ts";
+
+export interface AcceptedState {
+  /** null when the store holds no notebook yet (generation 0). */
+  manifest: Manifest | null;
+  /** ETag of `current` as read, for the compare-and-swap; null when absent. */
+  etag: string | null;
+  generation: number;
+  head: string | null;
+  tree: string | null;
+  files: FlatTree;
+  trees: Set<string>;
+}
+
+export async function readManifest(store: ObjectStore): Promise<{ manifest: Manifest | null; etag: string | null }> {
+  let object;
+  try {
+    object = await store.get(MANIFEST_KEY);
+  } catch (cause) {
+    throw new DomainError("MANIFEST_READ", "The notebook's manifest could not be read from the store.", { cause });
+  }
+  if (object === null) return { manifest: null, etag: null };
+  return { manifest: parseManifest(object.body), etag: object.etag };
+}
+
+export async function loadAcceptedState(store: ObjectStore, git: GitStore): Promise<AcceptedState> {
+  const { manifest, etag } = await readManifest(store);
+  if (manifest === null) {
+    return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set() };
+  }
+  await fetchPacks(store, git, manifest);
+  try {
+    const tree = await git.commitTree(manifest.head);
+    const read = await git.readFlatTree(tree);
+    return { manifest, etag, generation: manifest.generation, head: manifest.head, tree, files: read.files, trees: read.trees };
+  } catch (cause) {
+    if (cause instanceof MissingObjectError) {
+      throw new DomainError("HISTORY_INVALID", "The accepted history is missing an object; an operator must inspect the store.", {
+        cause,
+      });
+    }
+    throw cause;
+  }
+}
+
+async function fetchPacks(store: ObjectStore, git: GitStore, manifest: Manifest): Promise<void> {
+  const missing = manifest.packs.filter((p) => !git.hasPack(p.sha256));
+  // Bounded parallelism: enough to hide latency, few enough for small machines.
+  const queue = [...missing];
+  const worker = async () => {
+    for (let p = queue.shift(); p; p = queue.shift()) {
+      let object;
+      try {
+        object = await store.get(p.key);
+      } catch (cause) {
+        throw new DomainError("PACK_DOWNLOAD", "A pack of the accepted state could not be downloaded.", { cause });
+      }
+      if (object === null) {
+        throw new DomainError("PACK_INVALID", "A pack named by the manifest is missing from the store; an operator must inspect it.");
+      }
+      const digest = createHash("sha256").update(object.body).digest("hex");
+      if (object.body.byteLength !== p.size || digest !== p.sha256) {
+        throw new DomainError("PACK_INVALID", "A pack contradicts its descriptor in the manifest; an operator must inspect the store.");
+      }
+      try {
+        await git.importPack(p.sha256, object.body);
+      } catch (cause) {
+        if (cause instanceof BadPackError) {
+          throw new DomainError("PACK_INVALID", "A pack of the accepted state failed import; an operator must inspect the store.", {
+            cause,
+          });
+        }
+        throw cause;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(4, missing.length) }, worker));
+}
+
+export function isStoreError(e: unknown): e is StoreError {
+  return e instanceof StoreError;
+}

@@ -1,0 +1,180 @@
+/**
+ * commit: publish the caller's changes. Merge them with the latest accepted
+ * state, upload the new objects as one create-only pack, then replace
+ * `current` with one conditional write. A lost race re-reads, re-merges and
+ * tries again with jitter, up to the retry bound; the visible files change
+ * only once the outcome is known (docs/storage-protocol.md).
+ */
+import { createHash } from "node:crypto";
+import { DomainError, type ErrorFile } from "../contract/errors.ts";
+import { validateMessage } from "../contract/message.ts";
+import type { OperationOutcome } from "../contract/results.ts";
+import { ENGINE_DETAILS } from "../contract/tokens.ts";
+import { type ObjectStore, StoreError } from "../store/object-store.ts";
+import { type AcceptedState, loadAcceptedState, readManifest } from "./accepted-state.ts";
+import { conflictError } from "./conflict.ts";
+import { treeDiffStat } from "./diffstat.ts";
+import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, openSession, scanOurs, type Session } from "./engine.ts";
+import type { FlatTree } from "./git-store.ts";
+import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, serializeManifest } from "./manifest.ts";
+import { materialize } from "./materialize.ts";
+import { decodeText } from "./text.ts";
+import { mergeTrees } from "./tree-merge.ts";
+import { findMarkerBlocks } from "./xdiff/index.ts";
+
+/** Backoff between attempts: full jitter, exponential, capped. */
+const BACKOFF_BASE_MS = 20;
+const BACKOFF_CAP_MS = 1_000;
+
+export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
+  validateMessage(message);
+  const session = await openSession(deps, path, false);
+  try {
+    // PULL_REQUIRED and UNRESOLVED_MARKERS come before any store access.
+    if (session.baseline === null) {
+      throw new DomainError("PULL_REQUIRED", "This directory was never pulled; call pull for it once, then commit. No remote state was touched.");
+    }
+    await scanOurs(session);
+    let base: FlatTree;
+    try {
+      base = await baselineFiles(session);
+    } catch (e) {
+      if (!(e instanceof BaselineMissing)) throw e;
+      throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
+        detail: ENGINE_DETAILS.stateMissingLocally(),
+        cause: e,
+      });
+    }
+    refuseMarkers(session, base);
+    return await publish(session, base, message);
+  } finally {
+    closeSession(session);
+  }
+}
+
+function refuseMarkers(session: Session, base: FlatTree): void {
+  const files: ErrorFile[] = [];
+  for (const [path, oid] of session.ours) {
+    if (base.get(path) === oid) continue;
+    const text = decodeText(session.oursBytes.get(path)!) ?? "";
+    const ranges = findMarkerBlocks(text);
+    if (ranges.length > 0) files.push({ path, reason: "UNRESOLVED_MARKERS", ranges });
+  }
+  if (files.length > 0) {
+    throw new DomainError(
+      "UNRESOLVED_MARKERS",
+      "Conflict marker blocks are still in the files; remove the marker lines and commit again. Nothing was published.",
+      { files },
+    );
+  }
+}
+
+function sameTree(a: FlatTree, b: FlatTree): boolean {
+  if (a.size !== b.size) return false;
+  for (const [path, oid] of a) if (b.get(path) !== oid) return false;
+  return true;
+}
+
+async function publish(session: Session, base: FlatTree, message: string): Promise<OperationOutcome> {
+  const { deps, git } = session;
+  const store = deps.store;
+  for (let attempt = 0; ; attempt++) {
+    await deps.onStage("fetch");
+    const accepted = await loadAcceptedState(store, git);
+    await deps.onStage("merge");
+    const merge = await mergeTrees(git, base, session.ours, accepted.files);
+    const target = { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
+    if (merge.conflicts.length > 0) {
+      await materialize(session.state, session.ours, merge.result, target, deps.onStage);
+      throw conflictError(merge.conflicts, "commit");
+    }
+    if (sameTree(merge.result, accepted.files)) {
+      // Nothing to publish: a synchronisation, which brings the checkout to
+      // the accepted state (every local change is already in it).
+      await materialize(session.state, session.ours, merge.result, target, deps.onStage);
+      return { path: session.dir, generation: accepted.generation, files: [] };
+    }
+
+    await deps.onStage("pack");
+    const built = await git.writeFlatTree(merge.result);
+    const head = await git.writeCommit({ tree: built.tree, parent: accepted.head, message, when: deps.now() });
+    const newObjects = [head, ...[...built.trees].filter((t) => !accepted.trees.has(t))];
+    const known = new Set(accepted.files.values());
+    for (const oid of new Set(merge.result.values())) if (!known.has(oid)) newObjects.push(oid);
+    const pack = await git.packObjects(newObjects);
+    const sha256 = createHash("sha256").update(pack).digest("hex");
+    const key = packKey(sha256);
+
+    await deps.onStage("upload");
+    try {
+      // Create-only: an existing key holds these very bytes (content-addressed).
+      await store.putIfAbsent(key, pack);
+    } catch (cause) {
+      throw new DomainError("PACK_UPLOAD", "The new pack could not be uploaded; nothing was published.", { cause });
+    }
+    // The pack is ours: it stays importable locally even before it is accepted.
+    if (!git.hasPack(sha256)) await git.importPack(sha256, pack);
+
+    const manifest: Manifest = {
+      format: 1,
+      generation: accepted.generation + 1,
+      head,
+      publication: newPublicationId(),
+      packs: [...(accepted.manifest?.packs ?? []), { key, size: pack.byteLength, sha256 }],
+    };
+    await deps.onStage("publish");
+    const landed = await conditionalReplace(store, accepted, manifest);
+    if (landed) {
+      const next = { generation: manifest.generation, head, tree: built.tree };
+      await materialize(session.state, session.ours, merge.result, next, deps.onStage);
+      const files = await treeDiffStat(git, accepted.files, merge.result);
+      return { path: session.dir, generation: manifest.generation, files };
+    }
+    if (attempt >= deps.commitRetries) {
+      throw new DomainError(
+        "RETRIES_EXHAUSTED",
+        `Other commits won the race ${attempt + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
+      );
+    }
+    await deps.onStage("retry");
+    const cap = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt);
+    await deps.sleep(deps.random() * cap);
+  }
+}
+
+/**
+ * One conditional write of `current`; true if our manifest is now accepted.
+ * When the response is lost or ambiguous, read `current` back and prove the
+ * outcome (lessons-from-peers: never guess). Every later manifest keeps our
+ * pack, so its presence proves we landed even after others published.
+ */
+async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, manifest: Manifest): Promise<boolean> {
+  const body = serializeManifest(manifest);
+  try {
+    const result =
+      accepted.etag === null ? await store.putIfAbsent(MANIFEST_KEY, body) : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
+    if (result.ok) return true;
+  } catch (cause) {
+    if (!(cause instanceof StoreError) || cause.outcome !== "unknown") {
+      throw new DomainError("MANIFEST_WRITE", "The manifest write failed; nothing was published.", { cause });
+    }
+  }
+  // Lost, or unknown: does `current` carry our publication? A lost response
+  // to a write that landed, or an SDK retry that saw its own write as a
+  // conflict, both show up here as success.
+  let now;
+  try {
+    now = await readManifest(store);
+  } catch (cause) {
+    throw new DomainError(
+      "PUBLICATION_UNPROVEN",
+      "The store did not confirm the publication and it could not be proved either way; pull first and look before committing again.",
+      { cause },
+    );
+  }
+  const ours = manifest.packs[manifest.packs.length - 1]!.key;
+  if (now.manifest && (now.manifest.publication === manifest.publication || now.manifest.packs.some((p) => p.key === ours))) {
+    return true;
+  }
+  return false;
+}

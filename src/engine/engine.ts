@@ -1,0 +1,156 @@
+/**
+ * What every operation needs, injected (no globals): the store, where the
+ * private state lives, who we are, and the hooks tests and logs use.
+ */
+import { realpathSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { relative, sep } from "node:path";
+import { DomainError } from "../contract/errors.ts";
+import type { ObjectStore } from "../store/object-store.ts";
+import { blobId } from "./blob-id.ts";
+import { type Baseline, CheckoutState, type ProcessIdentity, registeredCheckouts } from "./checkout-state.ts";
+import { type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
+import { recoverInterrupted } from "./materialize.ts";
+import { type NotebookFiles, scanNotebook } from "./scan.ts";
+
+export interface EngineDeps {
+  store: ObjectStore;
+  /** A secret-free identity of the store location, e.g. "sqlite:/path/store.db". */
+  storeId: string;
+  privateRoot: string;
+  self: ProcessIdentity;
+  /** How many times a commit that lost the race re-merges and tries again. */
+  commitRetries: number;
+  now?: () => Date;
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+  /**
+   * Called as each named stage begins (scan, fetch, merge, pack, upload,
+   * publish, materialize, baseline, …): stage timings in the logs, and the
+   * points where fault tests stop the process.
+   */
+  onStage?: (stage: string) => Promise<void> | void;
+}
+
+export const DEFAULT_COMMIT_RETRIES = 10;
+
+function isInside(parent: string, child: string): boolean {
+  const rel = relative(parent, child);
+  return rel !== "" && !rel.startsWith("..") && !rel.startsWith(sep) && rel !== "..";
+}
+
+/**
+ * Checkouts never publish one another's files (decisions §3): a directory
+ * inside another checkout, or containing one, is refused. So is one that
+ * overlaps the private state.
+ */
+function refuseNesting(deps: EngineDeps, dir: string): void {
+  const privateRoot = deps.privateRoot;
+  if (dir === privateRoot || isInside(dir, privateRoot) || isInside(privateRoot, dir)) {
+    throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");
+  }
+  for (const other of registeredCheckouts(privateRoot)) {
+    if (isInside(other, dir)) {
+      throw new DomainError(
+        "PATH_OUTSIDE_ROOT",
+        `This directory is inside another checkout (${other}); pull or commit that checkout, or use a directory outside it.`,
+      );
+    }
+    if (isInside(dir, other)) {
+      throw new DomainError(
+        "PATH_OUTSIDE_ROOT",
+        `This directory contains another checkout (${other}); address that checkout or a directory beside it.`,
+      );
+    }
+  }
+}
+
+export interface Session {
+  deps: Required<Omit<EngineDeps, "onStage">> & { onStage: (stage: string) => Promise<void> | void };
+  dir: string;
+  state: CheckoutState;
+  git: GitStore;
+  /** The visible files, as blob ids (the blobs are in the object cache). */
+  ours: FlatTree;
+  oursBytes: NotebookFiles;
+  baseline: Baseline | null;
+}
+
+function withDefaults(deps: EngineDeps): Session["deps"] {
+  return {
+    now: () => new Date(),
+    sleep: (ms) => Bun.sleep(ms),
+    random: Math.random,
+    ...deps,
+    onStage: deps.onStage ?? (() => {}),
+  };
+}
+
+/**
+ * Open a checkout for one operation: resolve it, take its lock, repair an
+ * interrupted earlier operation, and scan the visible files. The caller must
+ * `close` the session.
+ */
+export async function openSession(deps: EngineDeps, path: string, create: boolean): Promise<Session> {
+  const full = withDefaults(deps);
+  if (create) {
+    try {
+      await mkdir(path, { recursive: true });
+    } catch (cause) {
+      throw new DomainError("LOCAL_STATE", "The notebook directory could not be created.", { cause });
+    }
+  }
+  let dir: string;
+  try {
+    dir = realpathSync(path);
+  } catch (cause) {
+    throw new DomainError("PULL_REQUIRED", "This directory does not exist and was never pulled; call pull for it once, then commit.", {
+      cause,
+    });
+  }
+  refuseNesting(full, dir);
+  const state = await CheckoutState.open({ privateRoot: full.privateRoot, storeId: full.storeId, dir, self: full.self });
+  try {
+    await recoverInterrupted(state);
+    const baseline = state.readBaseline();
+    return { deps: full, dir, state, git: state.git, ours: new Map(), oursBytes: new Map(), baseline };
+  } catch (e) {
+    state.release();
+    throw e;
+  }
+}
+
+/** Scan the visible files into the session, and keep their blobs as the snapshot recovery needs. */
+export async function scanOurs(session: Session): Promise<void> {
+  await session.deps.onStage("scan");
+  session.oursBytes = scanNotebook(session.dir);
+  const ours: FlatTree = new Map();
+  for (const [path, bytes] of session.oursBytes) ours.set(path, await session.git.writeBlob(bytes));
+  session.ours = ours;
+}
+
+export function closeSession(session: Session): void {
+  session.state.release();
+}
+
+/** The baseline's files; an absent baseline (never pulled) is the empty tree. */
+export async function baselineFiles(session: Session): Promise<FlatTree> {
+  const b = session.baseline;
+  if (b === null || b.tree === null) return new Map();
+  try {
+    return (await session.git.readFlatTree(b.tree)).files;
+  } catch (cause) {
+    if (cause instanceof MissingObjectError) throw new BaselineMissing(cause);
+    throw cause;
+  }
+}
+
+/** The baseline's objects are gone from the private cache. */
+export class BaselineMissing extends Error {
+  override readonly name = "BaselineMissing";
+  constructor(cause: unknown) {
+    super("baseline objects missing", { cause });
+  }
+}
+
+export { blobId };

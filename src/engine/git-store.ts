@@ -1,0 +1,243 @@
+/**
+ * The checkout's git object database: the one file that imports
+ * isomorphic-git. Objects are written here atomically (temp file + rename),
+ * because a crash must never leave a torn loose object that would later be
+ * trusted; isomorphic-git reads loose objects and packs, builds the packs we
+ * publish (`packObjects`) and indexes the packs we download (`indexPack`).
+ *
+ * The engine sees notebook trees as flat maps (slash path → blob id); this
+ * module turns them into git trees and back.
+ */
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import { mkdir, rename, writeFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { deflateSync } from "node:zlib";
+import git from "isomorphic-git";
+
+/** Notebook-relative slash path → blob id. */
+export type FlatTree = Map<string, string>;
+
+export interface BuiltTree {
+  tree: string;
+  /** Every tree object id of the tree, root included. */
+  trees: Set<string>;
+}
+
+export interface ReadTree extends BuiltTree {
+  files: FlatTree;
+}
+
+/** An object the history needs is absent: the state cannot be trusted. */
+export class MissingObjectError extends Error {
+  override readonly name = "MissingObjectError";
+}
+
+/** A downloaded pack could not be imported. */
+export class BadPackError extends Error {
+  override readonly name = "BadPackError";
+}
+
+const FILE_MODE = "100644";
+const TREE_MODE = "40000";
+
+function sha1Hex(data: Uint8Array): string {
+  return createHash("sha1").update(data).digest("hex");
+}
+
+function randomSuffix(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Git's tree order: names compare as bytes, a tree as if it ended in "/". */
+function treeOrder(a: { name: Buffer; isTree: boolean }, b: { name: Buffer; isTree: boolean }): number {
+  const ka = a.isTree ? Buffer.concat([a.name, Buffer.from("/")]) : a.name;
+  const kb = b.isTree ? Buffer.concat([b.name, Buffer.from("/")]) : b.name;
+  return Buffer.compare(ka, kb);
+}
+
+export class GitStore {
+  private readonly cache: object = {};
+
+  private constructor(readonly gitdir: string) {}
+
+  static async open(gitdir: string): Promise<GitStore> {
+    await mkdir(join(gitdir, "objects", "pack"), { recursive: true });
+    await mkdir(join(gitdir, "incoming"), { recursive: true });
+    if (!fs.existsSync(join(gitdir, "HEAD"))) {
+      // A minimal bare repository, so C git can read it too when debugging.
+      await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
+      await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
+    }
+    return new GitStore(gitdir);
+  }
+
+  /** Write one object, atomically; returns its id. Existing objects are kept. */
+  async writeObject(type: "blob" | "tree" | "commit", content: Uint8Array): Promise<string> {
+    const header = Buffer.from(`${type} ${content.byteLength}\0`);
+    const wrapped = Buffer.concat([header, content]);
+    const oid = sha1Hex(wrapped);
+    const dir = join(this.gitdir, "objects", oid.slice(0, 2));
+    const file = join(dir, oid.slice(2));
+    if (fs.existsSync(file)) return oid;
+    await mkdir(dir, { recursive: true });
+    const tmp = join(dir, `tmp-${randomSuffix()}`);
+    await writeFile(tmp, deflateSync(wrapped));
+    await rename(tmp, file);
+    return oid;
+  }
+
+  writeBlob(bytes: Uint8Array): Promise<string> {
+    return this.writeObject("blob", bytes);
+  }
+
+  /** Build the git trees of a flat notebook tree, bottom-up. */
+  async writeFlatTree(files: FlatTree): Promise<BuiltTree> {
+    interface Dir {
+      files: Map<string, string>;
+      dirs: Map<string, Dir>;
+    }
+    const root: Dir = { files: new Map(), dirs: new Map() };
+    for (const [path, oid] of files) {
+      const parts = path.split("/");
+      let dir = root;
+      for (const part of parts.slice(0, -1)) {
+        let next = dir.dirs.get(part);
+        if (!next) {
+          next = { files: new Map(), dirs: new Map() };
+          dir.dirs.set(part, next);
+        }
+        dir = next;
+      }
+      dir.files.set(parts[parts.length - 1]!, oid);
+    }
+    const trees = new Set<string>();
+    const write = async (dir: Dir): Promise<string> => {
+      const entries: Array<{ name: Buffer; isTree: boolean; oid: string }> = [];
+      for (const [name, oid] of dir.files) entries.push({ name: Buffer.from(name), isTree: false, oid });
+      for (const [name, sub] of dir.dirs) entries.push({ name: Buffer.from(name), isTree: true, oid: await write(sub) });
+      entries.sort(treeOrder);
+      const parts: Buffer[] = [];
+      for (const e of entries) {
+        parts.push(Buffer.from(`${e.isTree ? TREE_MODE : FILE_MODE} `), e.name, Buffer.from([0]), Buffer.from(e.oid, "hex"));
+      }
+      const oid = await this.writeObject("tree", Buffer.concat(parts));
+      trees.add(oid);
+      return oid;
+    };
+    const tree = await write(root);
+    return { tree, trees };
+  }
+
+  /**
+   * Write a commit whose message is kept byte for byte (isomorphic-git's
+   * writeCommit normalises newlines, which the message rules forbid).
+   */
+  async writeCommit(args: { tree: string; parent: string | null; message: string; when: Date }): Promise<string> {
+    const seconds = Math.floor(args.when.getTime() / 1000);
+    const ident = `slivingdoc <slivingdoc@localhost> ${seconds} +0000`;
+    const head = [`tree ${args.tree}`];
+    if (args.parent) head.push(`parent ${args.parent}`);
+    head.push(`author ${ident}`, `committer ${ident}`);
+    const body = Buffer.concat([Buffer.from(`${head.join("\n")}\n\n`), Buffer.from(args.message, "utf8")]);
+    return this.writeObject("commit", body);
+  }
+
+  private async read(oid: string): Promise<{ type: string; object: Uint8Array }> {
+    try {
+      const result = await git.readObject({ fs, gitdir: this.gitdir, oid, format: "content", cache: this.cache });
+      return { type: result.type, object: result.object as Uint8Array };
+    } catch (cause) {
+      if ((cause as { code?: string }).code === "NotFoundError") throw new MissingObjectError("object missing", { cause });
+      throw cause;
+    }
+  }
+
+  async has(oid: string): Promise<boolean> {
+    try {
+      await this.read(oid);
+      return true;
+    } catch (e) {
+      if (e instanceof MissingObjectError) return false;
+      throw e;
+    }
+  }
+
+  async readBlob(oid: string): Promise<Uint8Array> {
+    const { type, object } = await this.read(oid);
+    if (type !== "blob") throw new MissingObjectError("not a blob");
+    return object;
+  }
+
+  async commitTree(commit: string): Promise<string> {
+    const { type, object } = await this.read(commit);
+    if (type !== "commit") throw new MissingObjectError("not a commit");
+    const match = /^tree ([0-9a-f]{40})\n/.exec(Buffer.from(object).toString("latin1"));
+    if (!match) throw new MissingObjectError("commit without a tree");
+    return match[1]!;
+  }
+
+  /** Read a git tree into a flat notebook tree, with every tree id on the way. */
+  async readFlatTree(tree: string): Promise<ReadTree> {
+    const files: FlatTree = new Map();
+    const trees = new Set<string>();
+    const walk = async (oid: string, prefix: string) => {
+      const { type, object } = await this.read(oid);
+      if (type !== "tree") throw new MissingObjectError("not a tree");
+      trees.add(oid);
+      const buf = Buffer.from(object);
+      let i = 0;
+      while (i < buf.length) {
+        const space = buf.indexOf(0x20, i);
+        const nul = buf.indexOf(0, space);
+        if (space < 0 || nul < 0 || nul + 21 > buf.length) throw new MissingObjectError("malformed tree");
+        const mode = buf.toString("latin1", i, space);
+        const name = buf.toString("utf8", space + 1, nul);
+        const child = buf.toString("hex", nul + 1, nul + 21);
+        i = nul + 21;
+        if (mode === TREE_MODE) await walk(child, `${prefix}${name}/`);
+        else if (mode === FILE_MODE) files.set(prefix + name, child);
+        else throw new MissingObjectError("unexpected tree entry mode");
+      }
+    };
+    await walk(tree, "");
+    return { tree, trees, files };
+  }
+
+  /** A real git packfile holding exactly `oids` (undeltified, which git accepts). */
+  async packObjects(oids: string[]): Promise<Uint8Array> {
+    const { packfile } = await git.packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
+    if (!packfile) throw new Error("packObjects returned no pack");
+    return packfile;
+  }
+
+  /** Whether the pack published under `name` was already imported. */
+  hasPack(name: string): boolean {
+    return fs.existsSync(join(this.gitdir, "objects", "pack", `pack-${name}.idx`));
+  }
+
+  /**
+   * Import a downloaded pack: index it aside, then move pack and index into
+   * place (index last, since readers look for `*.idx`), so a crash leaves
+   * either no trace or a complete pack.
+   */
+  async importPack(name: string, bytes: Uint8Array): Promise<void> {
+    const incoming = join(this.gitdir, "incoming");
+    const suffix = randomSuffix();
+    const packRel = `incoming/pack-${name}-${suffix}.pack`;
+    const tmpPack = join(this.gitdir, packRel);
+    const tmpIdx = tmpPack.replace(/\.pack$/, ".idx");
+    await mkdir(incoming, { recursive: true });
+    await writeFile(tmpPack, bytes);
+    try {
+      await git.indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} });
+    } catch (cause) {
+      await rm(tmpPack, { force: true });
+      await rm(tmpIdx, { force: true });
+      throw new BadPackError("pack could not be indexed", { cause });
+    }
+    const packDir = join(this.gitdir, "objects", "pack");
+    await rename(tmpPack, join(packDir, `pack-${name}.pack`));
+    await rename(tmpIdx, join(packDir, `pack-${name}.idx`));
+  }
+}

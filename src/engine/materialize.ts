@@ -1,0 +1,138 @@
+/**
+ * Writing a tree into the visible directory, crash-safely.
+ *
+ * Before the first visible file changes, a journal in the private state
+ * records every file to be rewritten with the blob ids of its content
+ * before and after (both are in the object cache). If the process dies
+ * before the baseline moves, `recoverInterrupted` puts back the previous
+ * content of every file that holds what the interrupted operation wrote —
+ * and leaves alone any file changed since — so the visible directory and
+ * the baseline agree again and no unpublished edit is lost.
+ */
+import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import type { Baseline, CheckoutState } from "./checkout-state.ts";
+import type { FlatTree, GitStore } from "./git-store.ts";
+import { blobId } from "./blob-id.ts";
+import { PARTIAL_FILE } from "./scan.ts";
+
+export interface FileWrite {
+  path: string;
+  before: string | null;
+  after: string | null;
+}
+
+/** The visible files that differ between `from` (what is on disk) and `to`. */
+export function plannedWrites(from: FlatTree, to: FlatTree): FileWrite[] {
+  const writes: FileWrite[] = [];
+  for (const [path, before] of from) {
+    const after = to.get(path);
+    if (after !== before) writes.push({ path, before, after: after ?? null });
+  }
+  for (const [path, after] of to) if (!from.has(path)) writes.push({ path, before: null, after });
+  return writes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+function partialName(): string {
+  const hex = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return `.slivingdoc-partial-${hex}`;
+}
+
+async function writeVisible(root: string, path: string, bytes: Uint8Array): Promise<void> {
+  const file = join(root, path);
+  await mkdir(dirname(file), { recursive: true });
+  // Write beside the destination and rename: a reader never sees half a file.
+  const tmp = join(dirname(file), partialName());
+  await writeFile(tmp, bytes);
+  await rename(tmp, file);
+}
+
+function removeVisible(root: string, path: string): void {
+  rmSync(join(root, path), { force: true });
+  // Directories exist only through their files (decisions §4).
+  for (let dir = dirname(path); dir !== "." && dir !== ""; dir = dirname(dir)) {
+    try {
+      rmdirSync(join(root, dir));
+    } catch {
+      break; // Not empty, or already gone.
+    }
+  }
+}
+
+/** Deletions first, so a file can give way to a directory of the same name. */
+async function apply(root: string, git: GitStore, writes: FileWrite[], pick: (w: FileWrite) => string | null): Promise<void> {
+  for (const w of writes) if (pick(w) === null) removeVisible(root, w.path);
+  for (const w of writes) {
+    const oid = pick(w);
+    if (oid !== null) await writeVisible(root, w.path, await git.readBlob(oid));
+  }
+}
+
+/**
+ * Make the visible directory equal `to` (given that it holds `from`) and move
+ * the baseline to `target`, journaled as described above.
+ */
+export async function materialize(
+  state: CheckoutState,
+  from: FlatTree,
+  to: FlatTree,
+  target: Baseline,
+  onStage: (stage: string) => Promise<void> | void,
+): Promise<FileWrite[]> {
+  const writes = plannedWrites(from, to);
+  if (writes.length > 0) {
+    state.writeJournal({ version: 1, target, writes });
+    await onStage("materialize");
+    await apply(state.dir, state.git, writes, (w) => w.after);
+  }
+  await onStage("baseline");
+  state.writeBaseline(target);
+  state.clearJournal();
+  return writes;
+}
+
+/** The blob id of what is on disk at `path` now, or null if no regular file is there. */
+function currentId(root: string, path: string): string | null | undefined {
+  const file = join(root, path);
+  try {
+    const st = lstatSync(file);
+    if (!st.isFile()) return undefined; // Something else now: not ours to touch.
+  } catch {
+    return null;
+  }
+  return blobId(readFileSync(file));
+}
+
+function removePartials(root: string, dir: string): void {
+  let entries;
+  try {
+    entries = readdirSync(join(root, dir), { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) if (e.isFile() && PARTIAL_FILE.test(e.name)) rmSync(join(root, dir, e.name), { force: true });
+}
+
+/**
+ * Run before every operation, under the checkout lock: finish the bookkeeping
+ * of an interrupted materialisation. Returns whether anything was repaired.
+ */
+export async function recoverInterrupted(state: CheckoutState): Promise<boolean> {
+  const journal = state.readJournal();
+  if (journal === null) return false;
+  const baseline = state.readBaseline();
+  const completed =
+    baseline !== null && baseline.head === journal.target.head && baseline.generation === journal.target.generation;
+  if (!completed) {
+    const rollback = journal.writes.filter((w) => {
+      const now = currentId(state.dir, w.path);
+      return now !== undefined && now === w.after && w.after !== w.before;
+    });
+    await apply(state.dir, state.git, rollback, (w) => w.before);
+  }
+  const dirs = new Set(journal.writes.map((w) => dirname(w.path)));
+  for (const dir of dirs) if (existsSync(join(state.dir, dir))) removePartials(state.dir, dir);
+  state.clearJournal();
+  return true;
+}

@@ -1,0 +1,96 @@
+/**
+ * The scan: read the visible directory into a notebook tree and enforce the
+ * notebook contract (decisions §4) — regular files of valid UTF-8 without
+ * U+0000, under valid UTF-8 names without a `.git` segment. Every violation
+ * is collected so the caller learns all offending files at once.
+ */
+import { type Dirent, lstatSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DomainError, type ErrorFile } from "../contract/errors.ts";
+import { decodeText } from "./text.ts";
+
+/** Notebook-relative slash path → file bytes. */
+export type NotebookFiles = Map<string, Uint8Array>;
+
+/**
+ * Files this engine writes next to their destination before an atomic
+ * rename. A crash can leave one behind; it is never notebook content and is
+ * removed by recovery (see materialize.ts).
+ */
+export const PARTIAL_FILE = /^\.slivingdoc-partial-[0-9a-f]{16}$/;
+
+const nameDecoder = new TextDecoder("utf-8", { fatal: true });
+
+function isGitSegment(name: string): boolean {
+  return name.toLowerCase() === ".git";
+}
+
+export function scanNotebook(root: string): NotebookFiles {
+  const files: NotebookFiles = new Map();
+  const invalid: ErrorFile[] = [];
+  const bad = (path: string) => invalid.push({ path, reason: "INVALID_CONTENT", ranges: [] });
+
+  const walk = (absDir: string, relDir: string) => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(absDir, { withFileTypes: true });
+    } catch (cause) {
+      throw new DomainError("LOCAL_STATE", "The notebook directory could not be read.", { cause });
+    }
+    if (entries.some((e) => e.name.includes("\uFFFD"))) {
+      // Node-style APIs replace invalid UTF-8 in names; the raw bytes tell
+      // a real U+FFFD from a name that is not UTF-8 at all.
+      for (const raw of readdirSync(absDir, { encoding: "buffer" })) {
+        try {
+          nameDecoder.decode(raw);
+        } catch {
+          bad(relDir + Buffer.from(raw).toString("latin1").replace(/[^\x20-\x7e]/g, "?"));
+        }
+      }
+      entries = entries.filter((e) => {
+        const bytes = Buffer.from(e.name, "utf8");
+        return readdirSync(absDir, { encoding: "buffer" }).some((raw) => Buffer.compare(raw, bytes) === 0);
+      });
+    }
+    for (const entry of entries) {
+      const name = entry.name;
+      const rel = relDir + name;
+      const abs = join(absDir, name);
+      if (PARTIAL_FILE.test(name)) continue;
+      if (isGitSegment(name)) {
+        bad(rel);
+        continue;
+      }
+      if (entry.isDirectory()) {
+        walk(abs, `${rel}/`);
+      } else if (entry.isFile()) {
+        const bytes = readFileSync(abs);
+        if (decodeText(bytes) === null) bad(rel);
+        else files.set(rel, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+      } else {
+        // Symlinks, sockets, FIFOs, devices: never notebook content.
+        bad(rel);
+      }
+    }
+  };
+
+  try {
+    if (!lstatSync(root).isDirectory()) {
+      throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook path is not a directory.");
+    }
+  } catch (e) {
+    if (e instanceof DomainError) throw e;
+    return files; // A directory that does not exist yet holds no files.
+  }
+  walk(root, "");
+  if (invalid.length > 0) {
+    invalid.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    const names = invalid.map((f) => f.path).join(", ");
+    throw new DomainError(
+      "INVALID_CONTENT",
+      `The notebook holds UTF-8 text files only; these are not: ${names}. Delete or replace them, then call again.`,
+      { files: invalid },
+    );
+  }
+  return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

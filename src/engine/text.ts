@@ -1,0 +1,26 @@
+/**
+ * Bytes ⇄ text for notebook files. The decoder is fatal (invalid UTF-8 is
+ * refused, never replaced) and keeps a BOM, so a decode/encode round trip is
+ * exact for every file the notebook accepts (decisions §4).
+ */
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const encoder = new TextEncoder();
+
+export function decodeText(bytes: Uint8Array): string | null {
+  if (bytes.includes(0)) return null;
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+export function encodeText(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+export function bytesEqual(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined || a.length !== b.length) return false;
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
+}

@@ -1,0 +1,79 @@
+/**
+ * The three-tree merge (decisions §6): base = the checkout's baseline,
+ * ours = the visible files, theirs = the accepted state. Paths changed on
+ * one side take that side; paths changed on both are merged line by line
+ * exactly as `git merge-file` would (xdiff/), with git's markers.
+ *
+ * A file that one side deleted and the other changed is merged as text
+ * against an empty side, so the conflict block shows the surviving lines
+ * and nothing is dropped silently. A file-versus-directory clash keeps the
+ * directory and moves the file aside (`name~local` or `name~accepted`).
+ */
+import type { ErrorFile } from "../contract/errors.ts";
+import type { FlatTree, GitStore } from "./git-store.ts";
+import { decodeText, encodeText } from "./text.ts";
+import { mergeText } from "./xdiff/index.ts";
+
+export interface TreeMerge {
+  result: FlatTree;
+  conflicts: ErrorFile[];
+}
+
+async function text(git: GitStore, oid: string | undefined): Promise<string> {
+  if (oid === undefined) return "";
+  const decoded = decodeText(await git.readBlob(oid));
+  // Accepted content was validated when it was committed; anything else is corrupt history.
+  if (decoded === null) throw new Error("stored blob is not UTF-8 text");
+  return decoded;
+}
+
+export async function mergeTrees(git: GitStore, base: FlatTree, ours: FlatTree, theirs: FlatTree): Promise<TreeMerge> {
+  const result: FlatTree = new Map();
+  const conflicts = new Map<string, ErrorFile>();
+  const paths = new Set([...base.keys(), ...ours.keys(), ...theirs.keys()]);
+  for (const path of paths) {
+    const b = base.get(path);
+    const o = ours.get(path);
+    const t = theirs.get(path);
+    let merged: string | undefined;
+    if (o === t) merged = o;
+    else if (o === b) merged = t;
+    else if (t === b) merged = o;
+    else {
+      const out = mergeText(await text(git, b), await text(git, o), await text(git, t));
+      if (out.conflicts.length > 0) {
+        conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
+      }
+      // A clean merge of a deletion with nothing left is a deletion.
+      const bothPresent = o !== undefined && t !== undefined;
+      merged = out.text === "" && !bothPresent && out.conflicts.length === 0 ? undefined : await git.writeBlob(encodeText(out.text));
+    }
+    if (merged !== undefined) result.set(path, merged);
+  }
+  resolveDirectoryClashes(result, ours, theirs, conflicts);
+  const list = [...conflicts.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { result, conflicts: list };
+}
+
+/**
+ * A path cannot be a file and a directory at once. The directory wins, and
+ * the file moves to `path~local` (the caller's) or `path~accepted` (the
+ * remote's), so neither side's content is lost; the clash is reported as a
+ * PATH_CONFLICT on the original path.
+ */
+function resolveDirectoryClashes(result: FlatTree, ours: FlatTree, theirs: FlatTree, conflicts: Map<string, ErrorFile>): void {
+  const dirs = new Set<string>();
+  for (const path of result.keys()) {
+    for (let i = path.indexOf("/"); i >= 0; i = path.indexOf("/", i + 1)) dirs.add(path.slice(0, i));
+  }
+  for (const path of [...result.keys()].sort()) {
+    if (!dirs.has(path)) continue;
+    const oid = result.get(path)!;
+    result.delete(path);
+    const side = theirs.get(path) === oid && ours.get(path) !== oid ? "accepted" : "local";
+    let target = `${path}~${side}`;
+    while (result.has(target) || dirs.has(target)) target += "~";
+    result.set(target, oid);
+    conflicts.set(path, { path, reason: "PATH_CONFLICT", ranges: [] });
+  }
+}
