@@ -1,0 +1,195 @@
+/**
+ * The CLI (decisions §1, §7): `pull [PATH]`, `commit -m MSG [PATH]`, with the
+ * configuration flags of decisions §2. citty defines the commands and renders
+ * help; parsing is strict and ours, because citty passes unknown flags
+ * through and a silently ignored `--mesage` would be a misplaced write.
+ */
+import { type ArgsDef, type CommandDef, defineCommand, renderUsage } from "citty";
+import { DomainError } from "../../contract/errors.ts";
+import { errorEnvelope, NO_PATH_SETS, newDiagnosticId, successResult } from "../../contract/results.ts";
+import { StartupRefusal } from "../../contract/startup.ts";
+import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
+import { commit } from "../../engine/commit.ts";
+import { pull } from "../../engine/pull.ts";
+import { resolveNotebookPath } from "../paths.ts";
+import { type ConfigFlags, type Env, engineDeps, openStore, resolveConfig } from "../runtime.ts";
+import { renderError, renderSuccess } from "./render.ts";
+
+export interface CliIo {
+  argv: string[];
+  env: Env;
+  cwd: string;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  version: string;
+}
+
+const configArgs = {
+  store: { type: "string", description: "Store URL: s3://BUCKET[/PREFIX] or sqlite:PATH (env SLIVINGDOC_STORE; default: the embedded store)", valueHint: "URL" },
+  region: { type: "string", description: "S3 region (env S3_REGION, then the AWS SDK's own)" },
+  endpoint: { type: "string", description: "S3 endpoint URL (env AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)", valueHint: "URL" },
+  "force-path-style": { type: "boolean", description: "S3 path-style addressing (env S3_FORCE_PATH_STYLE=1)" },
+  "workspace-root": { type: "string", description: "Only act at or below this directory (env SLIVINGDOC_WORKSPACE_ROOT)", valueHint: "DIR" },
+  "private-root": { type: "string", description: "Where per-checkout state lives (env SLIVINGDOC_PRIVATE_ROOT)", valueHint: "DIR" },
+  "commit-retries": { type: "string", description: "Attempts after a lost race before REMOTE_BUSY (env SLIVINGDOC_COMMIT_RETRIES; default 10)", valueHint: "N" },
+  json: { type: "boolean", description: "Print the structured result (success or error) as JSON on stdout" },
+} as const satisfies ArgsDef;
+
+const pathArg = { type: "positional", required: false, description: "The notebook directory (default: the current directory)", valueHint: "PATH" } as const;
+
+export const pullCommand = defineCommand({
+  meta: { name: "pull", description: "Write the accepted notebook into PATH, merging your unpublished edits" },
+  args: { ...configArgs, path: pathArg },
+});
+
+export const commitCommand = defineCommand({
+  meta: { name: "commit", description: "Publish the changes in PATH and incorporate concurrent changes" },
+  args: {
+    message: { type: "string", alias: "m", required: true, description: "The commit message (non-blank UTF-8, at most 16,384 bytes)", valueHint: "MSG" },
+    ...configArgs,
+    path: pathArg,
+  },
+});
+
+const subCommands: Record<string, CommandDef<ArgsDef>> = {
+  pull: pullCommand as CommandDef<ArgsDef>,
+  commit: commitCommand as CommandDef<ArgsDef>,
+};
+
+export function rootCommand(version: string): CommandDef<ArgsDef> {
+  return defineCommand({
+    meta: { name: "slivingdoc", version, description: "A shared notebook of UTF-8 text files for AI agents: pull, edit, commit." },
+    subCommands,
+  }) as CommandDef<ArgsDef>;
+}
+
+type Parsed = { flags: Record<string, string | boolean>; positionals: string[] };
+
+/** Strict parsing against the citty definitions: unknown flags and extra positionals are refused by name. */
+export function parseStrict(args: ArgsDef, argv: string[]): Parsed {
+  const byName = new Map<string, [string, ArgsDef[string]]>();
+  for (const [name, def] of Object.entries(args)) {
+    if (def.type === "positional") continue;
+    byName.set(name, [name, def]);
+    const alias = "alias" in def ? def.alias : undefined;
+    for (const a of alias === undefined ? [] : Array.isArray(alias) ? alias : [alias]) byName.set(a, [name, def]);
+  }
+  const flags: Record<string, string | boolean> = {};
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === "--") {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!token.startsWith("-") || token === "-") {
+      positionals.push(token);
+      continue;
+    }
+    const eq = token.indexOf("=");
+    const raw = token.replace(/^--?/, "");
+    const key = eq >= 0 ? raw.slice(0, raw.indexOf("=")) : raw;
+    let entry = byName.get(key);
+    let negated = false;
+    if (!entry && key.startsWith("no-")) {
+      entry = byName.get(key.slice(3));
+      negated = entry?.[1].type === "boolean";
+      if (!negated) entry = undefined;
+    }
+    if (!entry) throw new StartupRefusal("argument refusal", `unknown option ${token.slice(0, eq >= 0 ? eq : undefined)}`);
+    const [name, def] = entry;
+    if (def.type === "boolean") {
+      if (eq >= 0) throw new StartupRefusal("argument refusal", `option --${name} takes no value`);
+      flags[name] = !negated;
+    } else {
+      let value: string | undefined;
+      if (eq >= 0) value = token.slice(eq + 1);
+      else {
+        value = argv[i + 1];
+        i++;
+      }
+      if (value === undefined) throw new StartupRefusal("argument refusal", `option --${name} needs a value`);
+      if (name in flags) throw new StartupRefusal("argument refusal", `option --${name} given twice`);
+      flags[name] = value;
+    }
+  }
+  return { flags, positionals };
+}
+
+/** Run the CLI; returns the exit code. Only main.ts exits the process. */
+export async function runCli(io: CliIo): Promise<number> {
+  const root = rootCommand(io.version);
+  const [first, ...rest] = io.argv;
+  if (first === undefined || first === "--help" || first === "-h" || first === "help") {
+    io.stdout(await renderUsage(root));
+    return first === undefined ? EXIT_CODES.STARTUP : EXIT_CODES.OK;
+  }
+  if (first === "--version" || first === "-v") {
+    io.stdout(`${io.version}\n`);
+    return EXIT_CODES.OK;
+  }
+  const command = subCommands[first];
+  if (!command) {
+    io.stderr(`slivingdoc: argument refusal: unknown command "${first}"; the commands are ${Object.keys(subCommands).join(", ")}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    io.stdout(await renderUsage(command, root));
+    return EXIT_CODES.OK;
+  }
+  const args = (command.args ?? {}) as ArgsDef;
+  let parsed: Parsed;
+  try {
+    parsed = parseStrict(args, rest);
+    if (parsed.positionals.length > 1) {
+      throw new StartupRefusal("argument refusal", `one notebook path at most; got ${parsed.positionals.length}: ${parsed.positionals.join(" ")}`);
+    }
+    if (first === "commit" && typeof parsed.flags.message !== "string") {
+      throw new StartupRefusal("argument refusal", "commit needs a message: commit -m MSG [PATH]");
+    }
+  } catch (e) {
+    if (!(e instanceof StartupRefusal)) throw e;
+    io.stderr(`${e.diagnostic()}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+  return execute(first as "pull" | "commit", parsed, io);
+}
+
+async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo): Promise<number> {
+  const json = parsed.flags.json === true;
+  let config;
+  try {
+    config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
+  } catch (e) {
+    if (!(e instanceof StartupRefusal)) throw e;
+    io.stderr(`${e.diagnostic()}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+  const diagnosticId = newDiagnosticId();
+  const secrets = [config.privateRoot];
+  const store = await openStore(config.store);
+  try {
+    const deps = engineDeps(config, store);
+    const path = resolveNotebookPath(parsed.positionals[0], {
+      defaultDir: io.cwd,
+      cwd: io.cwd,
+      home: io.env.HOME ?? "",
+      workspaceRoot: config.workspaceRoot,
+    });
+    const outcome = operation === "pull" ? await pull(deps, path) : await commit(deps, path, parsed.flags.message as string);
+    const result = successResult(outcome, NO_PATH_SETS);
+    if (json) io.stdout(`${JSON.stringify(result, null, 2)}\n`);
+    io.stderr(renderSuccess(operation, result));
+    return EXIT_CODES.OK;
+  } catch (e) {
+    const error =
+      e instanceof DomainError ? e : new DomainError("INTERNAL", "An unexpected error occurred; see the log for the diagnostic id.", { cause: e });
+    const envelope = errorEnvelope(error, diagnosticId, NO_PATH_SETS, secrets);
+    if (json) io.stdout(`${JSON.stringify(envelope, null, 2)}\n`);
+    io.stderr(renderError(envelope));
+    if (!(e instanceof DomainError)) io.stderr(`cause: ${String((e as Error)?.stack ?? e)}\n`);
+    return exitCodeFor(envelope.code);
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Resolving a caller's notebook path (mcp-tools.md "Inputs", decisions §3):
+ * `~/` expands to the home directory, `..` and symlinks are resolved, and
+ * the result must be at or below the workspace root when one is set.
+ */
+import { realpathSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { DomainError } from "../contract/errors.ts";
+
+export interface PathContext {
+  /** What an omitted or empty path means. */
+  defaultDir: string;
+  /** Where relative paths start. */
+  cwd: string;
+  home: string;
+  /** Real path of the workspace root, or null for no bound. */
+  workspaceRoot: string | null;
+}
+
+/** realpath of the longest existing ancestor, with the rest appended: the target may not exist yet. */
+export function realpathLoose(path: string): string {
+  const missing: string[] = [];
+  let current = path;
+  for (;;) {
+    try {
+      return join(realpathSync(current), ...missing.reverse());
+    } catch {
+      const parent = dirname(current);
+      if (parent === current) return path;
+      missing.push(basename(current));
+      current = parent;
+    }
+  }
+}
+
+export function isAtOrBelow(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
+}
+
+export function resolveNotebookPath(input: string | undefined, ctx: PathContext): string {
+  let path = input === undefined || input === "" ? ctx.defaultDir : input;
+  if (path === "~") path = ctx.home;
+  else if (path.startsWith("~/")) path = join(ctx.home, path.slice(2));
+  const resolved = realpathLoose(resolve(ctx.cwd, path));
+  if (ctx.workspaceRoot !== null && !isAtOrBelow(ctx.workspaceRoot, resolved)) {
+    throw new DomainError(
+      "PATH_OUTSIDE_ROOT",
+      `The path is not at or below the workspace root ${ctx.workspaceRoot}; address a directory there, or omit path.`,
+    );
+  }
+  return resolved;
+}

@@ -1,0 +1,187 @@
+/**
+ * Flags + environment → configuration → store → engine dependencies.
+ * Flags win over environment variables (decisions §2). Every invalid value
+ * is a startup refusal raised here, before any store is opened.
+ */
+import { mkdirSync, realpathSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { StartupRefusal } from "../contract/startup.ts";
+import { DEFAULT_COMMIT_RETRIES, type EngineDeps } from "../engine/engine.ts";
+import type { ObjectStore } from "../store/object-store.ts";
+import { openSqliteStore } from "../store/sqlite.ts";
+import { isAtOrBelow, realpathLoose } from "./paths.ts";
+
+export type StoreSpec =
+  | { kind: "sqlite"; file: string }
+  | { kind: "s3"; bucket: string; prefix: string; region?: string; endpoint?: string; forcePathStyle: boolean };
+
+export interface RuntimeConfig {
+  store: StoreSpec;
+  privateRoot: string;
+  workspaceRoot: string | null;
+  commitRetries: number;
+}
+
+/** The configuration flags every subcommand accepts, by their long names. */
+export interface ConfigFlags {
+  store?: string;
+  region?: string;
+  endpoint?: string;
+  "force-path-style"?: boolean;
+  "workspace-root"?: string;
+  "private-root"?: string;
+  "commit-retries"?: string;
+}
+
+export type Env = Record<string, string | undefined>;
+
+const MAX_COMMIT_RETRIES = 100;
+
+function nonEmpty(v: string | undefined): string | undefined {
+  return v === undefined || v === "" ? undefined : v;
+}
+
+function invalid(message: string): StartupRefusal {
+  return new StartupRefusal("invalid configuration", message);
+}
+
+/** S3 key prefixes: printable, no leading slash, no empty or dot segments. */
+function normalizePrefix(prefix: string): string {
+  const trimmed = prefix.replace(/\/+$/, "");
+  if (trimmed === "") return "";
+  if (
+    trimmed.startsWith("/") ||
+    Buffer.byteLength(trimmed) > 512 ||
+    /[\u0000-\u001f\u007f\\]/.test(trimmed) ||
+    trimmed.split("/").some((s) => s === "" || s === "." || s === "..")
+  ) {
+    throw invalid("the S3 object prefix must be relative, without empty, '.' or '..' segments, control characters or backslashes");
+  }
+  return `${trimmed}/`;
+}
+
+function validateBucket(bucket: string): string {
+  // https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    throw invalid("the S3 bucket name must be 3 to 63 lowercase letters, digits, dots or hyphens");
+  }
+  return bucket;
+}
+
+function validateEndpoint(endpoint: string): string {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw invalid("the endpoint must be an http:// or https:// URL");
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw invalid("the endpoint URL must not carry user information; credentials come from the AWS SDK's default chain");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw invalid("the endpoint must be an http:// or https:// URL");
+  return endpoint;
+}
+
+function parseStore(flags: ConfigFlags, env: Env, cwd: string, home: string): StoreSpec {
+  const url = nonEmpty(flags.store) ?? nonEmpty(env.SLIVINGDOC_STORE);
+  const s3Common = () => {
+    const endpoint = nonEmpty(flags.endpoint) ?? nonEmpty(env.AWS_ENDPOINT_URL_S3) ?? nonEmpty(env.AWS_ENDPOINT_URL);
+    const region = nonEmpty(flags.region) ?? nonEmpty(env.S3_REGION);
+    const forcePathStyle = flags["force-path-style"] === true || env.S3_FORCE_PATH_STYLE === "1" || env.S3_FORCE_PATH_STYLE === "true";
+    return {
+      ...(endpoint !== undefined ? { endpoint: validateEndpoint(endpoint) } : {}),
+      ...(region !== undefined ? { region } : {}),
+      forcePathStyle,
+    };
+  };
+  if (url === undefined) {
+    const bucket = nonEmpty(env.S3_BUCKET);
+    if (bucket !== undefined) {
+      return { kind: "s3", bucket: validateBucket(bucket), prefix: normalizePrefix(env.S3_PREFIX ?? ""), ...s3Common() };
+    }
+    const dataHome = nonEmpty(env.XDG_DATA_HOME) ?? join(home, ".local", "share");
+    return { kind: "sqlite", file: join(dataHome, "slivingdoc", "store.db") };
+  }
+  if (url.startsWith("sqlite:")) {
+    const file = url.slice("sqlite:".length);
+    if (file === "") throw invalid("the store URL sqlite:PATH needs a file path");
+    return { kind: "sqlite", file: resolve(cwd, file) };
+  }
+  if (url.startsWith("s3://")) {
+    const rest = url.slice("s3://".length);
+    if (rest.includes("@")) throw invalid("the store URL must not carry user information");
+    const slash = rest.indexOf("/");
+    const bucket = slash < 0 ? rest : rest.slice(0, slash);
+    const prefix = slash < 0 ? "" : rest.slice(slash + 1);
+    return { kind: "s3", bucket: validateBucket(bucket), prefix: normalizePrefix(prefix), ...s3Common() };
+  }
+  throw invalid("the store must be s3://BUCKET[/PREFIX] or sqlite:PATH");
+}
+
+function parseRetries(flags: ConfigFlags, env: Env): number {
+  const raw = nonEmpty(flags["commit-retries"]) ?? nonEmpty(env.SLIVINGDOC_COMMIT_RETRIES);
+  if (raw === undefined) return DEFAULT_COMMIT_RETRIES;
+  if (!/^\d+$/.test(raw) || Number(raw) > MAX_COMMIT_RETRIES) {
+    throw invalid(`--commit-retries must be a whole number from 0 to ${MAX_COMMIT_RETRIES}`);
+  }
+  return Number(raw);
+}
+
+export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): RuntimeConfig {
+  const home = nonEmpty(env.HOME) ?? homedir();
+  const store = parseStore(flags, env, cwd, home);
+  const commitRetries = parseRetries(flags, env);
+  const stateHome = nonEmpty(env.XDG_STATE_HOME) ?? join(home, ".local", "state");
+  const privateRootRaw = nonEmpty(flags["private-root"]) ?? nonEmpty(env.SLIVINGDOC_PRIVATE_ROOT) ?? join(stateHome, "slivingdoc");
+  const workspaceRaw = nonEmpty(flags["workspace-root"]) ?? nonEmpty(env.SLIVINGDOC_WORKSPACE_ROOT);
+  const privateRoot = realpathLoose(resolve(cwd, privateRootRaw));
+  const workspaceRoot = workspaceRaw === undefined ? null : realpathLoose(resolve(cwd, workspaceRaw));
+  if (workspaceRoot !== null && (isAtOrBelow(workspaceRoot, privateRoot) || isAtOrBelow(privateRoot, workspaceRoot))) {
+    throw invalid("the private root and the workspace root overlap; give them separate directories");
+  }
+  if (store.kind === "sqlite" && workspaceRoot !== null && isAtOrBelow(workspaceRoot, store.file)) {
+    throw invalid("the store file is inside the workspace root; keep it outside the notebook");
+  }
+  return { store, privateRoot, workspaceRoot, commitRetries };
+}
+
+/** A secret-free identity of the store location; it keys each checkout's private state. */
+export function storeIdentity(spec: StoreSpec): string {
+  if (spec.kind === "sqlite") return `sqlite:${spec.file}`;
+  return `s3://${spec.bucket}/${spec.prefix}@${spec.endpoint ?? "aws"}`;
+}
+
+export async function openStore(spec: StoreSpec): Promise<ObjectStore> {
+  if (spec.kind === "sqlite") return openSqliteStore(spec.file);
+  // Loaded only when used: the SDK is large and most CLI calls use one store.
+  const { createS3Store } = await import("../store/s3.ts");
+  return createS3Store({
+    bucket: spec.bucket,
+    prefix: spec.prefix,
+    ...(spec.region !== undefined ? { region: spec.region } : {}),
+    ...(spec.endpoint !== undefined ? { endpoint: spec.endpoint } : {}),
+    forcePathStyle: spec.forcePathStyle,
+  });
+}
+
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDeps {
+  mkdirSync(config.privateRoot, { recursive: true, mode: 0o700 });
+  return {
+    store,
+    storeId: storeIdentity(config.store),
+    privateRoot: realpathSync(config.privateRoot),
+    self: { pid: process.pid, isAlive: isProcessAlive },
+    commitRetries: config.commitRetries,
+  };
+}
+
