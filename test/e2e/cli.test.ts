@@ -1,0 +1,149 @@
+/**
+ * The CLI as a user runs it: spawned from source, asserting stdout, stderr
+ * and the exit code together.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EXIT_CODES } from "../../src/contract/tokens.ts";
+import { write } from "../support/fixture.ts";
+
+const root = mkdtempSync(join(tmpdir(), "slivingdoc-cli-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const main = join(import.meta.dir, "../../src/main.ts");
+const env = {
+  ...(process.env as Record<string, string>),
+  HOME: join(root, "home"),
+  XDG_DATA_HOME: join(root, "data"),
+  XDG_STATE_HOME: join(root, "state"),
+  SLIVINGDOC_STORE: "",
+  S3_BUCKET: "",
+};
+
+async function cli(cwd: string, ...args: string[]) {
+  const p = Bun.spawn([process.execPath, main, ...args], { cwd, env, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { stdout, stderr, code };
+}
+
+describe("zero configuration: the embedded store", () => {
+  test("pull, edit, commit in two terminals; conflict, resolve, commit again", async () => {
+    const a = join(root, "a");
+    const b = join(root, "b");
+    const first = await cli(root, "pull", a);
+    expect(first).toEqual({ stdout: "", stderr: `pulled ${a}: up to date at generation 0\n`, code: 0 });
+    // The default store lives under XDG_DATA_HOME, the private state under XDG_STATE_HOME.
+    expect(existsSync(join(root, "data", "slivingdoc", "store.db"))).toBe(true);
+    expect(existsSync(join(root, "state", "slivingdoc", "checkouts"))).toBe(true);
+
+    write(a, "plan.md", "goal: ship\nstatus: draft\n");
+    const committed = await cli(a, "commit", "-m", "plan");
+    expect(committed.code).toBe(0);
+    expect(committed.stderr).toBe(`committed ${a} at generation 1: 1 file changed, 2 insertions(+), 0 deletions(-)\n  plan.md | +2 -0\n`);
+
+    expect((await cli(root, "pull", b)).code).toBe(0);
+    write(a, "plan.md", "goal: ship\nstatus: review (a)\n");
+    write(b, "plan.md", "goal: ship\nstatus: blocked (b)\n");
+    expect((await cli(a, "commit", "-m", "a")).code).toBe(0);
+    const conflict = await cli(b, "commit", "-m", "b", "--json");
+    expect(conflict.code).toBe(EXIT_CODES.CONTENT_CONFLICT);
+    const envelope = JSON.parse(conflict.stdout);
+    expect(envelope).toMatchObject({
+      code: "CONTENT_CONFLICT",
+      reason: "MERGE_CONFLICT",
+      action: "EDIT_FILES",
+      retryable: false,
+      files: [{ path: "plan.md", reason: "TEXT_CONFLICT", ranges: [{ start: 2, end: 6 }] }],
+      readOnly: [],
+      writable: [],
+    });
+    expect(envelope.diagnosticId).toMatch(/^[0-9a-f]{16}$/);
+    expect(conflict.stderr).toContain("error: CONTENT_CONFLICT · MERGE_CONFLICT\n");
+    expect(conflict.stderr).toContain("  plan.md · TEXT_CONFLICT · lines 2-6\n");
+    expect(conflict.stderr).toContain("next: edit the files, then commit (EDIT_FILES)\n");
+    expect(readFileSync(join(b, "plan.md"), "utf8")).toBe(
+      "goal: ship\n<<<<<<< local\nstatus: blocked (b)\n=======\nstatus: review (a)\n>>>>>>> accepted\n",
+    );
+
+    const markers = await cli(b, "commit", "-m", "b again");
+    expect(markers.code).toBe(EXIT_CODES.CONTENT_CONFLICT);
+    expect(markers.stderr).toContain("CONTENT_CONFLICT · UNRESOLVED_MARKERS");
+
+    write(b, "plan.md", "goal: ship\nstatus: review, unblocked\n");
+    const resolved = await cli(b, "commit", "-m", "resolved", "--json");
+    expect(resolved.code).toBe(0);
+    expect(JSON.parse(resolved.stdout)).toEqual({
+      code: "OK",
+      path: b,
+      generation: 3,
+      filesChanged: 1,
+      insertions: 1,
+      deletions: 1,
+      files: [{ path: "plan.md", insertions: 1, deletions: 1 }],
+      readOnly: [],
+      writable: [],
+    });
+    expect((await cli(a, "pull")).code).toBe(0);
+    expect(readFileSync(join(a, "plan.md"), "utf8")).toBe("goal: ship\nstatus: review, unblocked\n");
+  });
+});
+
+describe("refusals before anything is touched", () => {
+  const cases: Array<[string, string[], RegExp]> = [
+    ["commit without -m", ["commit"], /^slivingdoc: argument refusal: commit needs a message/],
+    ["two paths", ["commit", "-m", "x", "one", "two"], /^slivingdoc: argument refusal: one notebook path at most/],
+    ["a misspelt flag", ["commit", "--mesage", "x"], /^slivingdoc: argument refusal: unknown option --mesage/],
+    ["a misspelt command", ["comit", "-m", "x"], /^slivingdoc: argument refusal: unknown command "comit"/],
+    ["a flag without its value", ["pull", "--store"], /^slivingdoc: argument refusal: option --store needs a value/],
+    ["a bad store URL", ["pull", "--store", "ftp://x"], /^slivingdoc: invalid configuration: the store must be/],
+    ["bad retries", ["pull", "--commit-retries", "-1"], /^slivingdoc: invalid configuration: --commit-retries/],
+    ["an endpoint with user information", ["pull", "--store", "s3://bucket", "--endpoint", "https://AKIAIOSFODNN7EXAMPLE:pw@h"], /user information/],
+    ["an invalid prefix", ["pull", "--store", "s3://bucket/../x"], /^slivingdoc: invalid configuration: the S3 object prefix/],
+    ["overlapping roots", ["pull", "--workspace-root", "/tmp/w", "--private-root", "/tmp/w/p"], /overlap/],
+  ];
+  for (const [name, args, pattern] of cases) {
+    test(name, async () => {
+      const fresh = mkdtempSync(join(root, "refusal-"));
+      const r = await cli(fresh, ...args);
+      expect(r.code).toBe(EXIT_CODES.STARTUP);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toMatch(pattern);
+      expect(r.stderr.trim().split("\n").length).toBe(1);
+      expect(r.stderr).not.toContain("AKIA");
+      expect(r.stderr).not.toContain(":pw@");
+    });
+  }
+
+  test("a commit message refusal is INVALID_REQUEST with its exit code", async () => {
+    const r = await cli(root, "commit", "-m", "   ", "--json", join(root, "a"));
+    expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    expect(JSON.parse(r.stdout)).toMatchObject({ code: "INVALID_REQUEST", reason: "MESSAGE_BLANK", action: "FIX_INPUT" });
+  });
+
+  test("a path outside --workspace-root is PATH_OUTSIDE_ROOT naming the root", async () => {
+    const ws = join(root, "ws");
+    const r = await cli(root, "pull", "--workspace-root", ws, "--json", join(root, "elsewhere"));
+    expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    const e = JSON.parse(r.stdout);
+    expect([e.code, e.reason, e.action]).toEqual(["INVALID_REQUEST", "PATH_OUTSIDE_ROOT", "FIX_INPUT"]);
+    expect(e.message).toContain(ws);
+  });
+
+  test("a checkout nested in another is refused", async () => {
+    const outer = join(root, "outer");
+    expect((await cli(root, "pull", outer)).code).toBe(0);
+    const r = await cli(root, "pull", "--json", join(outer, "inner"));
+    expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    expect(JSON.parse(r.stdout).reason).toBe("PATH_OUTSIDE_ROOT");
+  });
+
+  test("--help and --version", async () => {
+    const v = await cli(root, "--version");
+    expect(v).toEqual({ stdout: `${JSON.parse(readFileSync(join(import.meta.dir, "../../package.json"), "utf8")).version}\n`, stderr: "", code: 0 });
+    const h = await cli(root, "commit", "--help");
+    expect(h.code).toBe(0);
+    expect(h.stdout).toContain("--message");
+    expect(h.stdout).toContain("--commit-retries");
+  });
+});

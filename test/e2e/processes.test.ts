@@ -1,0 +1,89 @@
+/**
+ * Checkouts in separate processes on one store: concurrent commits, and the
+ * 8 × 10 race in which every acknowledged edit must survive.
+ */
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { write } from "../support/fixture.ts";
+
+const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const main = join(import.meta.dir, "../../src/main.ts");
+
+function env(name: string): Record<string, string> {
+  return {
+    ...(process.env as Record<string, string>),
+    SLIVINGDOC_STORE: `sqlite:${join(root, name, "store.db")}`,
+    SLIVINGDOC_PRIVATE_ROOT: join(root, name, "private"),
+  };
+}
+
+async function cli(e: Record<string, string>, ...args: string[]) {
+  const p = Bun.spawn([process.execPath, main, ...args], { env: e, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { stdout, stderr, code };
+}
+
+test("two checkouts in two processes commit at the same moment: both edits land", async () => {
+  const e = env("pair");
+  const a = join(root, "pair", "a");
+  const b = join(root, "pair", "b");
+  expect((await cli(e, "pull", a)).code).toBe(0);
+  write(a, "shared.md", "top\n\n\n\nmiddle\n\n\n\nbottom\n");
+  expect((await cli(e, "commit", "-m", "seed", a)).code).toBe(0);
+  expect((await cli(e, "pull", b)).code).toBe(0);
+  write(a, "shared.md", "top by a\n\n\n\nmiddle\n\n\n\nbottom\n");
+  write(a, "a.md", "a\n");
+  write(b, "shared.md", "top\n\n\n\nmiddle\n\n\n\nbottom by b\n");
+  write(b, "b.md", "b\n");
+  const [ra, rb] = await Promise.all([cli(e, "commit", "-m", "a", a), cli(e, "commit", "-m", "b", b)]);
+  expect([ra.code, rb.code]).toEqual([0, 0]);
+  const c = join(root, "pair", "c");
+  expect((await cli(e, "pull", c)).code).toBe(0);
+  expect(readFileSync(join(c, "shared.md"), "utf8")).toBe("top by a\n\n\n\nmiddle\n\n\n\nbottom by b\n");
+  expect(readFileSync(join(c, "a.md"), "utf8")).toBe("a\n");
+  expect(readFileSync(join(c, "b.md"), "utf8")).toBe("b\n");
+});
+
+test("8 processes × 10 commits racing on one notebook: every acknowledged edit is in the final state", async () => {
+  const e = env("race");
+  const seed = join(root, "race", "seed");
+  const racers = 8;
+  const commits = 10;
+  expect((await cli(e, "pull", seed)).code).toBe(0);
+  // One line per racer, two blank lines apart, so edits to different slots merge.
+  write(seed, "shared.md", Array.from({ length: racers }, (_, i) => `slot ${i}: none\n\n\n`).join(""));
+  expect((await cli(e, "commit", "-m", "seed", seed)).code).toBe(0);
+
+  const workers = Array.from({ length: racers }, (_, i) =>
+    Bun.spawn([process.execPath, join(import.meta.dir, "race-worker.ts"), String(i), join(root, "race", `w${i}`), String(commits)], {
+      env: e,
+      stdout: "pipe",
+      stderr: "pipe",
+    }),
+  );
+  const outputs = await Promise.all(
+    workers.map(async (w) => ({ out: await new Response(w.stdout).text(), err: await new Response(w.stderr).text(), code: await w.exited })),
+  );
+  for (const o of outputs) {
+    if (o.code !== 0) console.error(o.err);
+    expect(o.code).toBe(0);
+  }
+  const acked = outputs.flatMap((o) => o.out.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id: string; j: number; generation: number }));
+  expect(acked.length).toBe(racers * commits);
+  // Every acknowledged commit got its own generation.
+  expect(new Set(acked.map((a) => a.generation)).size).toBe(racers * commits);
+
+  const check = join(root, "race", "check");
+  const pulled = await cli(e, "pull", "--json", check);
+  expect(pulled.code).toBe(0);
+  expect(JSON.parse(pulled.stdout).generation).toBe(1 + racers * commits);
+  const shared = readFileSync(join(check, "shared.md"), "utf8");
+  for (let i = 0; i < racers; i++) {
+    expect(shared).toContain(`slot ${i}: ${commits - 1}\n`);
+    const own = readFileSync(join(check, `agent-${i}.md`), "utf8");
+    expect(own).toBe(Array.from({ length: commits }, (_, j) => `agent ${i} commit ${j}\n`).join(""));
+  }
+}, 240_000);

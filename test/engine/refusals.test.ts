@@ -1,0 +1,182 @@
+/**
+ * Every refusal of the core asserts its exact tokens and that nothing
+ * remote changed.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { commit } from "../../src/engine/commit.ts";
+import { pull } from "../../src/engine/pull.ts";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { faultyStore } from "../support/faulty-store.ts";
+import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
+
+let world: World;
+afterEach(async () => {
+  await world?.close();
+});
+
+const tokens = (e: { code: string; reason: string; action: string; retryable: boolean }) => [e.code, e.reason, e.action, e.retryable];
+
+describe("commit refusals before any store access", () => {
+  test("a directory never pulled is PULL_REQUIRED, and the store is not even read", async () => {
+    let touched = 0;
+    world = makeWorld();
+    const counting = faultyStore(world.store, () => {
+      touched++;
+      return null;
+    });
+    const dir = world.checkout("never");
+    write(dir, "x.md", "x\n");
+    const e = await refusal(() => commit(world.deps({ store: counting }), dir, "m"));
+    expect(tokens(e)).toEqual(["INVALID_REQUEST", "PULL_REQUIRED", "PULL", false]);
+    expect(touched).toBe(0);
+    const missing = await refusal(() => commit(world.deps(), world.checkout("does-not-exist"), "m"));
+    expect(tokens(missing)).toEqual(["INVALID_REQUEST", "PULL_REQUIRED", "PULL", false]);
+  });
+
+  test("message rules: blank, too long in bytes, NUL, lone surrogate; kept byte for byte otherwise", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "x\n");
+    const before = await snapshotStore(world.store);
+    const cases: Array<[string, string]> = [
+      ["", "MESSAGE_BLANK"],
+      [" \t\n\u00a0\u2003\u3000", "MESSAGE_BLANK"],
+      ["é".repeat(8193), "MESSAGE_TOO_LONG"], // 16,386 bytes, 8,193 code points
+      ["nul\u0000inside", "MESSAGE_INVALID"],
+      ["lone \ud800 surrogate", "MESSAGE_INVALID"],
+    ];
+    for (const [message, reason] of cases) {
+      const e = await refusal(() => commit(world.deps(), dir, message));
+      expect(tokens(e)).toEqual(["INVALID_REQUEST", reason, "FIX_INPUT", false]);
+    }
+    expect(await snapshotStore(world.store)).toBe(before);
+    // 16,384 bytes exactly is accepted, and the message is stored as given.
+    const exact = `${"é".repeat(8191)}\r\n`;
+    expect(Buffer.byteLength(exact)).toBe(16_384);
+    const ok = await commit(world.deps(), dir, exact);
+    expect(ok.generation).toBe(1);
+  });
+});
+
+describe("lost races", () => {
+  test("losing every attempt is REMOTE_BUSY · RETRIES_EXHAUSTED with the visible files untouched", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    const other = world.checkout("b");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "x\n");
+    await commit(world.deps(), dir, "seed");
+    await pull(world.deps(), other);
+    write(other, "y.md", "from b\n");
+    await commit(world.deps(), other, "b");
+    write(dir, "x.md", "x edited\n");
+    let attempts = 0;
+    const losing = faultyStore(world.store, (op) => {
+      if (op !== "putIfMatch") return null;
+      attempts++;
+      return "lose-race";
+    });
+    const before = await snapshotStore(world.store);
+    const e = await refusal(() => commit(world.deps({ store: losing, commitRetries: 3, sleep: async () => {} }), dir, "m"));
+    expect(tokens(e)).toEqual(["REMOTE_BUSY", "RETRIES_EXHAUSTED", "RETRY", true]);
+    expect(attempts).toBe(4);
+    // Only orphan packs may have been added; `current` is unchanged.
+    const after = await snapshotStore(world.store);
+    expect(after.split("\n").filter((l) => l.startsWith("current:"))).toEqual(before.split("\n").filter((l) => l.startsWith("current:")));
+    expect(read(dir, "x.md")).toBe("x edited\n");
+    expect(read(dir, "y.md")).toBeNull();
+    // The same call succeeds once the race is not lost.
+    const ok = await commit(world.deps(), dir, "m");
+    expect(ok.generation).toBe(3);
+    expect(read(dir, "y.md")).toBe("from b\n");
+  });
+
+  test("a manifest write whose response is lost after it landed is proved by reading back: OK, once", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "x\n");
+    await commit(world.deps(), dir, "seed");
+    write(dir, "x.md", "x2\n");
+    let lost = 0;
+    const lossy = faultyStore(world.store, (op) => (op === "putIfMatch" && lost++ === 0 ? "lose-response" : null));
+    const r = await commit(world.deps({ store: lossy }), dir, "m");
+    expect(r.generation).toBe(2);
+    expect(r.files).toEqual([{ path: "x.md", insertions: 1, deletions: 1 }]);
+    expect(lost).toBe(1);
+  });
+
+  test("a manifest write lost before it landed is proved absent by reading back, retried, and lands", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "x\n");
+    let calls = 0;
+    const flaky = faultyStore(world.store, (op, key) => (op === "putIfAbsent" && key === "current" && calls++ === 0 ? "drop-request" : null));
+    const r = await commit(world.deps({ store: flaky, sleep: async () => {} }), dir, "m");
+    expect(r.generation).toBe(1);
+    expect(calls).toBe(2);
+  });
+
+  test("a definite manifest write failure is STORAGE_FAILURE · MANIFEST_WRITE and the files stay", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "x\n");
+    const failing = faultyStore(world.store, (op, key) => (op === "putIfAbsent" && key === "current" ? "fail-before" : null));
+    const e = await refusal(() => commit(world.deps({ store: failing }), dir, "m"));
+    expect(tokens(e)).toEqual(["STORAGE_FAILURE", "MANIFEST_WRITE", "RETRY", true]);
+    expect(await world.store.get("current")).toBeNull();
+    expect(read(dir, "x.md")).toBe("x\n");
+  });
+
+  test("an unprovable publication is STORAGE_FAILURE · PUBLICATION_UNPROVEN with action PULL", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "x\n");
+    let wrote = false;
+    const dark = faultyStore(world.store, (op, key) => {
+      if (op === "putIfAbsent" && key === "current") {
+        wrote = true;
+        return "lose-response";
+      }
+      // After the lost response, the store cannot be reached to prove it.
+      return wrote && op === "get" ? "fail-before" : null;
+    });
+    const e = await refusal(() => commit(world.deps({ store: dark }), dir, "m"));
+    expect(tokens(e)).toEqual(["STORAGE_FAILURE", "PUBLICATION_UNPROVEN", "PULL", true]);
+    expect(read(dir, "x.md")).toBe("x\n");
+    // Pulling shows the truth: it landed, and the checkout converges.
+    const pulled = await pull(world.deps(), dir);
+    expect(pulled.generation).toBe(1);
+    expect(read(dir, "x.md")).toBe("x\n");
+  });
+
+  test("a failed manifest read is STORAGE_FAILURE · MANIFEST_READ, retryable, and nothing changes locally", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "mine\n");
+    const broken = faultyStore(world.store, (op, key) => (op === "get" && key === "current" ? "fail-before" : null));
+    for (const op of [() => pull(world.deps({ store: broken }), dir), () => commit(world.deps({ store: broken }), dir, "m")]) {
+      const e = await refusal(op);
+      expect(tokens(e)).toEqual(["STORAGE_FAILURE", "MANIFEST_READ", "RETRY", true]);
+    }
+    expect(read(dir, "x.md")).toBe("mine\n");
+  });
+
+  test("an invalid manifest is STORAGE_INTEGRITY · MANIFEST_INVALID and nothing is materialised", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    const store = openSqliteStore(world.storeFile);
+    await store.putIfAbsent("current", new TextEncoder().encode('{"format":1,"generation":1,"extra":true}'));
+    await store.close();
+    write(dir, "x.md", "mine\n");
+    const e = await refusal(() => pull(world.deps(), dir));
+    expect(tokens(e)).toEqual(["STORAGE_INTEGRITY", "MANIFEST_INVALID", "OPERATOR", false]);
+    expect(read(dir, "x.md")).toBe("mine\n");
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * A temporary world for engine tests: a real SQLite store file, a private
+ * root, and checkout directories, all removed afterwards.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { EngineDeps } from "../../src/engine/engine.ts";
+import type { ObjectStore } from "../../src/store/object-store.ts";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+
+export interface World {
+  root: string;
+  storeFile: string;
+  privateRoot: string;
+  store: ObjectStore;
+  deps(overrides?: Partial<EngineDeps>): EngineDeps;
+  checkout(name: string): string;
+  close(): Promise<void>;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export function makeWorld(store?: ObjectStore, storeId?: string): World {
+  const root = mkdtempSync(join(tmpdir(), "slivingdoc-test-"));
+  const storeFile = join(root, "store.db");
+  const privateRoot = join(root, "private");
+  const s = store ?? openSqliteStore(storeFile);
+  return {
+    root,
+    storeFile,
+    privateRoot,
+    store: s,
+    deps: (overrides = {}) => ({
+      store: s,
+      storeId: storeId ?? `sqlite:${storeFile}`,
+      privateRoot,
+      self: { pid: process.pid, isAlive },
+      commitRetries: 10,
+      ...overrides,
+    }),
+    checkout: (name) => join(root, "ws", name),
+    close: async () => {
+      await s.close();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export function write(dir: string, path: string, content: string | Uint8Array): void {
+  const file = join(dir, path);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, content);
+}
+
+export function read(dir: string, path: string): string | null {
+  const file = join(dir, path);
+  return existsSync(file) ? readFileSync(file, "utf8") : null;
+}
+
+/** The store's whole content, to prove a refusal changed nothing remote. */
+export async function snapshotStore(store: ObjectStore): Promise<string> {
+  const objects = await store.list("");
+  const parts: string[] = [];
+  for (const o of objects) {
+    const got = await store.get(o.key);
+    parts.push(`${o.key}:${got?.etag}:${o.size}`);
+  }
+  return parts.join("\n");
+}
+
+/** Run `fn` expecting a DomainError; return it. */
+export async function refusal(fn: () => Promise<unknown>): Promise<import("../../src/contract/errors.ts").DomainError> {
+  try {
+    await fn();
+  } catch (e) {
+    if ((e as Error).name === "DomainError") return e as import("../../src/contract/errors.ts").DomainError;
+    throw e;
+  }
+  throw new Error("expected a domain error, got success");
+}
