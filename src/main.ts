@@ -12,5 +12,6 @@ const code = await runCli({
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   version: pkg.version,
+  stdoutIsTTY: process.stdout.isTTY === true,
 });
 process.exitCode = code;

@@ -40,17 +40,15 @@ export function scanNotebook(root: string): NotebookFiles {
     if (entries.some((e) => e.name.includes("\uFFFD"))) {
       // Node-style APIs replace invalid UTF-8 in names; the raw bytes tell
       // a real U+FFFD from a name that is not UTF-8 at all.
+      const valid = new Set<string>();
       for (const raw of readdirSync(absDir, { encoding: "buffer" })) {
         try {
-          nameDecoder.decode(raw);
+          valid.add(nameDecoder.decode(raw));
         } catch {
           bad(relDir + Buffer.from(raw).toString("latin1").replace(/[^\x20-\x7e]/g, "?"));
         }
       }
-      entries = entries.filter((e) => {
-        const bytes = Buffer.from(e.name, "utf8");
-        return readdirSync(absDir, { encoding: "buffer" }).some((raw) => Buffer.compare(raw, bytes) === 0);
-      });
+      entries = entries.filter((e) => valid.has(e.name));
     }
     for (const entry of entries) {
       const name = entry.name;

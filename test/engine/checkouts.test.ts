@@ -197,13 +197,16 @@ describe("the notebook contract", () => {
     symlinkSync("ok.md", `${a}/link.md`);
     mkdirSync(`${a}/sub/.git`, { recursive: true });
     write(a, "sub/.git/config", "x\n");
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(Buffer.concat([Buffer.from(`${a}/bad`), Buffer.from([0xff]), Buffer.from(".md")]), "name is not UTF-8\n");
+    write(a, "\uFFFD real replacement character.md", "a valid name\n");
     write(a, "ok.md", "changed\n");
     const before = await snapshotStore(world.store);
     for (const op of [() => commit(world.deps(), a, "bad"), () => pull(world.deps(), a)]) {
       const e = await refusal(op);
       expect([e.code, e.reason, e.action]).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES"]);
       expect(e.files).toEqual(
-        ["binary.bin", "latin1.md", "link.md", "nul.md", "sub/.git"].map((path) => ({ path, reason: "INVALID_CONTENT", ranges: [] })),
+        ["bad?.md", "binary.bin", "latin1.md", "link.md", "nul.md", "sub/.git"].map((path) => ({ path, reason: "INVALID_CONTENT", ranges: [] })),
       );
     }
     expect(await snapshotStore(world.store)).toBe(before);

@@ -22,7 +22,11 @@ export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   version: string;
+  /** Colours in help only on a terminal: escape codes would litter a pipe or a file. */
+  stdoutIsTTY?: boolean;
 }
+
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
 
 const configArgs = {
   store: { type: "string", description: "Store URL: s3://BUCKET[/PREFIX] or sqlite:PATH (env SLIVINGDOC_STORE; default: the embedded store)", valueHint: "URL" },
@@ -116,12 +120,16 @@ export function parseStrict(args: ArgsDef, argv: string[]): Parsed {
   return { flags, positionals };
 }
 
+function help(text: string, io: CliIo): string {
+  return `${io.stdoutIsTTY ? text : text.replace(ANSI, "")}\n`;
+}
+
 /** Run the CLI; returns the exit code. Only main.ts exits the process. */
 export async function runCli(io: CliIo): Promise<number> {
   const root = rootCommand(io.version);
   const [first, ...rest] = io.argv;
   if (first === undefined || first === "--help" || first === "-h" || first === "help") {
-    io.stdout(await renderUsage(root));
+    io.stdout(help(await renderUsage(root), io));
     return first === undefined ? EXIT_CODES.STARTUP : EXIT_CODES.OK;
   }
   if (first === "--version" || first === "-v") {
@@ -134,7 +142,7 @@ export async function runCli(io: CliIo): Promise<number> {
     return EXIT_CODES.STARTUP;
   }
   if (rest.includes("--help") || rest.includes("-h")) {
-    io.stdout(await renderUsage(command, root));
+    io.stdout(help(await renderUsage(command, root), io));
     return EXIT_CODES.OK;
   }
   const args = (command.args ?? {}) as ArgsDef;
