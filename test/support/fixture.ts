@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { isProcessAlive } from "../../src/surfaces/runtime.ts";
 
 export interface World {
   root: string;
@@ -19,14 +20,6 @@ export interface World {
   close(): Promise<void>;
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export function makeWorld(store?: ObjectStore, storeId?: string): World {
   const root = mkdtempSync(join(tmpdir(), "slivingdoc-test-"));
@@ -42,7 +35,7 @@ export function makeWorld(store?: ObjectStore, storeId?: string): World {
       store: s,
       storeId: storeId ?? `sqlite:${storeFile}`,
       privateRoot,
-      self: { pid: process.pid, isAlive },
+      self: { pid: process.pid, isAlive: isProcessAlive },
       commitRetries: 10,
       ...overrides,
     }),

@@ -9,21 +9,12 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mergeText } from "../../../src/engine/xdiff/index.ts";
+import { isolatedGitEnv, mulberry32 } from "../../support/seeded.ts";
 
 const SEED = Number(process.env.XDIFF_SEED ?? 0x5eed2390);
 const CASES = Number(process.env.XDIFF_CASES ?? 640);
 const PARALLEL = 4;
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Gen {
   constructor(readonly next: () => number) {}
@@ -298,18 +289,6 @@ function hugeCase(g: Gen): Case {
   return { kind: "huge", base: base.join(""), ours: ours.join(""), theirs: theirs.join("") };
 }
 
-/* An environment that keeps the machine's git config (e.g. merge.conflictStyle) out. */
-function gitEnv(home: string): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: home,
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_CEILING_DIRECTORIES: home,
-    LC_ALL: "C",
-  };
-}
-
 async function gitMergeFile(dir: string, env: Record<string, string>): Promise<{ out: string; code: number }> {
   const proc = Bun.spawn(["git", "merge-file", "-p", "-L", "local", "-L", "baseline", "-L", "accepted", "ours", "base", "theirs"], {
     cwd: dir,
@@ -349,7 +328,7 @@ describe("mergeText agrees with git merge-file", () => {
     const cases = Array.from({ length: CASES }, (_, i) => makeCase(g, i));
     const root = mkdtempSync(join(tmpdir(), "xdiff-diff-"));
     try {
-      const env = gitEnv(root);
+      const env = isolatedGitEnv(root);
       cases.forEach((c, i) => {
         const dir = join(root, String(i));
         mkdirSync(dir);

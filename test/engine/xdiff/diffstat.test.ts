@@ -5,20 +5,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { diffStat } from "../../../src/engine/xdiff/index.ts";
+import { mulberry32, isolatedGitEnv } from "../../support/seeded.ts";
 
 const SEED = Number(process.env.XDIFF_SEED ?? 0x5eed2390);
 const PAIRS = 48;
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = ["a", "b", "c", "", " ", "}", "héllo", "日本", "foo bar", "x"];
 
@@ -43,13 +34,7 @@ describe("diffStat agrees with git diff --numstat", () => {
   test(`${PAIRS} seeded pairs (seed ${SEED})`, () => {
     const rnd = mulberry32(SEED);
     const root = mkdtempSync(join(tmpdir(), "xdiff-stat-"));
-    const env = {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: root,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_CEILING_DIRECTORIES: root,
-    };
+    const env = isolatedGitEnv(root);
     try {
       const failures: unknown[] = [];
       for (let i = 0; i < PAIRS; i++) {

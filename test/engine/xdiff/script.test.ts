@@ -12,19 +12,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { diffScript, splitLines, type XdChange } from "../../../src/engine/xdiff/diff.ts";
+import { mulberry32, isolatedGitEnv } from "../../support/seeded.ts";
 
 const SEED = Number(process.env.XDIFF_SEED ?? 0x5eed2390);
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = ["a", "b", "c", "d", "", "  ", "\t", "}", "{", "foo", "héllo", "日本", "x y", "return;"];
 
@@ -116,13 +107,7 @@ describe("diff script agrees with git diff -U0", () => {
   test(`seeded pairs, including xdiff's heuristics (seed ${SEED})`, () => {
     const pairs = generate(mulberry32(SEED));
     const root = mkdtempSync(join(tmpdir(), "xdiff-script-"));
-    const env = {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: root,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_CEILING_DIRECTORIES: root,
-    };
+    const env = isolatedGitEnv(root);
     try {
       const failures: unknown[] = [];
       pairs.forEach((p, i) => {
