@@ -1,0 +1,304 @@
+/**
+ * The S3 object store (decisions §2, §5), for AWS S3 and the S3-compatible
+ * servers users point slivingdoc at (MinIO, Cloudflare R2, Ceph RGW; see
+ * docs/s3.md). This is the only module that imports the AWS SDK.
+ *
+ * Outcomes, as the engine needs them (src/store/object-store.ts):
+ * - a lost precondition is `{ ok: false }`: 412, 409 ConditionalRequestConflict,
+ *   and 404 NoSuchKey on `If-Match` (AWS and MinIO answer 404 for a missing
+ *   key, Ceph 412);
+ * - a conditional write whose outcome is not known — any 5xx (Ceph answers 500
+ *   to some losers of a race), a timeout, a dropped connection after the
+ *   request went out — throws `StoreError` with `outcome: "unknown"`. It is
+ *   never mapped to a loss here: the engine proves the outcome by reading
+ *   `current` back (a write that landed must not be taken for a lost one);
+ * - everything else throws `StoreError` with `outcome: "failed"`.
+ *
+ * Error messages carry the operation and the S3 error code / HTTP status only
+ * ("s3 get: AccessDenied (403)") — never a key, the bucket, the endpoint or
+ * anything credential-shaped; the SDK's error stays available as `cause`.
+ */
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from "@aws-sdk/client-s3";
+import {
+  type ConditionalWrite,
+  type ListedObject,
+  type ObjectStore,
+  StoreError,
+  type StoreOperation,
+  type StoredObject,
+} from "./object-store.ts";
+
+export interface S3StoreOptions {
+  bucket: string;
+  /**
+   * Key prefix of the notebook inside the bucket: empty, or segments joined by
+   * "/". A missing trailing "/" is added ("team/notes" → "team/notes/"); a
+   * leading "/", empty segments ("a//b"), "." or ".." segments and control
+   * characters are refused with `StoreError("open")`.
+   */
+  prefix: string;
+  /** Region; without it the SDK's own chain (AWS_REGION, profile) decides. */
+  region?: string;
+  /** Endpoint URL for non-AWS servers; without it the SDK's own default. */
+  endpoint?: string;
+  /** Path-style addressing (`host/bucket/key`), needed by MinIO and Ceph. */
+  forcePathStyle?: boolean;
+  /**
+   * Attempts (first try plus SDK retries) for reads, lists and deletes, which
+   * are idempotent. Conditional writes are always sent exactly once (below).
+   * Default: the SDK's (3).
+   */
+  maxAttempts?: number;
+}
+
+/** A connection that cannot be opened within this fails (nothing was sent). */
+const CONNECTION_TIMEOUT_MS = 10_000;
+/** A socket idle this long (server stalled mid-request) is given up. */
+const SOCKET_IDLE_TIMEOUT_MS = 60_000;
+
+/**
+ * Normalises the key prefix (see `S3StoreOptions.prefix`). Exported for the
+ * CLI, which validates configuration before any network work.
+ */
+export function normaliseS3Prefix(prefix: string): string {
+  if (prefix === "") return "";
+  const trimmed = prefix.endsWith("/") ? prefix.slice(0, -1) : prefix;
+  const segments = trimmed.split("/");
+  const bad =
+    trimmed === "" ||
+    /[\u0000-\u001f\u007f]/.test(trimmed) ||
+    segments.some((s) => s === "" || s === "." || s === "..");
+  if (bad) {
+    throw new StoreError(
+      "open",
+      "s3 open: invalid key prefix (use segments separated by '/', without empty, '.' or '..' segments or a leading '/')",
+    );
+  }
+  return `${trimmed}/`;
+}
+
+export function createS3Store(options: S3StoreOptions): ObjectStore {
+  if (typeof options.bucket !== "string" || options.bucket === "") {
+    throw new StoreError("open", "s3 open: no bucket given");
+  }
+  if (options.maxAttempts !== undefined && !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1)) {
+    throw new StoreError("open", "s3 open: maxAttempts must be a positive integer");
+  }
+  const bucket = options.bucket;
+  const prefix = normaliseS3Prefix(options.prefix);
+
+  const base: S3ClientConfig = {
+    // Credentials come only from the SDK's default chain (env, profiles, SSO,
+    // container and instance roles): never a parameter, never logged.
+    ...(options.region !== undefined ? { region: options.region } : {}),
+    ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
+    forcePathStyle: options.forcePathStyle ?? false,
+    // Recent SDKs add flexible checksums by default and then stream the body
+    // with a trailer, which Ceph RGW 16 rejects with 411 MissingContentLength
+    // (and some other S3-compatible servers refuse). Checksums only where an
+    // operation requires them; bodies are plain Uint8Arrays with a length.
+    // https://docs.aws.amazon.com/sdk-for-javascript/v3/developer-guide/s3-checksums.html
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    requestHandler: { connectionTimeout: CONNECTION_TIMEOUT_MS, socketTimeout: SOCKET_IDLE_TIMEOUT_MS },
+  };
+  // Reads, lists and deletes are idempotent: the SDK may retry them.
+  const client = new S3Client({ ...base, ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}) });
+  // Conditional writes are sent exactly once. If the SDK retried one whose
+  // first attempt landed but whose response was lost (timeout, reset, 5xx),
+  // the retry would meet our own write and answer 412 — reporting a win as a
+  // loss, after which the engine could delete a pack that `current` now
+  // names. Detecting that after the fact is not possible from the 412 alone,
+  // so there is no SDK retry: the failure surfaces as outcome "unknown" and
+  // the engine proves it by reading back, then retries with jitter itself.
+  // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
+  const writer = new S3Client({ ...base, maxAttempts: 1 });
+
+  const full = (key: string) => prefix + key;
+
+  return {
+    kind: "s3",
+
+    async get(key: string): Promise<StoredObject | null> {
+      let out;
+      try {
+        out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: full(key) }));
+      } catch (error) {
+        const { status, code } = describeError(error);
+        // NoSuchKey on GET; "NotFound" where a server sends no error body.
+        if (status === 404 && (code === "NoSuchKey" || code === "NotFound")) return null;
+        throw storeError("get", error, "failed");
+      }
+      try {
+        const body = out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
+        return { body, etag: requireEtag("get", out.ETag, "failed") };
+      } catch (error) {
+        if (error instanceof StoreError) throw error;
+        throw storeError("get", error, "failed");
+      }
+    },
+
+    // Create-only: `If-None-Match: *`. 412 when the key exists; 409
+    // ConditionalRequestConflict when AWS saw a concurrent write (a loss here;
+    // the engine decides whether to try again).
+    // https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html#API_PutObject_RequestSyntax
+    putIfAbsent(key: string, body: Uint8Array): Promise<ConditionalWrite> {
+      return conditionalPut("putIfAbsent", { Bucket: bucket, Key: full(key), Body: body, IfNoneMatch: "*" });
+    },
+
+    // Compare-and-swap: `If-Match` with the ETag WITHOUT quotes. Ceph RGW 16
+    // compares the header to its stored ETag byte for byte, so a quoted value
+    // never matches there; AWS and MinIO accept the unquoted form too. Always
+    // the strong ETag as the server returned it (R2 compares strong ETags).
+    // A missing key: 404 NoSuchKey on AWS and MinIO, 412 on Ceph — a loss.
+    // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
+    putIfMatch(key: string, body: Uint8Array, etag: string): Promise<ConditionalWrite> {
+      return conditionalPut("putIfMatch", { Bucket: bucket, Key: full(key), Body: body, IfMatch: unquote(etag) });
+    },
+
+    async list(listPrefix: string): Promise<ListedObject[]> {
+      const objects: ListedObject[] = [];
+      let token: string | undefined;
+      try {
+        // ListObjectsV2 returns at most 1000 keys a page; follow the
+        // continuation token until the listing is complete.
+        // https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html
+        do {
+          const page = await client.send(
+            new ListObjectsV2Command({ Bucket: bucket, Prefix: full(listPrefix), ContinuationToken: token }),
+          );
+          for (const item of page.Contents ?? []) {
+            if (item.Key === undefined || !item.Key.startsWith(prefix)) continue;
+            objects.push({
+              key: item.Key.slice(prefix.length),
+              size: item.Size ?? 0,
+              modified: item.LastModified ?? new Date(0),
+            });
+          }
+          token = page.IsTruncated ? page.NextContinuationToken : undefined;
+          if (page.IsTruncated && !token) {
+            throw new StoreError("list", "s3 list: truncated listing without a continuation token");
+          }
+        } while (token);
+      } catch (error) {
+        if (error instanceof StoreError) throw error;
+        throw storeError("list", error, "failed");
+      }
+      return objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    },
+
+    async delete(key: string): Promise<void> {
+      try {
+        // S3 answers 204 for an absent key too.
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: full(key) }));
+      } catch (error) {
+        const { status, code } = describeError(error);
+        if (status === 404 && code === "NoSuchKey") return;
+        throw storeError("delete", error, isAmbiguous(error) ? "unknown" : "failed");
+      }
+    },
+
+    async close(): Promise<void> {
+      client.destroy();
+      writer.destroy();
+    },
+  };
+
+  async function conditionalPut(
+    operation: "putIfAbsent" | "putIfMatch",
+    input: { Bucket: string; Key: string; Body: Uint8Array; IfNoneMatch?: string; IfMatch?: string },
+  ): Promise<ConditionalWrite> {
+    let out;
+    try {
+      out = await writer.send(new PutObjectCommand({ ...input, ContentLength: input.Body.byteLength }));
+    } catch (error) {
+      const { status, code } = describeError(error);
+      if (status === 412) return { ok: false };
+      if (status === 409 && code === "ConditionalRequestConflict") return { ok: false };
+      if (operation === "putIfMatch" && status === 404 && code === "NoSuchKey") return { ok: false };
+      throw storeError(operation, error, isAmbiguous(error) ? "unknown" : "failed");
+    }
+    // 200: the write landed. Without an ETag we could not swap on it later;
+    // the write did happen, so the caller must prove what is stored.
+    return { ok: true, etag: requireEtag(operation, out.ETag, "unknown") };
+  }
+}
+
+/** `"abc"` → `abc`; S3 returns ETags quoted (RFC 7232 entity tags). */
+function unquote(etag: string): string {
+  return etag.length >= 2 && etag.startsWith('"') && etag.endsWith('"') ? etag.slice(1, -1) : etag;
+}
+
+function requireEtag(operation: StoreOperation, etag: string | undefined, outcome: "failed" | "unknown"): string {
+  const value = etag === undefined ? "" : unquote(etag);
+  if (value === "") throw new StoreError(operation, `s3 ${operation}: response without ETag`, outcome);
+  return value;
+}
+
+interface ErrorFacts {
+  /** HTTP status of the server's answer, if one arrived. */
+  status: number | undefined;
+  /** S3 error code ("NoSuchKey") when the server answered, else the error's name. */
+  code: string | undefined;
+  /** System error code of a socket failure ("ECONNREFUSED"), if any. */
+  sys: string | undefined;
+}
+
+function describeError(error: unknown): ErrorFacts {
+  if (typeof error !== "object" || error === null) return { status: undefined, code: undefined, sys: undefined };
+  const e = error as {
+    $metadata?: { httpStatusCode?: number };
+    $response?: { statusCode?: number };
+    Code?: unknown;
+    code?: unknown;
+    name?: unknown;
+  };
+  const status = e.$metadata?.httpStatusCode ?? e.$response?.statusCode;
+  const code = typeof e.Code === "string" ? e.Code : typeof e.name === "string" ? e.name : undefined;
+  const sys = typeof e.code === "string" ? e.code : undefined;
+  return { status, code, sys };
+}
+
+/**
+ * Errors that prove the request never reached the server: nothing can have
+ * been written. Every other failure of a write after it was handed to the
+ * network (5xx, timeout, reset, unparsable answer) leaves the outcome unknown.
+ */
+const NOT_SENT = new Set([
+  "ECONNREFUSED",
+  "ConnectionRefused",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "CredentialsProviderError",
+  "FailedToOpenSocket",
+]);
+
+function isAmbiguous(error: unknown, depth = 0): boolean {
+  const { status, code, sys } = describeError(error);
+  if (status !== undefined) return status >= 500;
+  if ((sys !== undefined && NOT_SENT.has(sys)) || (code !== undefined && NOT_SENT.has(code))) return false;
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  if (depth < 3 && cause !== undefined && cause !== error && !isAmbiguous(cause, depth + 1)) return false;
+  return true;
+}
+
+/** Only the code and the status go into the message (see the header). */
+function storeError(operation: StoreOperation, error: unknown, outcome: "failed" | "unknown"): StoreError {
+  const { status, code, sys } = describeError(error);
+  // A code is a short identifier; anything else (a server echoing text) is
+  // not put into a message, nor anything shaped like an access key id.
+  const safe = (s: string | undefined) =>
+    s !== undefined && /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(s) && !/[A-Z0-9]{16}/.test(s) ? s : undefined;
+  const what = status !== undefined ? `${safe(code) ?? "error"} (${status})` : (safe(sys) ?? safe(code) ?? "error");
+  const suffix = outcome === "unknown" ? "; the write may have landed" : "";
+  return new StoreError(operation, `s3 ${operation}: ${what}${suffix}`, outcome, { cause: error });
+}
