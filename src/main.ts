@@ -13,5 +13,8 @@ const code = await runCli({
   stderr: (text) => process.stderr.write(text),
   version: pkg.version,
   stdoutIsTTY: process.stdout.isTTY === true,
+  stderrIsTTY: process.stderr.isTTY === true,
+  stdin: process.stdin,
+  stdoutStream: process.stdout,
 });
 process.exitCode = code;

@@ -6,6 +6,7 @@
 import { realpathSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { DomainError } from "../contract/errors.ts";
+import { PATH_MAX_BYTES } from "../contract/tool-input.ts";
 
 export interface PathContext {
   /** What an omitted or empty path means. */
@@ -38,10 +39,15 @@ export function isAtOrBelow(root: string, path: string): boolean {
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
 }
 
-export function resolveNotebookPath(input: string | undefined, ctx: PathContext): string {
+export function resolveNotebookPath(input: string | undefined, ctx: PathContext, requireAbsolute = false): string {
   let path = input === undefined || input === "" ? ctx.defaultDir : input;
   if (path === "~") path = ctx.home;
   else if (path.startsWith("~/")) path = join(ctx.home, path.slice(2));
+  if (requireAbsolute) {
+    // mcp-tools.md: `~/` expands before the absolute-path and byte checks.
+    if (!isAbsolute(path)) throw new DomainError("MALFORMED_INPUT", "path must be absolute, or begin with ~/.");
+    if (Buffer.byteLength(path, "utf8") > PATH_MAX_BYTES) throw new DomainError("MALFORMED_INPUT", "path is over 4,096 bytes.");
+  }
   const resolved = realpathLoose(resolve(ctx.cwd, path));
   if (ctx.workspaceRoot !== null && !isAtOrBelow(ctx.workspaceRoot, resolved)) {
     throw new DomainError(

@@ -5,18 +5,21 @@
  * through and a silently ignored `--mesage` would be a misplaced write.
  */
 import { type ArgsDef, type CommandDef, defineCommand, renderUsage } from "citty";
-import { DomainError } from "../../contract/errors.ts";
-import { errorEnvelope, NO_PATH_SETS, newDiagnosticId, successResult } from "../../contract/results.ts";
+import { NO_PATH_SETS } from "../../contract/results.ts";
+import { scrubText } from "../../contract/scrub.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
-import { commit } from "../../engine/commit.ts";
-import { pull } from "../../engine/pull.ts";
-import { resolveNotebookPath } from "../paths.ts";
+import { createLog, type Log, SILENT_LOG } from "../log.ts";
+import { serve } from "../mcp/serve.ts";
+import { runOperation } from "../operation.ts";
 import { type ConfigFlags, type Env, engineDeps, openStore, resolveConfig } from "../runtime.ts";
 import { renderError, renderSuccess } from "./render.ts";
 
 export interface CliIo {
   argv: string[];
+  stdin?: NodeJS.ReadableStream;
+  stdoutStream?: NodeJS.WritableStream;
+  stderrIsTTY?: boolean;
   env: Env;
   cwd: string;
   stdout: (text: string) => void;
@@ -55,7 +58,15 @@ export const commitCommand = defineCommand({
   },
 });
 
+const { json: _json, ...serveArgs } = configArgs;
+
+export const serveCommand = defineCommand({
+  meta: { name: "serve", description: "Run the MCP server over stdio, with the tools notes_pull and notes_commit" },
+  args: serveArgs,
+});
+
 const subCommands: Record<string, CommandDef<ArgsDef>> = {
+  serve: serveCommand as CommandDef<ArgsDef>,
   pull: pullCommand as CommandDef<ArgsDef>,
   commit: commitCommand as CommandDef<ArgsDef>,
 };
@@ -160,7 +171,44 @@ export async function runCli(io: CliIo): Promise<number> {
     io.stderr(`${e.diagnostic()}\n`);
     return EXIT_CODES.STARTUP;
   }
+  if (first === "serve") return runServe(parsed, io);
   return execute(first as "pull" | "commit", parsed, io);
+}
+
+async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
+  let config;
+  try {
+    if (parsed.positionals.length > 0) throw new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`);
+    config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
+  } catch (e) {
+    if (!(e instanceof StartupRefusal)) throw e;
+    io.stderr(`${e.diagnostic()}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+  if (!io.stdin || !io.stdoutStream) throw new Error("serve needs the process's stdio");
+  const log = createLog({ write: io.stderr, isTTY: io.stderrIsTTY === true });
+  const store = await openStore(config.store);
+  try {
+    await serve({ config, store, version: io.version, log, env: io.env, stdin: io.stdin, stdout: io.stdoutStream });
+  } finally {
+    await store.close();
+  }
+  return EXIT_CODES.OK;
+}
+
+/**
+ * The CLI prints its own human output; of the log records it shows only the
+ * operator's cause of an unclassified failure, which the envelope never
+ * carries (its diagnosticId is printed with it).
+ */
+function causeLog(io: CliIo): Log {
+  return {
+    ...SILENT_LOG,
+    info(msg, fields) {
+      const outcome = String(fields?.outcome ?? "");
+      if (fields?.cause !== undefined && /INTERNAL|ENGINE_FAILED/.test(outcome)) io.stderr(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}\n`));
+    },
+  };
 }
 
 async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo): Promise<number> {
@@ -173,30 +221,31 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
     io.stderr(`${e.diagnostic()}\n`);
     return EXIT_CODES.STARTUP;
   }
-  const diagnosticId = newDiagnosticId();
-  const secrets = [config.privateRoot];
   const store = await openStore(config.store);
   try {
-    const deps = engineDeps(config, store);
-    const path = resolveNotebookPath(parsed.positionals[0], {
-      defaultDir: io.cwd,
-      cwd: io.cwd,
-      home: io.env.HOME ?? "",
-      workspaceRoot: config.workspaceRoot,
-    });
-    const outcome = operation === "pull" ? await pull(deps, path) : await commit(deps, path, parsed.flags.message as string);
-    const result = successResult(outcome, NO_PATH_SETS);
-    if (json) io.stdout(`${JSON.stringify(result, null, 2)}\n`);
-    io.stderr(renderSuccess(operation, result));
-    return EXIT_CODES.OK;
-  } catch (e) {
-    const error =
-      e instanceof DomainError ? e : new DomainError("INTERNAL", "An unexpected error occurred; see the log for the diagnostic id.", { cause: e });
-    const envelope = errorEnvelope(error, diagnosticId, NO_PATH_SETS, secrets);
-    if (json) io.stdout(`${JSON.stringify(envelope, null, 2)}\n`);
-    io.stderr(renderError(envelope));
-    if (!(e instanceof DomainError)) io.stderr(`cause: ${String((e as Error)?.stack ?? e)}\n`);
-    return exitCodeFor(envelope.code);
+    const args: Record<string, string> = {};
+    if (parsed.positionals[0] !== undefined) args.path = parsed.positionals[0];
+    if (operation === "commit") args.message = parsed.flags.message as string;
+    const outcome = await runOperation(
+      {
+        deps: engineDeps(config, store),
+        sets: NO_PATH_SETS,
+        paths: { defaultDir: io.cwd, cwd: io.cwd, home: io.env.HOME ?? "", workspaceRoot: config.workspaceRoot },
+        log: causeLog(io),
+        secrets: [config.privateRoot],
+        requireAbsolute: false,
+      },
+      operation === "pull" ? "notes_pull" : "notes_commit",
+      args,
+    );
+    if (outcome.ok) {
+      if (json) io.stdout(`${JSON.stringify(outcome.result, null, 2)}\n`);
+      io.stderr(renderSuccess(operation, outcome.result));
+      return EXIT_CODES.OK;
+    }
+    if (json) io.stdout(`${JSON.stringify(outcome.envelope, null, 2)}\n`);
+    io.stderr(renderError(outcome.envelope));
+    return exitCodeFor(outcome.envelope.code);
   } finally {
     await store.close();
   }

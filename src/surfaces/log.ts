@@ -1,0 +1,64 @@
+/**
+ * The server log: stderr only (stdout belongs to the protocol under
+ * `serve`), one JSON object a line when stderr is not a terminal
+ * (decisions §8), readable lines on a terminal. Built on consola with both
+ * of its streams pointed at stderr, since its basic reporter writes info to
+ * stdout otherwise.
+ */
+import { type ConsolaReporter, createConsola, type LogObject } from "consola";
+import { scrubText } from "../contract/scrub.ts";
+
+export type LogFields = Record<string, unknown>;
+
+export interface Log {
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+}
+
+export interface LogSink {
+  write(text: string): void;
+  isTTY?: boolean;
+}
+
+/** Logs never carry credentials: secret-shaped text is scrubbed from every record. */
+function clean(value: unknown): unknown {
+  if (typeof value === "string") return scrubText(value);
+  if (Array.isArray(value)) return value.map(clean);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, clean(v)]));
+  }
+  return value;
+}
+
+function jsonReporter(sink: LogSink): ConsolaReporter {
+  return {
+    log(obj: LogObject) {
+      const [msg, fields] = obj.args as [string, LogFields | undefined];
+      const record = { time: obj.date.toISOString(), level: obj.type, msg, ...((clean(fields) as LogFields) ?? {}) };
+      sink.write(`${JSON.stringify(record)}\n`);
+    },
+  };
+}
+
+function textReporter(sink: LogSink): ConsolaReporter {
+  return {
+    log(obj: LogObject) {
+      const [msg, fields] = obj.args as [string, LogFields | undefined];
+      const extra = fields ? ` ${JSON.stringify(clean(fields))}` : "";
+      sink.write(`${obj.date.toISOString()} ${obj.type} ${msg}${extra}\n`);
+    },
+  };
+}
+
+export function createLog(sink: LogSink): Log {
+  const consola = createConsola({ reporters: [sink.isTTY ? textReporter(sink) : jsonReporter(sink)], level: 3 });
+  return {
+    info: (msg, fields) => consola.info(msg, fields),
+    warn: (msg, fields) => consola.warn(msg, fields),
+    error: (msg, fields) => consola.error(msg, fields),
+  };
+}
+
+/** A log that drops everything (the CLI prints its own human output). */
+export const SILENT_LOG: Log = { info() {}, warn() {}, error() {} };
