@@ -1,0 +1,98 @@
+/**
+ * `slivingdoc serve`: the MCP server over stdio. Stdout carries only
+ * protocol messages; logs go to stderr. The server exits when stdin closes,
+ * so a host that goes away never leaves it orphaned.
+ */
+import { mkdirSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { NO_PATH_SETS } from "../../contract/results.ts";
+import type { ObjectStore } from "../../store/object-store.ts";
+import type { Log } from "../log.ts";
+import { engineDeps, type RuntimeConfig } from "../runtime.ts";
+import { createMcpServer } from "./server.ts";
+
+export interface ServeOptions {
+  config: RuntimeConfig;
+  store: ObjectStore;
+  version: string;
+  log: Log;
+  env: Record<string, string | undefined>;
+  stdin: NodeJS.ReadableStream;
+  stdout: NodeJS.WritableStream;
+}
+
+/**
+ * Without --workspace-root the server makes a fresh session directory whose
+ * `notebook/` is both its notebook directory and its workspace root
+ * (decisions §3); with it, the workspace root is the notebook directory.
+ */
+function notebookRoot(config: RuntimeConfig, env: Record<string, string | undefined>): { dir: string; session: string | null } {
+  if (config.workspaceRoot !== null) {
+    mkdirSync(config.workspaceRoot, { recursive: true });
+    return { dir: realpathSync(config.workspaceRoot), session: null };
+  }
+  const session = mkdtempSync(join(env.TMPDIR || tmpdir(), "slivingdoc-"));
+  const dir = join(session, "notebook");
+  mkdirSync(dir);
+  return { dir: realpathSync(dir), session };
+}
+
+const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+/** Serve until stdin closes; resolves when the server has shut down. */
+export async function serve(options: ServeOptions): Promise<void> {
+  const { config, log } = options;
+  const root = notebookRoot(config, options.env);
+  const deps = engineDeps(config, options.store);
+  const { server, idle, busy } = createMcpServer({
+    version: options.version,
+    notebookDir: root.dir,
+    sets: NO_PATH_SETS,
+    operation: {
+      deps,
+      sets: NO_PATH_SETS,
+      paths: { defaultDir: root.dir, cwd: root.dir, home: options.env.HOME ?? "", workspaceRoot: root.dir },
+      log,
+      secrets: [deps.privateRoot],
+      requireAbsolute: true,
+    },
+  });
+  const transport = new StdioServerTransport(options.stdin as never, options.stdout as never);
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = () => resolve();
+  });
+  transport.onerror = (error) => log.warn("transport error", { error: String(error) });
+  await server.connect(transport);
+  log.info("server started", { version: options.version, notebook: root.dir, store: options.store.kind });
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    // Let running calls finish and answer, so nothing is cut mid-write, then
+    // close. A macrotask before and after lets calls read with the last bytes
+    // start, and lets a finished call's response reach the transport.
+    void (async () => {
+      do {
+        await tick();
+        await idle();
+        await tick();
+      } while (busy());
+      await server.close();
+    })();
+  };
+  options.stdin.once("end", stop);
+  options.stdin.once("close", stop);
+  await closed;
+  log.info("server stopped", {});
+  // An untouched session directory is removed; one with a checkout stays, since it may hold unpublished edits.
+  if (root.session !== null) {
+    try {
+      rmdirSync(root.dir);
+      rmdirSync(root.session);
+    } catch {
+      /* not empty: keep it */
+    }
+  }
+}
