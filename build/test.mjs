@@ -1,4 +1,5 @@
 // `npm test`: every suite, on the embedded store and on a real S3 server.
+// Builds dist/slivingdoc first, since the MCP suites spawn the binary.
 // Starts a throwaway Ceph RGW (test/support/ceph-rgw.sh) unless an S3
 // endpoint is already given in the environment (SLIVINGDOC_TEST_S3_BUCKET,
 // for MinIO or AWS by hand), runs `bun test`, and always stops RGW again.
@@ -29,6 +30,9 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 
 let code = 1;
 try {
+  // The end-to-end suites spawn the built binary, as users run it.
+  const built = spawnSync(bun, ["build/compile.ts"], { cwd: root, stdio: "inherit" });
+  if (built.status !== 0) throw new Error("the build failed; see the lines above");
   if (!env.SLIVINGDOC_TEST_S3_BUCKET) {
     rgwDir = mkdtempSync(join(tmpdir(), "slivingdoc-rgw-"));
     const started = spawnSync("bash", [join(root, "test/support/ceph-rgw.sh"), "start", rgwDir], { stdio: "inherit" });

@@ -1,0 +1,263 @@
+/**
+ * The MCP surface through a real client spawning the built binary: the
+ * pinned tool list and instructions, a round trip, two servers on one store,
+ * strict decoding, stdout hygiene, and exit on stdin close.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { BINARY, call, connect, requireBinary, type Session } from "../support/mcp.ts";
+
+const root = mkdtempSync(join(tmpdir(), "slivingdoc-mcp-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const version = JSON.parse(readFileSync(join(import.meta.dir, "../../package.json"), "utf8")).version as string;
+const spec = readFileSync(join(import.meta.dir, "../../docs/mcp-tools.md"), "utf8");
+
+function envFor(name: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: join(root, name, "home"),
+    TMPDIR: join(root, name, "tmp"),
+    SLIVINGDOC_STORE: `sqlite:${join(root, name, "store.db")}`,
+    SLIVINGDOC_PRIVATE_ROOT: join(root, name, "private"),
+    ...extra,
+  };
+}
+
+/** The quoted description after "• NAME — " in the spec, byte for byte. */
+function specDescription(name: string): string {
+  const line = spec.split("\n").find((l) => l.startsWith(`• ${name} — `))!;
+  return line.slice(line.indexOf("“") + 1, line.lastIndexOf("”"));
+}
+
+describe("one server", () => {
+  let session: Session;
+  const env = envFor("one");
+  beforeAll(async () => {
+    mkdirSync(env.TMPDIR!, { recursive: true });
+    session = await connect(env);
+  });
+  afterAll(() => session.close());
+
+  test("advertises slivingdoc with the release version, tools only, and the spec's instructions", () => {
+    expect(session.client.getServerVersion()).toEqual({ name: "slivingdoc", version });
+    const caps = session.client.getServerCapabilities()!;
+    expect(Object.keys(caps).filter((k) => k !== "experimental")).toEqual(["tools"]);
+    const instructions = session.client.getInstructions()!;
+    const dir = /^The notebook directory is (\S+)\. /.exec(instructions)![1]!;
+    expect(dir.startsWith(join(root, "one", "tmp", "slivingdoc-"))).toBe(true);
+    expect(dir.endsWith("/notebook")).toBe(true);
+    const block = spec.slice(spec.indexOf("The notebook directory is <path>."), spec.indexOf("subdirectory of it.") + "subdirectory of it.".length);
+    expect(instructions).toBe(block.replace("<path>", dir));
+  });
+
+  test("exactly two tools, with the spec's descriptions and pinned schemas", async () => {
+    const { tools } = await session.client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(["notes_pull", "notes_commit"]);
+    for (const t of tools) expect(t.description).toBe(specDescription(t.name));
+    const path = {
+      type: "string",
+      description:
+        "Optional host path of the notebook directory, at or below the workspace root; may begin with ~/. Omit it or pass an empty string for the server's notebook directory.",
+    };
+    expect(tools[0]!.inputSchema).toEqual({ type: "object", properties: { path }, additionalProperties: false });
+    expect(tools[1]!.inputSchema).toEqual({
+      type: "object",
+      properties: { message: { type: "string", description: "The commit message: non-blank UTF-8 without U+0000, at most 16,384 bytes." }, path },
+      required: ["message"],
+      additionalProperties: false,
+    });
+    const prompts = await session.client.listPrompts().catch((e: Error) => e);
+    expect(prompts).toBeInstanceOf(Error);
+  });
+
+  test("pull, edit, commit: the text item is the path, the structured object the result", async () => {
+    const pulled = await call(session, "notes_pull", {});
+    expect(pulled.isError).toBe(false);
+    const dir = pulled.data.path as string;
+    expect(pulled.text).toBe(dir);
+    expect(pulled.data).toEqual({ code: "OK", path: dir, generation: 0, filesChanged: 0, insertions: 0, deletions: 0, files: [], readOnly: [], writable: [] });
+    writeFileSync(join(dir, "today.md"), "one\ntwo\n");
+    const committed = await call(session, "notes_commit", { message: "first", path: "" });
+    expect(committed.data).toEqual({
+      code: "OK",
+      path: dir,
+      generation: 1,
+      filesChanged: 1,
+      insertions: 2,
+      deletions: 0,
+      files: [{ path: "today.md", insertions: 2, deletions: 0 }],
+      readOnly: [],
+      writable: [],
+    });
+    expect(committed.text).toBe(dir);
+  });
+
+  test("a malformed input is the MALFORMED_INPUT envelope, never a protocol error, and the server keeps serving", async () => {
+    const cases: Array<[string, unknown, string]> = [
+      ["notes_pull", { extra: 1 }, "MALFORMED_INPUT"],
+      ["notes_pull", { path: null }, "MALFORMED_INPUT"],
+      ["notes_pull", { path: 7 }, "MALFORMED_INPUT"],
+      ["notes_pull", { path: ["a"] }, "MALFORMED_INPUT"],
+      ["notes_pull", null, "MALFORMED_INPUT"],
+      ["notes_pull", "a string", "MALFORMED_INPUT"],
+      ["notes_pull", [1, 2], "MALFORMED_INPUT"],
+      ["notes_pull", { path: "relative/dir" }, "MALFORMED_INPUT"],
+      ["notes_pull", { path: `/${"é".repeat(2048)}` }, "MALFORMED_INPUT"], // 4,097 bytes, 2,049 code points
+      ["notes_commit", {}, "MALFORMED_INPUT"],
+      ["notes_commit", { message: null }, "MALFORMED_INPUT"],
+      ["notes_commit", { message: 42 }, "MALFORMED_INPUT"],
+      ["notes_commit", { message: "m", unknown: true }, "MALFORMED_INPUT"],
+      ["notes_commit", { message: "" }, "MESSAGE_BLANK"],
+      ["notes_commit", { message: " \u3000\u2028\t\n" }, "MESSAGE_BLANK"],
+      ["notes_commit", { message: "€".repeat(5462) }, "MESSAGE_TOO_LONG"], // 16,386 bytes
+      ["notes_commit", { message: "a\u0000b" }, "MESSAGE_INVALID"],
+      ["notes_commit", { message: "a\ud800b" }, "MESSAGE_INVALID"],
+    ];
+    for (const [name, args, reason] of cases) {
+      const result = await session.client.request({ method: "tools/call", params: { name, arguments: args } } as never, CallToolResultSchema);
+      const data = result.structuredContent as Record<string, unknown>;
+      expect({ name, args, isError: result.isError, code: data.code, reason: data.reason, action: data.action }).toEqual({
+        name,
+        args,
+        isError: true,
+        code: "INVALID_REQUEST",
+        reason,
+        action: "FIX_INPUT",
+      });
+      expect(data.diagnosticId).toMatch(/^[0-9a-f]{16}$/);
+    }
+    // A path of exactly 4,096 bytes is within the bound (it is then outside the root).
+    const bound = await call(session, "notes_pull", { path: `/${"a".repeat(4095)}` });
+    expect(bound.data.reason).toBe("PATH_OUTSIDE_ROOT");
+    const still = await call(session, "notes_pull", {});
+    expect(still.isError).toBe(false);
+  });
+
+  test("an error's text item carries the whole safe diagnostic", async () => {
+    const r = await call(session, "notes_commit", { message: "   " });
+    const d = r.data;
+    expect(r.text).toBe(
+      `INVALID_REQUEST · MESSAGE_BLANK\n${d.message}\naction: FIX_INPUT\nretryable: false\ndiagnosticId: ${d.diagnosticId}`,
+    );
+  });
+
+  test("each call logs a start and a completion record whose mcpReqID is the diagnosticId", async () => {
+    const r = await call(session, "notes_commit", { message: "\u0000" });
+    const id = r.data.diagnosticId as string;
+    await Bun.sleep(50);
+    const records = session
+      .stderr()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((rec) => rec.mcpReqID === id);
+    expect(records.map((rec) => rec.msg)).toEqual(["tool call started", "tool call completed"]);
+    expect(records[1]!.outcome).toBe("INVALID_REQUEST · MESSAGE_INVALID");
+    expect(typeof records[1]!.durationMs).toBe("number");
+    expect(records[1]!.stages).toBeDefined();
+  });
+});
+
+describe("paths and the workspace root", () => {
+  let session: Session;
+  const ws = join(root, "paths", "ws");
+  const outside = join(root, "paths", "outside");
+  const env = envFor("paths");
+  beforeAll(async () => {
+    mkdirSync(join(ws, "agent1"), { recursive: true });
+    mkdirSync(outside, { recursive: true });
+    mkdirSync(env.HOME!, { recursive: true });
+    symlinkSync(outside, join(ws, "escape"));
+    session = await connect(env, ["--workspace-root", ws]);
+  });
+  afterAll(() => session.close());
+
+  test("omitted path is the workspace root; a subdirectory is its own checkout", async () => {
+    expect(session.client.getInstructions()).toStartWith(`The notebook directory is ${ws}. `);
+    const sub = await call(session, "notes_pull", { path: join(ws, "agent1") });
+    expect(sub.data.path).toBe(join(ws, "agent1"));
+    expect(sub.text).toBe(join(ws, "agent1"));
+  });
+
+  test("escapes by .., by a symlink, and by ~/ are PATH_OUTSIDE_ROOT naming the root", async () => {
+    for (const path of [join(ws, "..", "outside"), join(ws, "escape"), join(ws, "escape", "deeper"), "~/notes", "/"]) {
+      const r = await call(session, "notes_pull", { path });
+      expect([r.isError, r.data.code, r.data.reason, r.data.action]).toEqual([true, "INVALID_REQUEST", "PATH_OUTSIDE_ROOT", "FIX_INPUT"]);
+      expect(r.data.message as string).toContain(ws);
+    }
+  });
+});
+
+describe("two servers sharing one store", () => {
+  test("an agent pulls, edits, commits, meets a conflict, reads its tokens, resolves and commits", async () => {
+    const env = envFor("shared");
+    mkdirSync(env.TMPDIR!, { recursive: true });
+    const [a, b] = [await connect(env), await connect(env)];
+    try {
+      const da = (await call(a, "notes_pull")).data.path as string;
+      const db = (await call(b, "notes_pull")).data.path as string;
+      expect(da).not.toBe(db);
+      writeFileSync(join(da, "plan.md"), "goal\nstatus: draft\n");
+      expect((await call(a, "notes_commit", { message: "a" })).data.generation).toBe(1);
+      const pulled = await call(b, "notes_pull");
+      expect(pulled.data.files).toEqual([{ path: "plan.md", insertions: 2, deletions: 0 }]);
+      writeFileSync(join(da, "plan.md"), "goal\nstatus: a\n");
+      writeFileSync(join(db, "plan.md"), "goal\nstatus: b\n");
+      await call(a, "notes_commit", { message: "a2" });
+      const conflict = await call(b, "notes_commit", { message: "b2" });
+      expect(conflict.isError).toBe(true);
+      expect(conflict.data).toMatchObject({
+        code: "CONTENT_CONFLICT",
+        reason: "MERGE_CONFLICT",
+        action: "EDIT_FILES",
+        retryable: false,
+        files: [{ path: "plan.md", reason: "TEXT_CONFLICT", ranges: [{ start: 2, end: 6 }] }],
+      });
+      expect(conflict.text).toContain("file: plan.md · TEXT_CONFLICT · lines 2-6");
+      writeFileSync(join(db, "plan.md"), "goal\nstatus: a and b\n");
+      const resolved = await call(b, "notes_commit", { message: "resolved" });
+      expect(resolved.data.generation).toBe(3);
+      await call(a, "notes_pull");
+      expect(readFileSync(join(da, "plan.md"), "utf8")).toBe("goal\nstatus: a and b\n");
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
+
+describe("the process", () => {
+  test("stdout of a whole session is JSON-RPC, line by line, and the server exits within a second of stdin closing", async () => {
+    requireBinary();
+    const env = envFor("raw");
+    mkdirSync(env.TMPDIR!, { recursive: true });
+    const p = Bun.spawn([BINARY, "serve"], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const send = (msg: unknown) => p.stdin.write(`${JSON.stringify(msg)}\n`);
+    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
+    send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "notes_commit", arguments: { message: "nothing" } } });
+    send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "notes_pull", arguments: { bogus: true } } });
+    send({ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "no_such_tool", arguments: {} } });
+    await p.stdin.flush();
+    await Bun.sleep(500);
+    const closedAt = performance.now();
+    await p.stdin.end();
+    const code = await p.exited;
+    const elapsed = performance.now() - closedAt;
+    expect(code).toBe(0);
+    expect(elapsed).toBeLessThan(1000);
+    const lines = (await new Response(p.stdout).text()).split("\n").filter((l) => l !== "");
+    const messages = lines.map((l) => JSON.parse(l) as { jsonrpc: string; id: number; result?: unknown; error?: unknown });
+    for (const m of messages) expect(m.jsonrpc).toBe("2.0");
+    // Calls run concurrently, so answers may come in any order; each comes once.
+    expect(messages.map((m) => m.id).sort()).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(messages.find((m) => m.id === 6)!.error).toBeDefined();
+    const stderr = await new Response(p.stderr).text();
+    for (const l of stderr.trim().split("\n")) expect(() => JSON.parse(l)).not.toThrow();
+  });
+});

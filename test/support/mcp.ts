@@ -1,0 +1,45 @@
+/**
+ * Real MCP sessions against the built binary: the SDK's own Client over
+ * stdio, as a host would run it.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+export const BINARY = join(import.meta.dir, "../../dist/slivingdoc");
+
+export function requireBinary(): void {
+  if (!existsSync(BINARY)) throw new Error("dist/slivingdoc is missing: run `npm test` (it builds first) or `npm run build`");
+}
+
+export interface Session {
+  client: Client;
+  stderr: () => string;
+  close(): Promise<void>;
+}
+
+export async function connect(env: Record<string, string>, args: string[] = []): Promise<Session> {
+  requireBinary();
+  const transport = new StdioClientTransport({ command: BINARY, args: ["serve", ...args], env, stderr: "pipe" });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+  });
+  const client = new Client({ name: "slivingdoc-test", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, stderr: () => stderr, close: () => client.close() };
+}
+
+export interface ToolOutcome {
+  isError: boolean;
+  text: string;
+  data: Record<string, unknown>;
+}
+
+export async function call(session: Session, name: string, args?: unknown): Promise<ToolOutcome> {
+  const result = await session.client.callTool({ name, arguments: args as Record<string, unknown> });
+  const content = result.content as Array<{ type: string; text: string }>;
+  if (content.length !== 1 || content[0]!.type !== "text") throw new Error("expected exactly one text item");
+  return { isError: result.isError === true, text: content[0]!.text, data: result.structuredContent as Record<string, unknown> };
+}
