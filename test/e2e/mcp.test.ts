@@ -261,3 +261,55 @@ describe("the process", () => {
     for (const l of stderr.trim().split("\n")) expect(() => JSON.parse(l)).not.toThrow();
   });
 });
+
+describe("cancellation", () => {
+  test("a cancelled commit gets no envelope, and leaves checkout and store consistent", async () => {
+    requireBinary();
+    const env = envFor("cancel");
+    mkdirSync(env.TMPDIR!, { recursive: true });
+    const p = Bun.spawn([BINARY, "serve"], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const lines: Array<Record<string, unknown>> = [];
+    const reader = (async () => {
+      let buffer = "";
+      for await (const chunk of p.stdout) {
+        buffer += new TextDecoder().decode(chunk);
+        for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
+          lines.push(JSON.parse(buffer.slice(0, nl)));
+          buffer = buffer.slice(nl + 1);
+        }
+      }
+    })();
+    const send = (msg: unknown) => p.stdin.write(`${JSON.stringify(msg)}\n`);
+    const answer = async (id: number) => {
+      for (let i = 0; i < 400; i++) {
+        const found = lines.find((l) => l.id === id);
+        if (found) return found as { result: { structuredContent: Record<string, unknown> } };
+        await Bun.sleep(25);
+      }
+      throw new Error(`no answer to ${id}`);
+    };
+    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "c", version: "1" } } });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
+    const dir = (await answer(2)).result.structuredContent.path as string;
+    for (let i = 0; i < 1500; i++) writeFileSync(join(dir, `note-${i}.md`), `note ${i}\n`);
+    send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "notes_commit", arguments: { message: "big" } } });
+    await p.stdin.flush();
+    await Bun.sleep(30);
+    send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 3, reason: "test" } });
+    // The next call waits for the checkout lock, so it runs after the cancelled one finished or stopped.
+    send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
+    const after = (await answer(4)).result.structuredContent;
+    expect(after.code).toBe("OK");
+    expect(lines.some((l) => l.id === 3)).toBe(false);
+    // Whatever the cancel interrupted, nothing is lost: committing again publishes everything.
+    send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "notes_commit", arguments: { message: "again" } } });
+    const again = (await answer(5)).result.structuredContent;
+    expect(again.code).toBe("OK");
+    expect(again.generation).toBe(1);
+    await p.stdin.end();
+    expect(await p.exited).toBe(0);
+    await reader;
+    for (let i = 0; i < 1500; i += 299) expect(readFileSync(join(dir, `note-${i}.md`), "utf8")).toBe(`note ${i}\n`);
+  });
+});
