@@ -1,0 +1,286 @@
+/**
+ * The startup compatibility probe (decisions §5, errors.md "Startup
+ * refusals"). Before serving, prove on the configured store — under a
+ * dedicated, random key that no notebook uses — that it enforces the three
+ * conditional-write guarantees the publication protocol rests on:
+ *
+ * 1. create-only (`If-None-Match: *`): a second create of an existing key loses;
+ * 2. compare-and-swap (`If-Match`): a wrong or stale ETag loses, the current one wins;
+ * 3. exactly one winner among concurrent conditional writers.
+ *
+ * Some backends (the S3 layer of GCS, some proxies) ignore the conditions and
+ * answer 200 to everything; on such a store two commits would silently
+ * overwrite each other and acknowledged edits would be lost. The probe is the
+ * only defence (lessons-from-peers: "Backends lie"). An operational failure
+ * (denied access, unknown key id, expired login, missing bucket, unreachable
+ * endpoint) also refuses, with a cause that names it.
+ *
+ * The result's `cause` is one short sentence for the operator. It is built
+ * only from fixed text and the S3 error code / HTTP status that s3.ts puts in
+ * its messages — never the probe key, an object key, an id, a credential or
+ * the endpoint — so it is safe to print as the INCOMPATIBLE_STORE diagnostic.
+ *
+ * Every key the probe may have written is deleted afterwards, whatever
+ * happened; a failed delete is ignored (the refusal or the success is what
+ * matters, and a leftover `probe/…` key is never read by the engine).
+ */
+import { type ConditionalWrite, type ObjectStore, StoreError } from "./object-store.ts";
+
+export type ProbeResult = { ok: true } | { ok: false; cause: string };
+
+export interface ProbeOptions {
+  /** How many writers race for one key in the concurrency checks (default 8). */
+  writers?: number;
+  /** Source of the probe id's randomness (tests); default: crypto. */
+  random?: () => number;
+}
+
+const DEFAULT_WRITERS = 8;
+/**
+ * A race in which no writer landed (every answer a loss or an unknown
+ * outcome) proves nothing either way; it is run again this many times in all
+ * before the probe gives up on it.
+ */
+const RACE_ROUNDS = 3;
+
+/** The longest the probe waits for its clean-up before answering. */
+const CLEANUP_BOUND_MS = 5_000;
+
+/** A property of the store that contradicts the protocol: the probe's verdict. */
+class Incompatible extends Error {
+  override readonly name = "Incompatible";
+}
+
+const encode = (s: string) => new TextEncoder().encode(s);
+const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+
+function probeId(random: (() => number) | undefined): string {
+  if (random !== undefined) {
+    return Array.from({ length: 16 }, () => Math.min(15, Math.floor(random() * 16)).toString(16)).join("");
+  }
+  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export async function probeStore(store: ObjectStore, options: ProbeOptions = {}): Promise<ProbeResult> {
+  const writers = options.writers ?? DEFAULT_WRITERS;
+  if (!Number.isInteger(writers) || writers < 2) throw new RangeError("probeStore: writers must be an integer of at least 2");
+  // Under `probe/`, which the scrubber redacts and no notebook key uses; the
+  // random id keeps probes of concurrently starting processes apart.
+  const base = `probe/${probeId(options.random)}/`;
+  const swapKey = `${base}swap`;
+  const createKey = `${base}create`;
+  // Keys a write may have landed on (won, or outcome unknown): deleted at the end.
+  const written = new Set<string>();
+  const track = async (key: string, write: () => Promise<ConditionalWrite>): Promise<ConditionalWrite> => {
+    try {
+      const result = await write();
+      if (result.ok) written.add(key);
+      return result;
+    } catch (e) {
+      // A definite failure wrote nothing; anything else may have landed.
+      if (!(e instanceof StoreError && e.outcome === "failed")) written.add(key);
+      throw e;
+    }
+  };
+
+  try {
+    await checkCreateOnly(store, swapKey, track);
+    await checkCompareAndSwap(store, swapKey, track);
+    await race(store, swapKey, writers, "compare-and-swap", track);
+    await race(store, createKey, writers, "create-only", track);
+    return { ok: true };
+  } catch (e) {
+    if (e instanceof Incompatible) return { ok: false, cause: e.message };
+    return { ok: false, cause: operationalCause(e) };
+  } finally {
+    await cleanUp(store, written);
+  }
+}
+
+/**
+ * Delete every key the probe may have written, ignoring failures. Bounded in
+ * time: when the endpoint stopped answering (a black-holed address costs the
+ * S3 store's connect timeout on every SDK attempt of every delete), waiting
+ * would only delay the refusal; a leftover `probe/…` key is harmless, and the
+ * deletes still in flight end when the caller closes the store.
+ */
+async function cleanUp(store: ObjectStore, keys: Set<string>): Promise<void> {
+  const deletes = Promise.allSettled([...keys].map((key) => store.delete(key)));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, CLEANUP_BOUND_MS);
+  });
+  try {
+    await Promise.race([deletes, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+type Track = (key: string, write: () => Promise<ConditionalWrite>) => Promise<ConditionalWrite>;
+
+async function readBack(store: ObjectStore, key: string): Promise<{ body: string; etag: string }> {
+  const got = await store.get(key);
+  // Without read-after-write consistency `current` could not be proved either.
+  if (got === null) throw new Incompatible("the store lost an object it had just written (no read-after-write consistency)");
+  return { body: decode(got.body), etag: got.etag };
+}
+
+async function checkCreateOnly(store: ObjectStore, key: string, track: Track): Promise<void> {
+  const first = await track(key, () => store.putIfAbsent(key, encode("probe 1")));
+  if (!first.ok) throw new Incompatible("the store refused a create-only write (If-None-Match) of a new object");
+  const second = await track(key, () => store.putIfAbsent(key, encode("probe 2")));
+  if (second.ok) throw new Incompatible("the store ignored If-None-Match: a create-only write replaced an existing object");
+  // A store may also answer "lost" and write anyway.
+  if ((await readBack(store, key)).body !== "probe 1") {
+    throw new Incompatible("the store ignored If-None-Match: a refused create-only write replaced the object");
+  }
+}
+
+async function checkCompareAndSwap(store: ObjectStore, key: string, track: Track): Promise<void> {
+  // The engine swaps on the ETag it read, so the probe does too.
+  const held = await readBack(store, key);
+  // An ETag the object never had (S3 ETags of small objects are 32 hex digits).
+  const wrong = held.etag === "0".repeat(32) ? "f".repeat(32) : "0".repeat(32);
+  const guessed = await track(key, () => store.putIfMatch(key, encode("probe 3"), wrong));
+  if (guessed.ok) throw new Incompatible("the store ignored If-Match: a write with a wrong ETag succeeded");
+  if ((await readBack(store, key)).body !== "probe 1") {
+    throw new Incompatible("the store ignored If-Match: a refused write with a wrong ETag replaced the object");
+  }
+  const swapped = await track(key, () => store.putIfMatch(key, encode("probe 4"), held.etag));
+  if (!swapped.ok) throw new Incompatible("the store refused a compare-and-swap (If-Match) with the current ETag");
+  // `held.etag` is stale now: a store that ignores If-Match, or that gives
+  // different contents the same ETag, lets this through.
+  const stale = await track(key, () => store.putIfMatch(key, encode("probe 5"), held.etag));
+  if (stale.ok) throw new Incompatible("the store ignored If-Match: a write with a stale ETag succeeded");
+  if ((await readBack(store, key)).body !== "probe 4") {
+    throw new Incompatible("the store ignored If-Match: a refused write with a stale ETag replaced the object");
+  }
+}
+
+/**
+ * `writers` conditional writes at once — compare-and-swap on the current
+ * ETag of `key`, or create-only on the absent `key` — and exactly one may
+ * land. A writer may answer StoreError "unknown" (Ceph RGW answers 500 to
+ * some losers of a race; a response may be lost): the stored body says who
+ * won. No writer other than the one stored may claim the win, and no writer
+ * that was told it lost may be the one stored.
+ */
+async function race(store: ObjectStore, key: string, writers: number, kind: "compare-and-swap" | "create-only", track: Track): Promise<void> {
+  for (let round = 1; ; round++) {
+    const before = kind === "compare-and-swap" ? await readBack(store, key) : null;
+    const tag = `probe race ${round} writer `;
+    const settled = await Promise.allSettled(
+      Array.from({ length: writers }, (_, i) =>
+        track(key, () =>
+          before === null ? store.putIfAbsent(key, encode(`${tag}${i}`)) : store.putIfMatch(key, encode(`${tag}${i}`), before.etag),
+        ),
+      ),
+    );
+    for (const r of settled) {
+      if (r.status === "rejected" && !(r.reason instanceof StoreError && r.reason.outcome === "unknown")) throw r.reason;
+    }
+    const claimed = settled.flatMap((r, i) => (r.status === "fulfilled" && r.value.ok ? [i] : []));
+    if (claimed.length > 1) throw new Incompatible(`concurrent conditional writers (${kind}): ${claimed.length} winners`);
+
+    const stored = await store.get(key);
+    const body = stored === null ? null : decode(stored.body);
+    const writer = body !== null && body.startsWith(tag) ? body.slice(tag.length) : null;
+    const landed = writer !== null && /^\d+$/.test(writer) && Number(writer) < writers ? Number(writer) : null;
+    if (landed === null) {
+      // Nobody landed. A writer that claimed the win is contradicted by the
+      // stored bytes; with no claim, the round proved nothing: run it again.
+      if (claimed.length === 1) {
+        throw new Incompatible(`concurrent conditional writers (${kind}): the winner's write is not what the store holds`);
+      }
+      if (body !== null && body !== before?.body) {
+        throw new Incompatible(`concurrent conditional writers (${kind}): the store holds bytes no writer sent`);
+      }
+      if (round >= RACE_ROUNDS) throw new Incompatible(`concurrent conditional writers (${kind}): no writer won in ${RACE_ROUNDS} rounds`);
+      continue;
+    }
+    if (claimed.length === 1 && claimed[0] !== landed) {
+      throw new Incompatible(`concurrent conditional writers (${kind}): 2 winners (one claimed the win, another one's write is stored)`);
+    }
+    const own = settled[landed];
+    if (own?.status === "fulfilled" && !own.value.ok) {
+      throw new Incompatible(`concurrent conditional writers (${kind}): a writer was told it lost, yet its write is stored`);
+    }
+    return;
+  }
+}
+
+/**
+ * The operator's sentence for a failure that is not a verdict on the
+ * conditions: denied access, bad credentials, a missing bucket, an endpoint
+ * that cannot be reached. Built from the error code and HTTP status only
+ * (s3.ts puts exactly those in its messages: "s3 get: AccessDenied (403)",
+ * "s3 putIfAbsent: ECONNREFUSED"; sqlite.ts: "sqlite get: SQLITE_BUSY").
+ */
+export function operationalCause(error: unknown): string {
+  if (!(error instanceof StoreError)) {
+    // Not the store's answer (a bug, or a wrapper's own error): its message
+    // could hold anything, so only a well-formed error name is shown.
+    const name = error instanceof Error ? safeCode(error.name) : undefined;
+    return `the probe failed unexpectedly${name ? ` (${name})` : ""}`;
+  }
+  const m = /^\S+ \w+: ([^\s;(]+)(?: \((\d{3})\))?/.exec(error.message);
+  const code = safeCode(m?.[1]);
+  const status = m?.[2] !== undefined ? Number(m[2]) : undefined;
+  const what = [code, status].filter((x) => x !== undefined).join(", ");
+  const paren = what === "" ? "" : ` (${what})`;
+
+  switch (code) {
+    case "AccessDenied":
+    case "AllAccessDisabled":
+    case "AccountProblem":
+      return `access denied${paren}`;
+    case "InvalidAccessKeyId":
+      return `the access key id is not known to the store (${code})`;
+    case "SignatureDoesNotMatch":
+      return `the credentials were refused: the secret access key does not match the access key id (${code})`;
+    case "ExpiredToken":
+    case "ExpiredTokenException":
+    case "TokenRefreshRequired":
+    case "RequestExpired":
+      return `expired credentials (${code})`;
+    case "InvalidToken":
+    case "InvalidClientTokenId":
+    case "UnrecognizedClientException":
+      return `the credentials' session token is not valid (${code})`;
+    case "CredentialsProviderError":
+      return "no credentials were found (the AWS SDK's default chain gave none)";
+    case "NoSuchBucket":
+      return `the bucket does not exist (${code})`;
+    case "PermanentRedirect":
+    case "AuthorizationHeaderMalformed":
+    case "IllegalLocationConstraintException":
+      return `the bucket is in another region or behind another endpoint${paren}`;
+    case "ECONNREFUSED":
+    case "ConnectionRefused":
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+    case "ETIMEDOUT":
+    case "ECONNRESET":
+    case "FailedToOpenSocket":
+    case "TimeoutError":
+    case "RequestTimeout":
+      return `the endpoint cannot be reached${paren}`;
+  }
+  if (status === 403) return `access denied${paren}`;
+  if (status !== undefined && status >= 500) return `the store failed with a server error${paren}`;
+  if (error.outcome === "unknown") return `the store did not confirm a probe write${paren}`;
+  return `the store refused the probe${paren}`;
+}
+
+/**
+ * An error code is a short identifier. Anything else — or anything shaped
+ * like an id, a hex digest or an access key id — is left out of the cause.
+ */
+function safeCode(s: string | undefined): string | undefined {
+  if (s === undefined || !/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(s)) return undefined;
+  if (/[A-Z0-9]{16}/.test(s) || /[0-9a-f]{16}/i.test(s)) return undefined;
+  return s;
+}
