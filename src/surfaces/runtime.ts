@@ -3,9 +3,10 @@
  * Flags win over environment variables (decisions §2). Every invalid value
  * is a startup refusal raised here, before any store is opened.
  */
-import { mkdirSync, realpathSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { StartupRefusal } from "../contract/startup.ts";
 import { DEFAULT_COMMIT_RETRIES, type EngineDeps } from "../engine/engine.ts";
 import type { ObjectStore } from "../store/object-store.ts";
@@ -146,10 +147,53 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   return { store, privateRoot, workspaceRoot, commitRetries };
 }
 
+/**
+ * Secrets the process can see, scrubbed from every diagnostic and result as
+ * defence in depth (they should never reach one in the first place).
+ */
+export function runtimeSecrets(env: Env): string[] {
+  return [env.AWS_SECRET_ACCESS_KEY, env.AWS_SESSION_TOKEN, env.AWS_ACCESS_KEY_ID].filter((v): v is string => !!v && v.length >= 8);
+}
+
 /** A secret-free identity of the store location; it keys each checkout's private state. */
 export function storeIdentity(spec: StoreSpec): string {
   if (spec.kind === "sqlite") return `sqlite:${spec.file}`;
   return `s3://${spec.bucket}/${spec.prefix}@${spec.endpoint ?? "aws"}`;
+}
+
+/** How long a passed compatibility probe is trusted for one store location. */
+export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Open the configured store, proving first that an S3 store enforces the
+ * conditional writes the protocol rests on (decisions §5). A passed probe is
+ * remembered per store location under the private root for PROBE_TRUST_MS,
+ * so CLI calls do not pay for it each time; a failed one is never cached.
+ * The embedded store is this project's own code and is not probed.
+ */
+export async function openVerifiedStore(config: RuntimeConfig, now: () => number = Date.now): Promise<ObjectStore> {
+  const store = await openStore(config.store);
+  if (config.store.kind !== "s3") return store;
+  const marker = join(config.privateRoot, "probes", `${createHash("sha256").update(storeIdentity(config.store)).digest("hex").slice(0, 32)}.json`);
+  try {
+    const passedAt = (JSON.parse(readFileSync(marker, "utf8")) as { passedAt?: unknown }).passedAt;
+    if (typeof passedAt === "number" && now() - passedAt >= 0 && now() - passedAt < PROBE_TRUST_MS) return store;
+  } catch {
+    /* no marker, or an unreadable one: probe */
+  }
+  const { probeStore } = await import("../store/probe.ts");
+  const result = await probeStore(store);
+  if (!result.ok) {
+    await store.close();
+    throw new StartupRefusal("INCOMPATIBLE_STORE", `the S3 compatibility probe failed: ${result.cause}`);
+  }
+  try {
+    mkdirSync(dirname(marker), { recursive: true, mode: 0o700 });
+    writeFileSync(marker, `${JSON.stringify({ passedAt: now() })}\n`, { mode: 0o600 });
+  } catch {
+    /* an unwritable cache only means probing again next time */
+  }
+  return store;
 }
 
 export async function openStore(spec: StoreSpec): Promise<ObjectStore> {

@@ -12,7 +12,7 @@ import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
 import { createLog, type Log, SILENT_LOG } from "../log.ts";
 import { serve } from "../mcp/serve.ts";
 import { runOperation } from "../operation.ts";
-import { type ConfigFlags, type Env, engineDeps, openStore, resolveConfig } from "../runtime.ts";
+import { type ConfigFlags, type Env, engineDeps, openVerifiedStore, resolveConfig, runtimeSecrets } from "../runtime.ts";
 import { renderError, renderSuccess } from "./render.ts";
 
 export interface CliIo {
@@ -168,7 +168,7 @@ export async function runCli(io: CliIo): Promise<number> {
     }
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic()}\n`);
+    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (first === "serve") return runServe(parsed, io);
@@ -182,12 +182,19 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
     config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic()}\n`);
+    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (!io.stdin || !io.stdoutStream) throw new Error("serve needs the process's stdio");
   const log = createLog({ write: io.stderr, isTTY: io.stderrIsTTY === true });
-  const store = await openStore(config.store);
+  let store;
+  try {
+    store = await openVerifiedStore(config);
+  } catch (e) {
+    if (!(e instanceof StartupRefusal)) throw e;
+    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
+    return EXIT_CODES.STARTUP;
+  }
   try {
     await serve({ config, store, version: io.version, log, env: io.env, stdin: io.stdin, stdout: io.stdoutStream });
   } finally {
@@ -218,10 +225,17 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
     config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic()}\n`);
+    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
     return EXIT_CODES.STARTUP;
   }
-  const store = await openStore(config.store);
+  let store;
+  try {
+    store = await openVerifiedStore(config);
+  } catch (e) {
+    if (!(e instanceof StartupRefusal)) throw e;
+    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
+    return EXIT_CODES.STARTUP;
+  }
   try {
     const args: Record<string, string> = {};
     if (parsed.positionals[0] !== undefined) args.path = parsed.positionals[0];
@@ -232,7 +246,7 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
         sets: NO_PATH_SETS,
         paths: { defaultDir: io.cwd, cwd: io.cwd, home: io.env.HOME ?? "", workspaceRoot: config.workspaceRoot },
         log: causeLog(io),
-        secrets: [config.privateRoot],
+        secrets: [config.privateRoot, ...runtimeSecrets(io.env)],
         requireAbsolute: false,
       },
       operation === "pull" ? "notes_pull" : "notes_commit",

@@ -10,7 +10,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { NO_PATH_SETS } from "../../contract/results.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
-import { engineDeps, type RuntimeConfig } from "../runtime.ts";
+import { engineDeps, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
 import { createMcpServer } from "./server.ts";
 
 export interface ServeOptions {
@@ -55,7 +55,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       sets: NO_PATH_SETS,
       paths: { defaultDir: root.dir, cwd: root.dir, home: options.env.HOME ?? "", workspaceRoot: root.dir },
       log,
-      secrets: [deps.privateRoot],
+      secrets: [deps.privateRoot, ...runtimeSecrets(options.env)],
       requireAbsolute: true,
     },
   });
