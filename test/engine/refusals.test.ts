@@ -179,4 +179,43 @@ describe("lost races", () => {
     expect(tokens(e)).toEqual(["STORAGE_INTEGRITY", "MANIFEST_INVALID", "OPERATOR", false]);
     expect(read(dir, "x.md")).toBe("mine\n");
   });
+
+  test("a pack missing from the store, or contradicting its descriptor, is PACK_INVALID; a missing commit is HISTORY_INVALID", async () => {
+    world = makeWorld();
+    const a = world.checkout("a");
+    await pull(world.deps(), a);
+    write(a, "x.md", "x\n");
+    await commit(world.deps(), a, "seed");
+    const store = openSqliteStore(world.storeFile);
+    const current = (await store.get("current"))!;
+    const manifest = JSON.parse(new TextDecoder().decode(current.body));
+    const pack = manifest.packs[0];
+    const packBytes = (await store.get(pack.key))!.body;
+
+    const check = async (reason: string) => {
+      const fresh = world.checkout(`fresh-${reason}-${Math.random()}`);
+      write(fresh, "mine.md", "unpublished\n");
+      const e = await refusal(() => pull(world.deps(), fresh));
+      expect(tokens(e)).toEqual(["STORAGE_INTEGRITY", reason, "OPERATOR", false]);
+      expect(read(fresh, "mine.md")).toBe("unpublished\n");
+      expect(read(fresh, "x.md")).toBeNull();
+    };
+
+    // Contradicting: same key, other bytes.
+    await store.delete(pack.key);
+    const corrupt = new Uint8Array(packBytes);
+    corrupt[corrupt.length - 30]! ^= 0xff;
+    await store.putIfAbsent(pack.key, corrupt);
+    await check("PACK_INVALID");
+    // Missing.
+    await store.delete(pack.key);
+    await check("PACK_INVALID");
+    // A manifest whose head is not in any pack: the history is missing an object.
+    await store.putIfAbsent(pack.key, packBytes);
+    const bogus = { ...manifest, head: "0".repeat(40), publication: "1".repeat(32) };
+    const swapped = await store.putIfMatch("current", new TextEncoder().encode(JSON.stringify(bogus)), current.etag);
+    expect(swapped.ok).toBe(true);
+    await check("HISTORY_INVALID");
+    await store.close();
+  });
 });
