@@ -37,22 +37,23 @@ export function pathSetSentences(sets: PathSets): string[] {
   return sentences;
 }
 
-function withSentences(text: string, sets: PathSets): string {
+/** Descriptions are one paragraph: the sentences follow after a space. */
+function withSentences(text: string, sets: PathSets, separator = " "): string {
   const sentences = pathSetSentences(sets);
-  return sentences.length === 0 ? text : `${text} ${sentences.join(" ")}`;
+  return sentences.length === 0 ? text : `${text}${separator}${sentences.join(separator)}`;
 }
 
 export function toolDescription(name: ToolName, sets: PathSets): string {
   return withSentences(name === "notes_pull" ? PULL_DESCRIPTION : COMMIT_DESCRIPTION, sets);
 }
 
-/** The instructions, with the spec's line breaks kept as written. */
+/** The instructions, with the spec's line breaks kept as written; each path-set sentence on a line of its own. */
 export function serverInstructions(notebookDir: string, sets: PathSets): string {
   const base =
     `The notebook directory is ${notebookDir}. Call notes_pull, edit UTF-8 text files\n` +
     "(without U+0000) there, then call notes_commit to publish. Both tools\n" +
     "default to that directory; pass path only to address a subdirectory of it.";
-  return withSentences(base, sets);
+  return withSentences(base, sets, "\n");
 }
 
 const PATH_SCHEMA = {

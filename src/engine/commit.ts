@@ -13,6 +13,7 @@ import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import { type AcceptedState, loadAcceptedState, readManifest } from "./accepted-state.ts";
 import { conflictError } from "./conflict.ts";
+import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, openSession, scanOurs, type Session } from "./engine.ts";
 import type { FlatTree } from "./git-store.ts";
@@ -46,6 +47,7 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
       });
     }
     refuseMarkers(session, base);
+    await refuseProtectedChanges(session, base);
     return await publish(session, base, message);
   } finally {
     closeSession(session);

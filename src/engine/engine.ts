@@ -6,6 +6,7 @@ import { realpathSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { relative, sep } from "node:path";
 import { DomainError } from "../contract/errors.ts";
+import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./blob-id.ts";
 import { type Baseline, CheckoutState, type ProcessIdentity, registeredCheckouts } from "./checkout-state.ts";
@@ -21,6 +22,8 @@ export interface EngineDeps {
   self: ProcessIdentity;
   /** How many times a commit that lost the race re-merges and tries again. */
   commitRetries: number;
+  /** The paths this process may not change (none by default). */
+  pathSets?: PathSets;
   now?: () => Date;
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
@@ -78,6 +81,7 @@ export interface Session {
 
 function withDefaults(deps: EngineDeps): Session["deps"] {
   return {
+    pathSets: NO_PATH_SETS,
     now: () => new Date(),
     sleep: (ms) => Bun.sleep(ms),
     random: Math.random,

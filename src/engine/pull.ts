@@ -12,6 +12,7 @@ import type { FlatTree } from "./git-store.ts";
 import { materialize } from "./materialize.ts";
 import { mergeTrees } from "./tree-merge.ts";
 import { conflictError } from "./conflict.ts";
+import { takeRemoteSide } from "./protect.ts";
 
 export async function pull(deps: EngineDeps, path: string): Promise<OperationOutcome> {
   const session = await openSession(deps, path, true);
@@ -29,7 +30,10 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
     await session.deps.onStage("fetch");
     const accepted = await loadAcceptedState(session.deps.store, session.git);
     await session.deps.onStage("merge");
-    const merge = await mergeTrees(session.git, base, session.ours, accepted.files);
+    // Protected paths take the remote's side before the merge, so they never
+    // conflict: the process may not change them anyway.
+    const ours = takeRemoteSide(session.ours, accepted.files, session.deps.pathSets);
+    const merge = await mergeTrees(session.git, base, ours, accepted.files);
     await materialize(
       session.state,
       session.ours,

@@ -1,0 +1,60 @@
+/**
+ * Enforcing the path sets (errors.md READ_ONLY_PATH). A commit that changes
+ * a protected path is refused before any store access, and those files are
+ * reset to their last accepted content while the caller's other edits stay.
+ * A pull lets the accepted state win on protected paths before merging.
+ */
+import { isProtected } from "../contract/path-sets.ts";
+import { DomainError, type ErrorFile } from "../contract/errors.ts";
+import type { PathSets } from "../contract/results.ts";
+import type { Session } from "./engine.ts";
+import type { FlatTree } from "./git-store.ts";
+import { materialize } from "./materialize.ts";
+
+export function takeRemoteSide(ours: FlatTree, theirs: FlatTree, sets: PathSets): FlatTree {
+  if (sets.readOnly.length === 0 && sets.writable.length === 0) return ours;
+  const result: FlatTree = new Map();
+  for (const [path, oid] of ours) if (!isProtected(path, sets)) result.set(path, oid);
+  for (const [path, oid] of theirs) if (isProtected(path, sets)) result.set(path, oid);
+  return result;
+}
+
+function describeSets(sets: PathSets): string {
+  const parts: string[] = [];
+  if (sets.writable.length) parts.push(`writable: ${sets.writable.join(", ")}`);
+  if (sets.readOnly.length) parts.push(`read-only: ${sets.readOnly.join(", ")}`);
+  return parts.join("; ");
+}
+
+export async function refuseProtectedChanges(session: Session, base: FlatTree): Promise<void> {
+  const sets = session.deps.pathSets;
+  if (sets.readOnly.length === 0 && sets.writable.length === 0) return;
+  const changed = new Set<string>();
+  for (const [path, oid] of session.ours) if (base.get(path) !== oid) changed.add(path);
+  for (const path of base.keys()) if (!session.ours.has(path)) changed.add(path);
+  const protectedPaths = [...changed].filter((p) => isProtected(p, sets)).sort();
+  if (protectedPaths.length === 0) return;
+
+  const reset: FlatTree = new Map(session.ours);
+  for (const path of protectedPaths) {
+    const accepted = base.get(path);
+    if (accepted === undefined) reset.delete(path);
+    else reset.set(path, accepted);
+  }
+  try {
+    // The baseline stays where it is; only the protected files change back.
+    await materialize(session.state, session.ours, reset, session.baseline!, session.deps.onStage);
+  } catch (cause) {
+    throw new DomainError(
+      "LOCAL_MUTATION_FAILED",
+      "Resetting the protected files failed part-way; the files may be partly reset. Nothing was published.",
+      { recovery: { stage: "commit.readonly", remoteAccepted: "no", resynchronized: false }, cause },
+    );
+  }
+  const files: ErrorFile[] = protectedPaths.map((path) => ({ path, reason: "READ_ONLY", ranges: [] }));
+  throw new DomainError(
+    "READ_ONLY_PATH",
+    `The commit changed paths this process may not change; those files were reset to their last accepted content and nothing was published. Write only where this process may (${describeSets(sets)}), then commit again.`,
+    { files },
+  );
+}
