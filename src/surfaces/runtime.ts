@@ -7,6 +7,8 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
+import type { PathSets } from "../contract/results.ts";
 import { StartupRefusal } from "../contract/startup.ts";
 import { DEFAULT_COMMIT_RETRIES, type EngineDeps } from "../engine/engine.ts";
 import type { ObjectStore } from "../store/object-store.ts";
@@ -19,6 +21,7 @@ export type StoreSpec =
 
 export interface RuntimeConfig {
   store: StoreSpec;
+  pathSets: PathSets;
   privateRoot: string;
   workspaceRoot: string | null;
   commitRetries: number;
@@ -33,6 +36,8 @@ export interface ConfigFlags {
   "workspace-root"?: string;
   "private-root"?: string;
   "commit-retries"?: string;
+  "read-only-paths"?: string;
+  "writable-paths"?: string;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -133,6 +138,10 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   const home = nonEmpty(env.HOME) ?? homedir();
   const store = parseStore(flags, env, cwd, home);
   const commitRetries = parseRetries(flags, env);
+  const pathSets = buildPathSets(
+    parsePathSet("--read-only-paths", flags["read-only-paths"] ?? env.SLIVINGDOC_READ_ONLY_PATHS),
+    parsePathSet("--writable-paths", flags["writable-paths"] ?? env.SLIVINGDOC_WRITABLE_PATHS),
+  );
   const stateHome = nonEmpty(env.XDG_STATE_HOME) ?? join(home, ".local", "state");
   const privateRootRaw = nonEmpty(flags["private-root"]) ?? nonEmpty(env.SLIVINGDOC_PRIVATE_ROOT) ?? join(stateHome, "slivingdoc");
   const workspaceRaw = nonEmpty(flags["workspace-root"]) ?? nonEmpty(env.SLIVINGDOC_WORKSPACE_ROOT);
@@ -144,7 +153,7 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   if (store.kind === "sqlite" && workspaceRoot !== null && isAtOrBelow(workspaceRoot, store.file)) {
     throw invalid("the store file is inside the workspace root; keep it outside the notebook");
   }
-  return { store, privateRoot, workspaceRoot, commitRetries };
+  return { store, pathSets, privateRoot, workspaceRoot, commitRetries };
 }
 
 /**
@@ -226,6 +235,7 @@ export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDep
     privateRoot: realpathSync(config.privateRoot),
     self: { pid: process.pid, isAlive: isProcessAlive },
     commitRetries: config.commitRetries,
+    pathSets: config.pathSets,
   };
 }
 

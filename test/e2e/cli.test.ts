@@ -101,6 +101,12 @@ describe("refusals before anything is touched", () => {
     ["an endpoint with user information", ["pull", "--store", "s3://bucket", "--endpoint", "https://AKIAIOSFODNN7EXAMPLE:pw@h"], /user information/],
     ["an invalid prefix", ["pull", "--store", "s3://bucket/../x"], /^slivingdoc: invalid configuration: the S3 object prefix/],
     ["overlapping roots", ["pull", "--workspace-root", "/tmp/w", "--private-root", "/tmp/w/p"], /overlap/],
+    ["an absolute path-set entry", ["pull", "--read-only-paths", "docs,/etc"], /^slivingdoc: invalid path-set entry: --read-only-paths entry "\/etc" is absolute; entries are relative to the notebook directory$/],
+    ["a .. path-set entry", ["pull", "--writable-paths", "a/../b"], /^slivingdoc: invalid path-set entry: --writable-paths entry "a\/..\/b" has a '\.\.' segment$/],
+    ["a .git path-set entry", ["serve", "--read-only-paths", ".git"], /^slivingdoc: invalid path-set entry: --read-only-paths entry "\.git" has a '\.git' segment$/],
+    ["a path in both sets", ["serve", "--read-only-paths", "docs", "--writable-paths", "./docs/"], /^slivingdoc: overlapping path settings: "docs" is named by both --read-only-paths and --writable-paths; name each path in one setting only$/],
+    ["a misspelt path-set flag", ["serve", "--read-only-path", "docs"], /^slivingdoc: argument refusal: unknown option --read-only-path$/],
+    ["serve with a path", ["serve", "somewhere"], /^slivingdoc: argument refusal: serve takes no path/],
   ];
   for (const [name, args, pattern] of cases) {
     test(name, async () => {
@@ -108,7 +114,8 @@ describe("refusals before anything is touched", () => {
       const r = await cli(fresh, ...args);
       expect(r.code).toBe(EXIT_CODES.STARTUP);
       expect(r.stdout).toBe("");
-      expect(r.stderr).toMatch(pattern);
+      expect(r.stderr.trimEnd()).toMatch(pattern);
+      expect(r.stderr.endsWith("\n")).toBe(true);
       expect(r.stderr.trim().split("\n").length).toBe(1);
       expect(r.stderr).not.toContain("AKIA");
       expect(r.stderr).not.toContain(":pw@");

@@ -313,3 +313,62 @@ describe("cancellation", () => {
     for (let i = 0; i < 1500; i += 299) expect(readFileSync(join(dir, `note-${i}.md`), "utf8")).toBe(`note ${i}\n`);
   });
 });
+
+describe("path sets through MCP", () => {
+  test("two servers on one store, one with --read-only-paths docs: advertised, enforced, never conflicting", async () => {
+    const env = envFor("sets");
+    mkdirSync(env.TMPDIR!, { recursive: true });
+    const admin = await connect(env);
+    const agent = await connect(env, ["--read-only-paths", "docs"]);
+    try {
+      const ro = "Read-only paths: docs. notes_commit refuses any change to them, resets those files, and reports READ_ONLY_PATH; write elsewhere.";
+      expect(admin.client.getInstructions()).not.toContain("Read-only");
+      expect(agent.client.getInstructions()).toEndWith(`subdirectory of it.\n${ro}`);
+      const tools = (await agent.client.listTools()).tools;
+      for (const t of tools) expect(t.description).toBe(`${specDescription(t.name)} ${ro}`);
+      const plain = (await admin.client.listTools()).tools;
+      for (const t of plain) expect(t.description).toBe(specDescription(t.name));
+
+      const da = (await call(admin, "notes_pull")).data.path as string;
+      mkdirSync(join(da, "docs"), { recursive: true });
+      writeFileSync(join(da, "docs", "rules.md"), "rule 1\n");
+      writeFileSync(join(da, "notes.md"), "notes\n");
+      await call(admin, "notes_commit", { message: "seed" });
+
+      const pulled = await call(agent, "notes_pull");
+      const dg = pulled.data.path as string;
+      expect(pulled.text).toBe(`${dg} (read-only: docs)`);
+      expect([pulled.data.readOnly, pulled.data.writable]).toEqual([["docs"], []]);
+
+      writeFileSync(join(dg, "docs", "rules.md"), "rule 1, relaxed by the agent\n");
+      writeFileSync(join(dg, "notes.md"), "notes by the agent\n");
+      const refused = await call(agent, "notes_commit", { message: "try" });
+      expect(refused.data).toMatchObject({
+        code: "INVALID_REQUEST",
+        reason: "READ_ONLY_PATH",
+        action: "EDIT_FILES",
+        files: [{ path: "docs/rules.md", reason: "READ_ONLY", ranges: [] }],
+        readOnly: ["docs"],
+        writable: [],
+      });
+      expect(refused.text).toContain("file: docs/rules.md · READ_ONLY");
+      expect(refused.text).toEndWith("read-only: docs");
+      expect(readFileSync(join(dg, "docs", "rules.md"), "utf8")).toBe("rule 1\n");
+      expect(readFileSync(join(dg, "notes.md"), "utf8")).toBe("notes by the agent\n");
+
+      // The admin changes the protected file while the agent edits it again: no conflict for the agent.
+      writeFileSync(join(da, "docs", "rules.md"), "rule 1, amended\n");
+      await call(admin, "notes_commit", { message: "amend" });
+      writeFileSync(join(dg, "docs", "rules.md"), "agent again\n");
+      const synced = await call(agent, "notes_pull");
+      expect(synced.isError).toBe(false);
+      expect(readFileSync(join(dg, "docs", "rules.md"), "utf8")).toBe("rule 1, amended\n");
+      const landed = await call(agent, "notes_commit", { message: "notes" });
+      expect(landed.data).toMatchObject({ code: "OK", files: [{ path: "notes.md", insertions: 1, deletions: 1 }], readOnly: ["docs"] });
+      expect(landed.text).toBe(`${dg} (read-only: docs)`);
+    } finally {
+      await admin.close();
+      await agent.close();
+    }
+  });
+});

@@ -5,7 +5,6 @@
  * through and a silently ignored `--mesage` would be a misplaced write.
  */
 import { type ArgsDef, type CommandDef, defineCommand, renderUsage } from "citty";
-import { NO_PATH_SETS } from "../../contract/results.ts";
 import { scrubText } from "../../contract/scrub.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
@@ -39,6 +38,8 @@ const configArgs = {
   "workspace-root": { type: "string", description: "Only act at or below this directory (env SLIVINGDOC_WORKSPACE_ROOT)", valueHint: "DIR" },
   "private-root": { type: "string", description: "Where per-checkout state lives (env SLIVINGDOC_PRIVATE_ROOT)", valueHint: "DIR" },
   "commit-retries": { type: "string", description: "Attempts after a lost race before REMOTE_BUSY (env SLIVINGDOC_COMMIT_RETRIES; default 10)", valueHint: "N" },
+  "read-only-paths": { type: "string", description: "Comma-separated notebook paths this process may not change (env SLIVINGDOC_READ_ONLY_PATHS)", valueHint: "a,b" },
+  "writable-paths": { type: "string", description: "Comma-separated notebook paths this process may change; everything else is protected (env SLIVINGDOC_WRITABLE_PATHS)", valueHint: "a,b" },
   json: { type: "boolean", description: "Print the structured result (success or error) as JSON on stdout" },
 } as const satisfies ArgsDef;
 
@@ -243,7 +244,7 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
     const outcome = await runOperation(
       {
         deps: engineDeps(config, store),
-        sets: NO_PATH_SETS,
+        sets: config.pathSets,
         paths: { defaultDir: io.cwd, cwd: io.cwd, home: io.env.HOME ?? "", workspaceRoot: config.workspaceRoot },
         log: causeLog(io),
         secrets: [config.privateRoot, ...runtimeSecrets(io.env)],

@@ -9,6 +9,14 @@ function plural(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** The path sets this process enforces, when it has any. */
+function setLines(r: { readOnly: string[]; writable: string[] }): string[] {
+  const lines: string[] = [];
+  if (r.writable.length) lines.push(`writable paths: ${r.writable.join(", ")}`);
+  if (r.readOnly.length) lines.push(`read-only paths: ${r.readOnly.join(", ")}`);
+  return lines;
+}
+
 export function renderSuccess(operation: "pull" | "commit", r: SuccessResult): string {
   const lines: string[] = [];
   if (r.files.length === 0) {
@@ -25,6 +33,7 @@ export function renderSuccess(operation: "pull" | "commit", r: SuccessResult): s
     );
     for (const f of r.files) lines.push(`  ${f.path} | +${f.insertions} -${f.deletions}`);
   }
+  lines.push(...setLines(r));
   return `${lines.join("\n")}\n`;
 }
 
@@ -40,6 +49,6 @@ export function renderError(e: ErrorEnvelope): string {
       `recovery: stage ${e.recovery.stage}, remote accepted: ${e.recovery.remoteAccepted}, resynchronized: ${e.recovery.resynchronized}`,
     );
   }
-  lines.push(`next: ${ACTION_WORDING[e.action]} (${e.action})`, `diagnosticId: ${e.diagnosticId}`);
+  lines.push(`next: ${ACTION_WORDING[e.action]} (${e.action})`, `diagnosticId: ${e.diagnosticId}`, ...setLines(e));
   return `${lines.join("\n")}\n`;
 }

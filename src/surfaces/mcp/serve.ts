@@ -7,7 +7,6 @@ import { mkdirSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { NO_PATH_SETS } from "../../contract/results.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
 import { engineDeps, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
@@ -49,10 +48,10 @@ export async function serve(options: ServeOptions): Promise<void> {
   const { server, idle, busy } = createMcpServer({
     version: options.version,
     notebookDir: root.dir,
-    sets: NO_PATH_SETS,
+    sets: config.pathSets,
     operation: {
       deps,
-      sets: NO_PATH_SETS,
+      sets: config.pathSets,
       paths: { defaultDir: root.dir, cwd: root.dir, home: options.env.HOME ?? "", workspaceRoot: root.dir },
       log,
       secrets: [deps.privateRoot, ...runtimeSecrets(options.env)],
