@@ -16,7 +16,7 @@ import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, openSession, scanOurs, type Session } from "./engine.ts";
-import type { FlatTree } from "./git-store.ts";
+import { type FlatTree, MissingObjectError } from "./git-store.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, serializeManifest } from "./manifest.ts";
 import { materialize } from "./materialize.ts";
 import { decodeText } from "./text.ts";
@@ -49,6 +49,15 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
     refuseMarkers(session, base);
     await refuseProtectedChanges(session, base);
     return await publish(session, base, message);
+  } catch (e) {
+    // A baseline object the cache lost or cannot read: a pull repairs it.
+    if (e instanceof MissingObjectError) {
+      throw new DomainError("ENGINE_FAILED", "Part of this checkout's private state is missing or unreadable.", {
+        detail: ENGINE_DETAILS.stateMissingLocally(),
+        cause: e,
+      });
+    }
+    throw e;
   } finally {
     closeSession(session);
   }
@@ -84,16 +93,16 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     await deps.onStage("fetch");
     const accepted = await loadAcceptedState(store, git);
     await deps.onStage("merge");
-    const merge = await mergeTrees(git, base, session.ours, accepted.files);
+    const merge = await mergeTrees(git, base, session.ours, accepted.files, session.oursContents);
     const target = { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
     if (merge.conflicts.length > 0) {
-      await materialize(session.state, session.ours, merge.result, target, deps.onStage);
+      await materialize(session.state, session.ours, merge.result, target, deps, { operation: "commit", remoteAccepted: "no" });
       throw conflictError(merge.conflicts, "commit");
     }
     if (sameTree(merge.result, accepted.files)) {
       // Nothing to publish: a synchronisation, which brings the checkout to
       // the accepted state (every local change is already in it).
-      await materialize(session.state, session.ours, merge.result, target, deps.onStage);
+      await materialize(session.state, session.ours, merge.result, target, deps, { operation: "commit", remoteAccepted: "no" });
       return { path: session.dir, generation: accepted.generation, files: [] };
     }
 
@@ -128,7 +137,7 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     const landed = await conditionalReplace(store, accepted, manifest);
     if (landed) {
       const next = { generation: manifest.generation, head, tree: built.tree };
-      await materialize(session.state, session.ours, merge.result, next, deps.onStage);
+      await materialize(session.state, session.ours, merge.result, next, deps, { operation: "commit", remoteAccepted: "yes" });
       const files = await treeDiffStat(git, accepted.files, merge.result);
       return { path: session.dir, generation: manifest.generation, files };
     }

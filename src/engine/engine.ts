@@ -33,6 +33,8 @@ export interface EngineDeps {
    * points where fault tests stop the process.
    */
   onStage?: (stage: string) => Promise<void> | void;
+  /** After each visible file is written or removed: the point where crash tests stop the process mid-way. */
+  afterWrite?: () => Promise<void> | void;
 }
 
 export const DEFAULT_COMMIT_RETRIES = 10;
@@ -69,13 +71,18 @@ function refuseNesting(deps: EngineDeps, dir: string): void {
 }
 
 export interface Session {
-  deps: Required<Omit<EngineDeps, "onStage">> & { onStage: (stage: string) => Promise<void> | void };
+  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite">> & {
+    onStage: (stage: string) => Promise<void> | void;
+    afterWrite: () => Promise<void> | void;
+  };
   dir: string;
   state: CheckoutState;
   git: GitStore;
   /** The visible files, as blob ids (the blobs are in the object cache). */
   ours: FlatTree;
   oursBytes: NotebookFiles;
+  /** The visible files' contents by blob id, so merging reads them from memory. */
+  oursContents: Map<string, Uint8Array>;
   baseline: Baseline | null;
 }
 
@@ -87,6 +94,7 @@ function withDefaults(deps: EngineDeps): Session["deps"] {
     random: Math.random,
     ...deps,
     onStage: deps.onStage ?? (() => {}),
+    afterWrite: deps.afterWrite ?? (() => {}),
   };
 }
 
@@ -117,7 +125,7 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
   try {
     await recoverInterrupted(state);
     const baseline = state.readBaseline();
-    return { deps: full, dir, state, git: state.git, ours: new Map(), oursBytes: new Map(), baseline };
+    return { deps: full, dir, state, git: state.git, ours: new Map(), oursBytes: new Map(), oursContents: new Map(), baseline };
   } catch (e) {
     state.release();
     throw e;
@@ -129,8 +137,14 @@ export async function scanOurs(session: Session): Promise<void> {
   await session.deps.onStage("scan");
   session.oursBytes = scanNotebook(session.dir);
   const ours: FlatTree = new Map();
-  for (const [path, bytes] of session.oursBytes) ours.set(path, await session.git.writeBlob(bytes));
+  const contents = new Map<string, Uint8Array>();
+  for (const [path, bytes] of session.oursBytes) {
+    const oid = await session.git.writeBlob(bytes);
+    ours.set(path, oid);
+    contents.set(oid, bytes);
+  }
   session.ours = ours;
+  session.oursContents = contents;
 }
 
 export function closeSession(session: Session): void {

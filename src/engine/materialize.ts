@@ -12,6 +12,7 @@
 import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import type { Baseline, CheckoutState } from "./checkout-state.ts";
 import type { FlatTree, GitStore } from "./git-store.ts";
 import { blobId } from "./blob-id.ts";
@@ -61,34 +62,96 @@ function removeVisible(root: string, path: string): void {
 }
 
 /** Deletions first, so a file can give way to a directory of the same name. */
-async function apply(root: string, git: GitStore, writes: FileWrite[], pick: (w: FileWrite) => string | null): Promise<void> {
-  for (const w of writes) if (pick(w) === null) removeVisible(root, w.path);
+async function apply(
+  root: string,
+  git: GitStore,
+  writes: FileWrite[],
+  pick: (w: FileWrite) => string | null,
+  afterWrite: () => Promise<void> | void = () => {},
+): Promise<void> {
+  for (const w of writes) {
+    if (pick(w) === null) {
+      removeVisible(root, w.path);
+      await afterWrite();
+    }
+  }
   for (const w of writes) {
     const oid = pick(w);
-    if (oid !== null) await writeVisible(root, w.path, await git.readBlob(oid));
+    if (oid !== null) {
+      await writeVisible(root, w.path, await git.readBlob(oid));
+      await afterWrite();
+    }
   }
+}
+
+export interface MaterializeHooks {
+  onStage: (stage: string) => Promise<void> | void;
+  /** After each visible file is written or removed; crash tests stop the process here. */
+  afterWrite?: () => Promise<void> | void;
+}
+
+/** Where a failure after local mutation began is reported (errors.md RECOVERY_FAILURE). */
+export interface RecoveryContext {
+  /** The operation's prefix of the stage name: "pull", "commit". */
+  operation: string;
+  /** A fixed stage name instead, when the whole step is one stage ("commit.readonly"). */
+  stage?: string;
+  /** Whether the store accepted this call's publication before the failure. */
+  remoteAccepted: RecoveryReport["remoteAccepted"];
 }
 
 /**
  * Make the visible directory equal `to` (given that it holds `from`) and move
- * the baseline to `target`, journaled as described above.
+ * the baseline to `target`, journaled as described above. A failure once
+ * files began to change runs the generic recovery — the same one a crash
+ * gets on the next call — and reports it as RECOVERY_FAILURE; a successful
+ * repair never turns the call into OK.
  */
 export async function materialize(
   state: CheckoutState,
   from: FlatTree,
   to: FlatTree,
   target: Baseline,
-  onStage: (stage: string) => Promise<void> | void,
+  hooks: MaterializeHooks,
+  recovery: RecoveryContext,
 ): Promise<FileWrite[]> {
   const writes = plannedWrites(from, to);
-  if (writes.length > 0) {
-    state.writeJournal({ version: 1, target, writes });
-    await onStage("materialize");
-    await apply(state.dir, state.git, writes, (w) => w.after);
+  let stage = "journal";
+  try {
+    if (writes.length > 0) {
+      state.writeJournal({ version: 1, target, writes });
+      stage = "materialize";
+      await hooks.onStage("materialize");
+      await apply(state.dir, state.git, writes, (w) => w.after, hooks.afterWrite);
+    }
+    stage = "baseline";
+    await hooks.onStage("baseline");
+    state.writeBaseline(target);
+    state.clearJournal();
+  } catch (cause) {
+    if (cause instanceof DomainError) throw cause;
+    if (stage === "journal") {
+      // Nothing visible changed yet: a plain local-state failure.
+      throw new DomainError("LOCAL_STATE", "The private state could not be written; no file was changed.", { cause });
+    }
+    let resynchronized = false;
+    try {
+      // The journal was written above: finding none means the private state itself is gone.
+      resynchronized = await recoverInterrupted(state);
+    } catch {
+      /* the journal stays; the next call tries the same recovery again */
+    }
+    throw new DomainError(
+      "LOCAL_MUTATION_FAILED",
+      resynchronized
+        ? "Writing the notebook files failed part-way; the files were put back as they were before this call."
+        : "Writing the notebook files failed part-way, and putting them back failed too; the next call retries the repair.",
+      {
+        recovery: { stage: recovery.stage ?? `${recovery.operation}.${stage}`, remoteAccepted: recovery.remoteAccepted, resynchronized },
+        cause,
+      },
+    );
   }
-  await onStage("baseline");
-  state.writeBaseline(target);
-  state.clearJournal();
   return writes;
 }
 

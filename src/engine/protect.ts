@@ -41,16 +41,8 @@ export async function refuseProtectedChanges(session: Session, base: FlatTree): 
     if (accepted === undefined) reset.delete(path);
     else reset.set(path, accepted);
   }
-  try {
-    // The baseline stays where it is; only the protected files change back.
-    await materialize(session.state, session.ours, reset, session.baseline!, session.deps.onStage);
-  } catch (cause) {
-    throw new DomainError(
-      "LOCAL_MUTATION_FAILED",
-      "Resetting the protected files failed part-way; the files may be partly reset. Nothing was published.",
-      { recovery: { stage: "commit.readonly", remoteAccepted: "no", resynchronized: false }, cause },
-    );
-  }
+  // The baseline stays where it is; only the protected files change back.
+  await materialize(session.state, session.ours, reset, session.baseline!, session.deps, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" });
   const files: ErrorFile[] = protectedPaths.map((path) => ({ path, reason: "READ_ONLY", ranges: [] }));
   throw new DomainError(
     "READ_ONLY_PATH",

@@ -8,7 +8,7 @@ import type { OperationOutcome } from "../contract/results.ts";
 import { loadAcceptedState } from "./accepted-state.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, openSession, scanOurs } from "./engine.ts";
-import type { FlatTree } from "./git-store.ts";
+import { type FlatTree, MissingObjectError } from "./git-store.ts";
 import { materialize } from "./materialize.ts";
 import { mergeTrees } from "./tree-merge.ts";
 import { conflictError } from "./conflict.ts";
@@ -18,28 +18,47 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
   const session = await openSession(deps, path, true);
   try {
     await scanOurs(session);
+    await session.deps.onStage("fetch");
+    // Fetching first also repairs a cache that lost accepted history, so a
+    // baseline that was once accepted can be read again below.
+    let accepted = await loadAcceptedState(session.deps.store, session.git);
+    await session.deps.onStage("merge");
     let base: FlatTree;
     try {
       base = await baselineFiles(session);
     } catch (e) {
-      // The cache lost the baseline: merge against nothing. Every differing
-      // file becomes a conflict block, so nothing is lost, only made visible.
       if (!(e instanceof BaselineMissing)) throw e;
-      base = new Map();
+      // The cache cannot produce the baseline: download the accepted packs
+      // again, since the baseline was once accepted and is in them.
+      await session.git.dropPacks();
+      accepted = await loadAcceptedState(session.deps.store, session.git);
+      try {
+        base = await baselineFiles(session);
+      } catch (again) {
+        // Gone for good (compacted away): merge against nothing. Every
+        // differing file becomes a conflict block; nothing is lost.
+        if (!(again instanceof BaselineMissing)) throw again;
+        base = new Map();
+      }
     }
-    await session.deps.onStage("fetch");
-    const accepted = await loadAcceptedState(session.deps.store, session.git);
-    await session.deps.onStage("merge");
     // Protected paths take the remote's side before the merge, so they never
     // conflict: the process may not change them anyway.
     const ours = takeRemoteSide(session.ours, accepted.files, session.deps.pathSets);
-    const merge = await mergeTrees(session.git, base, ours, accepted.files);
+    let merge;
+    try {
+      merge = await mergeTrees(session.git, base, ours, accepted.files, session.oursContents);
+    } catch (e) {
+      // A baseline file the cache lost: merge against nothing, as above.
+      if (!(e instanceof MissingObjectError)) throw e;
+      merge = await mergeTrees(session.git, new Map(), ours, accepted.files, session.oursContents);
+    }
     await materialize(
       session.state,
       session.ours,
       merge.result,
       { generation: accepted.generation, head: accepted.head, tree: accepted.tree },
-      session.deps.onStage,
+      session.deps,
+      { operation: "pull", remoteAccepted: "no" },
     );
     if (merge.conflicts.length > 0) throw conflictError(merge.conflicts, "pull");
     const files = await treeDiffStat(session.git, session.ours, merge.result);
