@@ -38,10 +38,22 @@ export async function loadAcceptedState(store: ObjectStore, git: GitStore): Prom
     return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set() };
   }
   await fetchPacks(store, git, manifest);
-  try {
+  const readHead = async () => {
     const tree = await git.commitTree(manifest.head);
     const read = await git.readFlatTree(tree);
     return { manifest, etag, generation: manifest.generation, head: manifest.head, tree, files: read.files, trees: read.trees };
+  };
+  try {
+    return await readHead();
+  } catch (first) {
+    if (!(first instanceof MissingObjectError)) throw first;
+  }
+  // The local cache may be what is broken, not the store: download the
+  // accepted packs again before blaming the history.
+  await git.dropPacks();
+  await fetchPacks(store, git, manifest);
+  try {
+    return await readHead();
   } catch (cause) {
     if (cause instanceof MissingObjectError) {
       throw new DomainError("HISTORY_INVALID", "The accepted history is missing an object; an operator must inspect the store.", {

@@ -57,7 +57,8 @@ function treeOrder(a: { name: Buffer; isTree: boolean }, b: { name: Buffer; isTr
 }
 
 export class GitStore {
-  private readonly cache: object = {};
+  /** isomorphic-git's per-repository cache (parsed pack indexes); replaced when packs are dropped. */
+  private cache: object = {};
 
   private constructor(readonly gitdir: string) {}
 
@@ -143,14 +144,31 @@ export class GitStore {
     return this.writeObject("commit", body);
   }
 
-  private async read(oid: string): Promise<{ type: string; object: Uint8Array }> {
+  private async read(oid: string, retried = false): Promise<{ type: string; object: Uint8Array }> {
     try {
       const result = await git.readObject({ fs, gitdir: this.gitdir, oid, format: "content", cache: this.cache });
       return { type: result.type, object: result.object as Uint8Array };
     } catch (cause) {
-      if ((cause as { code?: string }).code === "NotFoundError") throw new MissingObjectError("object missing", { cause });
-      throw cause;
+      const loose = join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2));
+      if ((cause as { code?: string }).code !== "NotFoundError" && !retried && fs.existsSync(loose)) {
+        // A cached loose object that cannot be read is not trusted: drop it,
+        // and read again, since a pack may hold a good copy.
+        await rm(loose, { force: true });
+        return this.read(oid, true);
+      }
+      throw new MissingObjectError("object missing or unreadable", { cause });
     }
+  }
+
+  /**
+   * Forget every imported pack, so the accepted state is downloaded again:
+   * the repair when cached history cannot be read. Loose objects (the
+   * caller's own files) stay.
+   */
+  async dropPacks(): Promise<void> {
+    await rm(join(this.gitdir, "objects", "pack"), { recursive: true, force: true });
+    await mkdir(join(this.gitdir, "objects", "pack"), { recursive: true });
+    this.cache = {};
   }
 
   async has(oid: string): Promise<boolean> {

@@ -19,15 +19,24 @@ export interface TreeMerge {
   conflicts: ErrorFile[];
 }
 
-async function text(git: GitStore, oid: string | undefined): Promise<string> {
+/** Blob contents already in memory (the visible files just scanned), by id. */
+export type KnownContents = Map<string, Uint8Array>;
+
+async function text(git: GitStore, oid: string | undefined, known: KnownContents): Promise<string> {
   if (oid === undefined) return "";
-  const decoded = decodeText(await git.readBlob(oid));
+  const decoded = decodeText(known.get(oid) ?? (await git.readBlob(oid)));
   // Accepted content was validated when it was committed; anything else is corrupt history.
   if (decoded === null) throw new Error("stored blob is not UTF-8 text");
   return decoded;
 }
 
-export async function mergeTrees(git: GitStore, base: FlatTree, ours: FlatTree, theirs: FlatTree): Promise<TreeMerge> {
+export async function mergeTrees(
+  git: GitStore,
+  base: FlatTree,
+  ours: FlatTree,
+  theirs: FlatTree,
+  known: KnownContents = new Map(),
+): Promise<TreeMerge> {
   const result: FlatTree = new Map();
   const conflicts = new Map<string, ErrorFile>();
   const paths = new Set([...base.keys(), ...ours.keys(), ...theirs.keys()]);
@@ -40,7 +49,7 @@ export async function mergeTrees(git: GitStore, base: FlatTree, ours: FlatTree, 
     else if (o === b) merged = t;
     else if (t === b) merged = o;
     else {
-      const out = mergeText(await text(git, b), await text(git, o), await text(git, t));
+      const out = mergeText(await text(git, b, known), await text(git, o, known), await text(git, t, known));
       if (out.conflicts.length > 0) {
         conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
       }
