@@ -1,0 +1,144 @@
+/**
+ * Crash safety (issue 6): a process SIGKILLed at each stage of pull and
+ * commit, then the next call recovers. Unpublished edits are still in the
+ * visible directory, the accepted state is the old or the new one, and a
+ * later commit publishes everything.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { commit } from "../../src/engine/commit.ts";
+import { parseManifest } from "../../src/engine/manifest.ts";
+import { pull } from "../../src/engine/pull.ts";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { isProcessAlive } from "../../src/surfaces/runtime.ts";
+import { read, write } from "../support/fixture.ts";
+
+const root = mkdtempSync(join(tmpdir(), "slivingdoc-crash-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const worker = join(import.meta.dir, "crash-worker.ts");
+
+const STAGES = {
+  pull: ["scan", "fetch", "merge", "materialize", "write:1", "write:3", "baseline"],
+  commit: ["scan", "fetch", "merge", "pack", "upload", "publish", "materialize", "write:1", "write:3", "baseline"],
+} as const;
+
+for (const op of ["pull", "commit"] as const) {
+  describe(`SIGKILL during ${op}`, () => {
+    for (const stage of STAGES[op]) {
+      test(`at ${stage}: the next call recovers and nothing is lost`, async () => {
+        const world = join(root, `${op}-${stage.replace(":", "-")}`);
+        const storeFile = join(world, "store.db");
+        const deps = () => ({
+          store: openSqliteStore(storeFile),
+          storeId: `sqlite:${storeFile}`,
+          privateRoot: join(world, "private"),
+          self: { pid: process.pid, isAlive: isProcessAlive },
+          commitRetries: 10,
+        });
+        const run = async <T>(fn: (d: ReturnType<typeof deps>) => Promise<T>): Promise<T> => {
+          const d = deps();
+          try {
+            return await fn(d);
+          } finally {
+            await d.store.close();
+          }
+        };
+        const a = join(world, "a");
+        const b = join(world, "b");
+        // Accepted: generation 1 seeded by a; b then changes, adds and deletes files (generation 2).
+        await run((d) => pull(d, a));
+        write(a, "shared.md", "one\ntwo\nthree\n");
+        write(a, "old.md", "to be deleted\n");
+        write(a, "mine.md", "mine\n");
+        await run((d) => commit(d, a, "seed"));
+        await run((d) => pull(d, b));
+        write(b, "shared.md", "one\ntwo\nthree by b\n");
+        write(b, "new-1.md", "new from b\n");
+        write(b, "new-2.md", "another from b\n");
+        rmSync(join(b, "old.md"));
+        await run((d) => commit(d, b, "b"));
+        // a's unpublished edits, then the crashing call.
+        write(a, "mine.md", "mine, edited locally\n");
+        write(a, "local.md", "only in a\n");
+        write(a, "shared.md", "one by a\ntwo\nthree\n");
+
+        const p = Bun.spawn([process.execPath, worker, op, a, stage], {
+          env: { ...(process.env as Record<string, string>), SLIVINGDOC_STORE: `sqlite:${storeFile}`, SLIVINGDOC_PRIVATE_ROOT: join(world, "private") },
+          stdout: "inherit",
+          stderr: "inherit",
+        });
+        await p.exited;
+        expect(p.signalCode).toBe("SIGKILL");
+
+        // The accepted state is the old or the new one, and valid.
+        const generation = await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation);
+        expect([2, 3]).toContain(generation);
+        // The next call recovers: the unpublished edits are intact and merged with b's changes.
+        const pulled = await run((d) => pull(d, a));
+        expect(pulled.generation).toBe(generation);
+        expect(read(a, "mine.md")).toBe("mine, edited locally\n");
+        expect(read(a, "local.md")).toBe("only in a\n");
+        expect(read(a, "shared.md")).toBe("one by a\ntwo\nthree by b\n");
+        expect(read(a, "new-1.md")).toBe("new from b\n");
+        expect(read(a, "new-2.md")).toBe("another from b\n");
+        expect(read(a, "old.md")).toBeNull();
+        // No partial file is left in sight.
+        const { readdirSync } = await import("node:fs");
+        expect(readdirSync(a).filter((n) => n.startsWith(".slivingdoc-partial-"))).toEqual([]);
+        // And everything publishes: a fresh checkout sees a's edits and b's.
+        await run((d) => commit(d, a, "after the crash"));
+        const c = join(world, "c");
+        await run((d) => pull(d, c));
+        expect(read(c, "mine.md")).toBe("mine, edited locally\n");
+        expect(read(c, "local.md")).toBe("only in a\n");
+        expect(read(c, "shared.md")).toBe("one by a\ntwo\nthree by b\n");
+        expect(read(c, "new-2.md")).toBe("another from b\n");
+        expect(read(c, "old.md")).toBeNull();
+      });
+    }
+  });
+}
+
+test("SIGKILL after a conflicting pull wrote its markers but before the baseline moved: the next pull gives the same single conflict", async () => {
+  const world = join(root, "conflict");
+  const storeFile = join(world, "store.db");
+  const deps = () => ({
+    store: openSqliteStore(storeFile),
+    storeId: `sqlite:${storeFile}`,
+    privateRoot: join(world, "private"),
+    self: { pid: process.pid, isAlive: isProcessAlive },
+    commitRetries: 10,
+  });
+  const run = async <T>(fn: (d: ReturnType<typeof deps>) => Promise<T>): Promise<T> => {
+    const d = deps();
+    try {
+      return await fn(d);
+    } finally {
+      await d.store.close();
+    }
+  };
+  const a = join(world, "a");
+  const b = join(world, "b");
+  await run((d) => pull(d, a));
+  write(a, "x.md", "one\ntwo\nthree\n");
+  await run((d) => commit(d, a, "seed"));
+  await run((d) => pull(d, b));
+  write(b, "x.md", "one\nTWO by b\nthree\n");
+  await run((d) => commit(d, b, "b"));
+  write(a, "x.md", "one\nTWO by a\nthree\n");
+  const p = Bun.spawn([process.execPath, worker, "pull", a, "baseline"], {
+    env: { ...(process.env as Record<string, string>), SLIVINGDOC_STORE: `sqlite:${storeFile}`, SLIVINGDOC_PRIVATE_ROOT: join(world, "private") },
+  });
+  await p.exited;
+  expect(p.signalCode).toBe("SIGKILL");
+  // The killed pull had written the markers; the baseline had not moved.
+  const e = await run((d) => pull(d, a)).then(
+    () => null,
+    (err: { reason: string; files: unknown }) => err,
+  );
+  expect(e?.reason).toBe("MERGE_CONFLICT");
+  expect(e?.files).toEqual([{ path: "x.md", reason: "TEXT_CONFLICT", ranges: [{ start: 2, end: 6 }] }]);
+  expect(read(a, "x.md")).toBe("one\n<<<<<<< local\nTWO by a\n=======\nTWO by b\n>>>>>>> accepted\nthree\n");
+});
