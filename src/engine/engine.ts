@@ -24,6 +24,8 @@ export interface EngineDeps {
   commitRetries: number;
   /** The paths this process may not change (none by default). */
   pathSets?: PathSets;
+  /** How long an operation waits for another one on the same checkout (default 30 s). */
+  lockTimeoutMs?: number;
   now?: () => Date;
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
@@ -89,6 +91,7 @@ export interface Session {
 function withDefaults(deps: EngineDeps): Session["deps"] {
   return {
     pathSets: NO_PATH_SETS,
+    lockTimeoutMs: 30_000,
     now: () => new Date(),
     sleep: (ms) => Bun.sleep(ms),
     random: Math.random,
@@ -121,7 +124,13 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
     });
   }
   refuseNesting(full, dir);
-  const state = await CheckoutState.open({ privateRoot: full.privateRoot, storeId: full.storeId, dir, self: full.self });
+  const state = await CheckoutState.open({
+    privateRoot: full.privateRoot,
+    storeId: full.storeId,
+    dir,
+    self: full.self,
+    lockTimeoutMs: full.lockTimeoutMs,
+  });
   try {
     await recoverInterrupted(state);
     const baseline = state.readBaseline();

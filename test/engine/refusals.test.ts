@@ -218,4 +218,42 @@ describe("lost races", () => {
     await check("HISTORY_INVALID");
     await store.close();
   });
+
+  test("a pack that cannot be downloaded is PACK_DOWNLOAD, one that cannot be uploaded PACK_UPLOAD; both retryable, nothing changes", async () => {
+    world = makeWorld();
+    const a = world.checkout("a");
+    const b = world.checkout("b");
+    await pull(world.deps(), a);
+    write(a, "x.md", "x\n");
+    await commit(world.deps(), a, "seed");
+    const noPacks = faultyStore(world.store, (op, key) => (op === "get" && key.startsWith("packs/") ? "fail-before" : null));
+    write(b, "mine.md", "mine\n");
+    const down = await refusal(() => pull(world.deps({ store: noPacks }), b));
+    expect(tokens(down)).toEqual(["STORAGE_FAILURE", "PACK_DOWNLOAD", "RETRY", true]);
+    expect([read(b, "x.md"), read(b, "mine.md")]).toEqual([null, "mine\n"]);
+
+    write(a, "x.md", "x2\n");
+    const before = await snapshotStore(world.store);
+    const noUpload = faultyStore(world.store, (op, key) => (op === "putIfAbsent" && key.startsWith("packs/") ? "fail-before" : null));
+    const up = await refusal(() => commit(world.deps({ store: noUpload }), a, "m"));
+    expect(tokens(up)).toEqual(["STORAGE_FAILURE", "PACK_UPLOAD", "RETRY", true]);
+    expect(await snapshotStore(world.store)).toBe(before);
+    expect(read(a, "x.md")).toBe("x2\n");
+  });
+
+  test("an operation waits for another on the same checkout, and gives up with LOCAL_STATE", async () => {
+    world = makeWorld();
+    const a = world.checkout("a");
+    await pull(world.deps(), a);
+    const { readdirSync, writeFileSync } = await import("node:fs");
+    const { hostname } = await import("node:os");
+    const [id] = readdirSync(`${world.privateRoot}/checkouts`);
+    // A live holder: this very process, as another operation would be.
+    writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `${process.pid} ${hostname()}`);
+    const e = await refusal(() => pull(world.deps({ lockTimeoutMs: 200 }), a));
+    expect(tokens(e)).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
+    // A lock left by a process that died is taken over.
+    writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `999999999 ${hostname()}`);
+    expect((await pull(world.deps({ lockTimeoutMs: 200 }), a)).generation).toBe(0);
+  });
 });
