@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
+import type { EngineDeps } from "../../src/engine/engine.ts";
 import { parseManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
@@ -19,6 +20,42 @@ const root = mkdtempSync(join(tmpdir(), "slivingdoc-crash-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const worker = join(import.meta.dir, "crash-worker.ts");
 
+/**
+ * One store file and private root, shared by the test's in-process calls
+ * (each with its own store handle, like separate processes) and the crash
+ * worker it kills.
+ */
+function crashWorld(name: string) {
+  const world = join(root, name);
+  const storeFile = join(world, "store.db");
+  const privateRoot = join(world, "private");
+  const run = async <T>(fn: (d: EngineDeps) => Promise<T>): Promise<T> => {
+    const d: EngineDeps = {
+      store: openSqliteStore(storeFile),
+      storeId: `sqlite:${storeFile}`,
+      privateRoot,
+      self: { pid: process.pid, isAlive: isProcessAlive },
+      commitRetries: 10,
+    };
+    try {
+      return await fn(d);
+    } finally {
+      await d.store.close();
+    }
+  };
+  /** Run `op` in a worker that SIGKILLs itself at `stage`; returns once it is dead. */
+  const crash = async (op: "pull" | "commit", dir: string, stage: string) => {
+    const p = Bun.spawn([process.execPath, worker, op, dir, stage], {
+      env: { ...(process.env as Record<string, string>), SLIVINGDOC_STORE: `sqlite:${storeFile}`, SLIVINGDOC_PRIVATE_ROOT: privateRoot },
+      stdout: "inherit",
+      stderr: "inherit",
+    });
+    await p.exited;
+    expect(p.signalCode).toBe("SIGKILL");
+  };
+  return { dir: (n: string) => join(world, n), run, crash };
+}
+
 const STAGES = {
   pull: ["scan", "fetch", "merge", "materialize", "write:1", "write:3", "baseline"],
   commit: ["scan", "fetch", "merge", "pack", "upload", "publish", "materialize", "write:1", "write:3", "baseline"],
@@ -28,25 +65,9 @@ for (const op of ["pull", "commit"] as const) {
   describe(`SIGKILL during ${op}`, () => {
     for (const stage of STAGES[op]) {
       test(`at ${stage}: the next call recovers and nothing is lost`, async () => {
-        const world = join(root, `${op}-${stage.replace(":", "-")}`);
-        const storeFile = join(world, "store.db");
-        const deps = () => ({
-          store: openSqliteStore(storeFile),
-          storeId: `sqlite:${storeFile}`,
-          privateRoot: join(world, "private"),
-          self: { pid: process.pid, isAlive: isProcessAlive },
-          commitRetries: 10,
-        });
-        const run = async <T>(fn: (d: ReturnType<typeof deps>) => Promise<T>): Promise<T> => {
-          const d = deps();
-          try {
-            return await fn(d);
-          } finally {
-            await d.store.close();
-          }
-        };
-        const a = join(world, "a");
-        const b = join(world, "b");
+        const { dir, run, crash } = crashWorld(`${op}-${stage.replace(":", "-")}`);
+        const a = dir("a");
+        const b = dir("b");
         // Accepted: generation 1 seeded by a; b then changes, adds and deletes files (generation 2).
         await run((d) => pull(d, a));
         write(a, "shared.md", "one\ntwo\nthree\n");
@@ -64,13 +85,7 @@ for (const op of ["pull", "commit"] as const) {
         write(a, "local.md", "only in a\n");
         write(a, "shared.md", "one by a\ntwo\nthree\n");
 
-        const p = Bun.spawn([process.execPath, worker, op, a, stage], {
-          env: { ...(process.env as Record<string, string>), SLIVINGDOC_STORE: `sqlite:${storeFile}`, SLIVINGDOC_PRIVATE_ROOT: join(world, "private") },
-          stdout: "inherit",
-          stderr: "inherit",
-        });
-        await p.exited;
-        expect(p.signalCode).toBe("SIGKILL");
+        await crash(op, a, stage);
 
         // The accepted state is the old or the new one, and valid.
         const generation = await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation);
@@ -89,7 +104,7 @@ for (const op of ["pull", "commit"] as const) {
         expect(readdirSync(a).filter((n) => n.startsWith(".slivingdoc-partial-"))).toEqual([]);
         // And everything publishes: a fresh checkout sees a's edits and b's.
         await run((d) => commit(d, a, "after the crash"));
-        const c = join(world, "c");
+        const c = dir("c");
         await run((d) => pull(d, c));
         expect(read(c, "mine.md")).toBe("mine, edited locally\n");
         expect(read(c, "local.md")).toBe("only in a\n");
@@ -102,25 +117,9 @@ for (const op of ["pull", "commit"] as const) {
 }
 
 test("SIGKILL after a conflicting pull wrote its markers but before the baseline moved: the next pull gives the same single conflict", async () => {
-  const world = join(root, "conflict");
-  const storeFile = join(world, "store.db");
-  const deps = () => ({
-    store: openSqliteStore(storeFile),
-    storeId: `sqlite:${storeFile}`,
-    privateRoot: join(world, "private"),
-    self: { pid: process.pid, isAlive: isProcessAlive },
-    commitRetries: 10,
-  });
-  const run = async <T>(fn: (d: ReturnType<typeof deps>) => Promise<T>): Promise<T> => {
-    const d = deps();
-    try {
-      return await fn(d);
-    } finally {
-      await d.store.close();
-    }
-  };
-  const a = join(world, "a");
-  const b = join(world, "b");
+  const { dir, run, crash } = crashWorld("conflict");
+  const a = dir("a");
+  const b = dir("b");
   await run((d) => pull(d, a));
   write(a, "x.md", "one\ntwo\nthree\n");
   await run((d) => commit(d, a, "seed"));
@@ -128,11 +127,7 @@ test("SIGKILL after a conflicting pull wrote its markers but before the baseline
   write(b, "x.md", "one\nTWO by b\nthree\n");
   await run((d) => commit(d, b, "b"));
   write(a, "x.md", "one\nTWO by a\nthree\n");
-  const p = Bun.spawn([process.execPath, worker, "pull", a, "baseline"], {
-    env: { ...(process.env as Record<string, string>), SLIVINGDOC_STORE: `sqlite:${storeFile}`, SLIVINGDOC_PRIVATE_ROOT: join(world, "private") },
-  });
-  await p.exited;
-  expect(p.signalCode).toBe("SIGKILL");
+  await crash("pull", a, "baseline");
   // The killed pull had written the markers; the baseline had not moved.
   const e = await run((d) => pull(d, a)).then(
     () => null,

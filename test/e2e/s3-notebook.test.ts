@@ -17,6 +17,7 @@ import { MANIFEST_KEY, parseManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore, StoreOperation } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
+import { git, withPacksInGit } from "../support/cgit.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { call, connect } from "../support/mcp.ts";
 import { makeWorld, read, write } from "../support/fixture.ts";
@@ -87,44 +88,20 @@ function expectOk(r: { stdout: string; stderr: string; code: number }): void {
   expect(r.code).toBe(0);
 }
 
-function git(cwd: string, ...args: string[]): { code: number; out: string; err: string } {
-  const p = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe" });
-  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
-}
-
 /**
  * Every pack under this prefix — the accepted ones and the orphans of lost
- * races alike — is a real git pack: C git indexes and verifies it, and the
- * accepted history passes `git fsck --strict`. Returns how many packs.
+ * races alike — is a real git pack that C git verifies, and the accepted
+ * history, one commit per generation, passes `git fsck --strict`. Returns
+ * how many packs.
  */
 async function expectPacksVerify(prefix: string): Promise<number> {
   const store = s3Store(prefix);
-  const repo = mkdtempSync(join(tmpdir(), "slivingdoc-cgit-"));
   try {
-    const packs = await store.list("packs/");
-    expect(packs.length).toBeGreaterThan(0);
-    expect(git(repo, "init", "-q", "--bare", "--initial-branch=main").code).toBe(0);
-    for (const [i, p] of packs.entries()) {
-      const bytes = (await store.get(p.key))!.body;
-      const file = join(repo, "objects", "pack", `incoming-${i}.pack`);
-      writeFileSync(file, bytes);
-      const indexed = git(repo, "index-pack", file);
-      expect(indexed.err).toBe("");
-      expect(indexed.code).toBe(0);
-      const verified = git(repo, "verify-pack", "-v", file.replace(/\.pack$/, ".idx"));
-      expect(verified.code).toBe(0);
-      expect(verified.out).toContain(": ok");
-    }
-    const manifest = parseManifest((await store.get(MANIFEST_KEY))!.body);
-    expect(git(repo, "update-ref", "refs/heads/main", manifest.head).code).toBe(0);
-    const fsck = git(repo, "fsck", "--strict", "--no-dangling");
-    expect(fsck.err).toBe("");
-    expect(fsck.code).toBe(0);
-    // The accepted history is one commit per generation.
-    expect(git(repo, "rev-list", "--count", "main").out.trim()).toBe(String(manifest.generation));
-    return packs.length;
+    return await withPacksInGit(store, ({ repo, packs, manifest }) => {
+      expect(git(repo, "rev-list", "--count", "main").out.trim()).toBe(String(manifest.generation));
+      return packs;
+    });
   } finally {
-    rmSync(repo, { recursive: true, force: true });
     await store.close();
   }
 }

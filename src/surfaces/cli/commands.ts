@@ -11,7 +11,8 @@ import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
 import { createLog, type Log, SILENT_LOG } from "../log.ts";
 import { serve } from "../mcp/serve.ts";
 import { runOperation } from "../operation.ts";
-import { type ConfigFlags, type Env, engineDeps, openVerifiedStore, resolveConfig, runtimeSecrets } from "../runtime.ts";
+import type { ObjectStore } from "../../store/object-store.ts";
+import { type ConfigFlags, type Env, engineDeps, openVerifiedStore, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../runtime.ts";
 import { renderError, renderSuccess } from "./render.ts";
 
 export interface CliIo {
@@ -176,26 +177,28 @@ export async function runCli(io: CliIo): Promise<number> {
   return execute(first as "pull" | "commit", parsed, io);
 }
 
-async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
-  let config;
+/** Configuration and a verified store, or the start-up refusal printed and its exit code. */
+async function startUp(parsed: Parsed, io: CliIo): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
   try {
-    if (parsed.positionals.length > 0) throw new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`);
-    config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
+    const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
+    return { config, store: await openVerifiedStore(config) };
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
     io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+}
+
+async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
+  if (parsed.positionals.length > 0) {
+    io.stderr(`${new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`).diagnostic()}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (!io.stdin || !io.stdoutStream) throw new Error("serve needs the process's stdio");
+  const started = await startUp(parsed, io);
+  if (typeof started === "number") return started;
+  const { config, store } = started;
   const log = createLog({ write: io.stderr, isTTY: io.stderrIsTTY === true });
-  let store;
-  try {
-    store = await openVerifiedStore(config);
-  } catch (e) {
-    if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
-    return EXIT_CODES.STARTUP;
-  }
   try {
     await serve({ config, store, version: io.version, log, env: io.env, stdin: io.stdin, stdout: io.stdoutStream });
   } finally {
@@ -221,22 +224,9 @@ function causeLog(io: CliIo): Log {
 
 async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo): Promise<number> {
   const json = parsed.flags.json === true;
-  let config;
-  try {
-    config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
-  } catch (e) {
-    if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
-    return EXIT_CODES.STARTUP;
-  }
-  let store;
-  try {
-    store = await openVerifiedStore(config);
-  } catch (e) {
-    if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
-    return EXIT_CODES.STARTUP;
-  }
+  const started = await startUp(parsed, io);
+  if (typeof started === "number") return started;
+  const { config, store } = started;
   try {
     const args: Record<string, string> = {};
     if (parsed.positionals[0] !== undefined) args.path = parsed.positionals[0];
