@@ -42,7 +42,9 @@ try {
       if (eq > 0) env[line.slice(0, eq)] = line.slice(eq + 1);
     }
   }
-  const result = spawnSync(bun, ["test", ...process.argv.slice(2)], { cwd: root, env, stdio: "inherit" });
+  // Suites spawn real processes and a real S3 server: a test may take far
+  // longer than Bun's 5-second default on a busy 2-core machine.
+  const result = spawnSync(bun, ["test", "--timeout", "120000", ...process.argv.slice(2)], { cwd: root, env, stdio: "inherit" });
   code = result.status ?? 1;
 } catch (e) {
   process.stderr.write(`npm test: ${e.message}\n`);

@@ -89,6 +89,29 @@ describe("zero configuration: the embedded store", () => {
   });
 });
 
+describe("long work", () => {
+  test("a large pull shows progress on a terminal only, and lists at most 50 files", async () => {
+    const big = join(root, "big");
+    const envBig = { ...env, SLIVINGDOC_STORE: `sqlite:${join(root, "big.db")}` };
+    const run = (args: string[], tty: boolean) => {
+      const command = [process.execPath, main, ...args].map((a) => `'${a}'`).join(" ");
+      const argv = tty ? ["script", "-qec", command, "/dev/null"] : ["sh", "-c", command];
+      const p = Bun.spawnSync(argv, { cwd: root, env: envBig, stdout: "pipe", stderr: "pipe" });
+      return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
+    };
+    expect(run(["pull", big], false).code).toBe(0);
+    for (let i = 0; i < 450; i++) write(big, `n${i}.md`, `note ${i}\n`);
+    expect(run(["commit", "-m", "many", big], false).code).toBe(0);
+    const onTerminal = run(["pull", join(root, "big-tty")], true);
+    expect(onTerminal.code).toBe(0);
+    expect(onTerminal.out).toContain("\r400 files written…");
+    expect(onTerminal.out).toContain("  … and 400 more files (--json lists them all)");
+    const piped = run(["pull", join(root, "big-pipe")], false);
+    expect(piped.code).toBe(0);
+    expect(piped.out).not.toContain("files written");
+  });
+});
+
 describe("refusals before anything is touched", () => {
   const cases: Array<[string, string[], RegExp]> = [
     ["commit without -m", ["commit"], /^slivingdoc: argument refusal: commit needs a message/],

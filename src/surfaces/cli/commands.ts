@@ -177,6 +177,30 @@ export async function runCli(io: CliIo): Promise<number> {
   return execute(first as "pull" | "commit", parsed, io);
 }
 
+/**
+ * Progress of long work (a cold pull of a large notebook) on a terminal
+ * only (decisions §7): never in --json output, a pipe, or over MCP.
+ */
+function terminalProgress(io: CliIo): { hooks: { afterWrite?: () => void }; done: () => void } {
+  if (io.stderrIsTTY !== true) return { hooks: {}, done: () => {} };
+  let written = 0;
+  let shown = false;
+  return {
+    hooks: {
+      afterWrite: () => {
+        written++;
+        if (written % 200 === 0) {
+          io.stderr(`\r${written} files written…`);
+          shown = true;
+        }
+      },
+    },
+    done: () => {
+      if (shown) io.stderr("\r\x1b[K");
+    },
+  };
+}
+
 /** Configuration and a verified store, or the start-up refusal printed and its exit code. */
 async function startUp(parsed: Parsed, io: CliIo): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
   try {
@@ -227,13 +251,14 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
   const { config, store } = started;
+  const progress = terminalProgress(io);
   try {
     const args: Record<string, string> = {};
     if (parsed.positionals[0] !== undefined) args.path = parsed.positionals[0];
     if (operation === "commit") args.message = parsed.flags.message as string;
     const outcome = await runOperation(
       {
-        deps: engineDeps(config, store),
+        deps: { ...engineDeps(config, store), ...progress.hooks },
         sets: config.pathSets,
         paths: { defaultDir: io.cwd, cwd: io.cwd, home: io.env.HOME ?? "", workspaceRoot: config.workspaceRoot },
         log: causeLog(io),
@@ -243,6 +268,7 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
       operation === "pull" ? "notes_pull" : "notes_commit",
       args,
     );
+    progress.done();
     if (outcome.ok) {
       if (json) io.stdout(`${JSON.stringify(outcome.result, null, 2)}\n`);
       io.stderr(renderSuccess(operation, outcome.result));

@@ -5,6 +5,8 @@
 import type { ErrorEnvelope, SuccessResult } from "../../contract/results.ts";
 import { ACTION_WORDING } from "../../contract/tokens.ts";
 
+const MAX_FILE_LINES = 50;
+
 function plural(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
 }
@@ -31,7 +33,9 @@ export function renderSuccess(operation: "pull" | "commit", r: SuccessResult): s
       `${verb} ${r.path} at generation ${r.generation}: ${plural(r.filesChanged, "file", "files")} changed, ` +
         `${plural(r.insertions, "insertion", "insertions")}(+), ${plural(r.deletions, "deletion", "deletions")}(-)`,
     );
-    for (const f of r.files) lines.push(`  ${f.path} | +${f.insertions} -${f.deletions}`);
+    // A terminal is not the place for ten thousand lines; --json has them all.
+    for (const f of r.files.slice(0, MAX_FILE_LINES)) lines.push(`  ${f.path} | +${f.insertions} -${f.deletions}`);
+    if (r.files.length > MAX_FILE_LINES) lines.push(`  … and ${r.files.length - MAX_FILE_LINES} more files (--json lists them all)`);
   }
   lines.push(...setLines(r));
   return `${lines.join("\n")}\n`;
