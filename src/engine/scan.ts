@@ -19,7 +19,8 @@ export type NotebookFiles = Map<string, Uint8Array>;
  */
 export const PARTIAL_FILE = /^\.slivingdoc-partial-[0-9a-f]{16}$/;
 
-const nameDecoder = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a name may begin with U+FEFF, and that character is part of it.
+const nameDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 function isGitSegment(name: string): boolean {
   return name.toLowerCase() === ".git";
