@@ -21,38 +21,46 @@ export interface LogSink {
   isTTY?: boolean;
 }
 
-/** Logs never carry credentials: secret-shaped text is scrubbed from every record. */
-function clean(value: unknown): unknown {
-  if (typeof value === "string") return scrubText(value);
-  if (Array.isArray(value)) return value.map(clean);
-  if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, clean(v)]));
-  }
-  return value;
+/**
+ * Logs never carry credentials: the process's own (`secrets`) and anything
+ * secret-shaped are scrubbed from every string of every record.
+ */
+function cleaner(secrets: readonly string[]): (value: unknown) => unknown {
+  const clean = (value: unknown): unknown => {
+    if (typeof value === "string") return scrubText(value, secrets);
+    if (Array.isArray(value)) return value.map(clean);
+    if (value && typeof value === "object") {
+      return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [clean(k) as string, clean(v)]));
+    }
+    return value;
+  };
+  return clean;
 }
 
-function jsonReporter(sink: LogSink): ConsolaReporter {
+function jsonReporter(sink: LogSink, clean: (value: unknown) => unknown): ConsolaReporter {
   return {
     log(obj: LogObject) {
       const [msg, fields] = obj.args as [string, LogFields | undefined];
-      const record = { time: obj.date.toISOString(), level: obj.type, msg, ...((clean(fields) as LogFields) ?? {}) };
+      const record = { time: obj.date.toISOString(), level: obj.type, msg: clean(msg), ...((clean(fields) as LogFields) ?? {}) };
       sink.write(`${JSON.stringify(record)}\n`);
     },
   };
 }
 
-function textReporter(sink: LogSink): ConsolaReporter {
+function textReporter(sink: LogSink, clean: (value: unknown) => unknown): ConsolaReporter {
   return {
     log(obj: LogObject) {
       const [msg, fields] = obj.args as [string, LogFields | undefined];
       const extra = fields ? ` ${JSON.stringify(clean(fields))}` : "";
-      sink.write(`${obj.date.toISOString()} ${obj.type} ${msg}${extra}\n`);
+      sink.write(`${obj.date.toISOString()} ${obj.type} ${clean(msg)}${extra}\n`);
     },
   };
 }
 
-export function createLog(sink: LogSink): Log {
-  const consola = createConsola({ reporters: [sink.isTTY ? textReporter(sink) : jsonReporter(sink)], level: 3 });
+/** `secrets`: the process's own credentials, which no record may carry. */
+export function createLog(sink: LogSink, secrets: readonly string[] = []): Log {
+  const clean = cleaner(secrets);
+  const consola = createConsola({ reporters: [sink.isTTY ? textReporter(sink, clean) : jsonReporter(sink, clean)], level: 3 });
   return {
     info: (msg, fields) => consola.info(msg, fields),
     warn: (msg, fields) => consola.warn(msg, fields),

@@ -6,6 +6,7 @@
  */
 import { DomainError } from "../contract/errors.ts";
 import { type ErrorEnvelope, errorEnvelope, newDiagnosticId, type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
+import { scrubText } from "../contract/scrub.ts";
 import { decodeToolInput } from "../contract/tool-input.ts";
 import type { ToolName } from "../contract/tools.ts";
 import { commit } from "../engine/commit.ts";
@@ -91,7 +92,7 @@ export async function runOperation(ctx: OperationContext, tool: ToolName, args: 
       outcome: `${envelope.code} · ${envelope.reason}`,
       ...timer.finish(),
       // The full cause, for the operator only; it never reaches the caller.
-      ...(error.cause !== undefined ? { cause: describeCause(error.cause) } : {}),
+      ...(error.cause !== undefined ? { cause: scrubText(describeCause(error.cause), ctx.secrets) } : {}),
     });
     return { ok: false, envelope, diagnosticId };
   }

@@ -222,7 +222,7 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
   const { config, store } = started;
-  const log = createLog({ write: io.stderr, isTTY: io.stderrIsTTY === true });
+  const log = createLog({ write: io.stderr, isTTY: io.stderrIsTTY === true }, runtimeSecrets(io.env));
   try {
     await serve({ config, store, version: io.version, log, env: io.env, stdin: io.stdin, stdout: io.stdoutStream });
   } finally {
@@ -241,7 +241,9 @@ function causeLog(io: CliIo): Log {
     ...SILENT_LOG,
     info(msg, fields) {
       const outcome = String(fields?.outcome ?? "");
-      if (fields?.cause !== undefined && /INTERNAL|ENGINE_FAILED/.test(outcome)) io.stderr(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}\n`));
+      if (fields?.cause !== undefined && /INTERNAL|ENGINE_FAILED/.test(outcome)) {
+        io.stderr(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}\n`, runtimeSecrets(io.env)));
+      }
     },
   };
 }
