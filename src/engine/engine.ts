@@ -4,7 +4,7 @@
  */
 import { realpathSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { relative, sep } from "node:path";
+import { relative, resolve, sep } from "node:path";
 import { DomainError } from "../contract/errors.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
@@ -108,6 +108,8 @@ function withDefaults(deps: EngineDeps): Session["deps"] {
  */
 export async function openSession(deps: EngineDeps, path: string, create: boolean): Promise<Session> {
   const full = withDefaults(deps);
+  // Refuse a nested checkout before creating anything for it.
+  refuseNesting(full, resolve(path));
   if (create) {
     try {
       await mkdir(path, { recursive: true });

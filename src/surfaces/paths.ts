@@ -8,6 +8,9 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "nod
 import { DomainError } from "../contract/errors.ts";
 import { PATH_MAX_BYTES } from "../contract/tool-input.ts";
 
+/** The longest file name Linux, macOS and Windows file systems hold. */
+const NAME_MAX_BYTES = 255;
+
 export interface PathContext {
   /** What an omitted or empty path means. */
   defaultDir: string;
@@ -43,6 +46,11 @@ export function resolveNotebookPath(input: string | undefined, ctx: PathContext,
   let path = input === undefined || input === "" ? ctx.defaultDir : input;
   if (path === "~") path = ctx.home;
   else if (path.startsWith("~/")) path = join(ctx.home, path.slice(2));
+  // A path the host cannot hold is a malformed request, not a storage failure.
+  if (path.includes("\u0000")) throw new DomainError("MALFORMED_INPUT", "path must not contain U+0000.");
+  if (path.split("/").some((segment) => Buffer.byteLength(segment, "utf8") > NAME_MAX_BYTES)) {
+    throw new DomainError("MALFORMED_INPUT", `path has a name over ${NAME_MAX_BYTES} bytes, which no common file system holds.`);
+  }
   if (requireAbsolute) {
     // mcp-tools.md: `~/` expands before the absolute-path and byte checks.
     if (!isAbsolute(path)) throw new DomainError("MALFORMED_INPUT", "path must be absolute, or begin with ~/.");
