@@ -3,47 +3,122 @@
  * can be made to fail before it takes effect, or to take effect and then
  * lose its response, by a rule the test sets.
  */
-import { type ObjectStore, StoreError, type StoreOperation } from "../../src/store/object-store.ts";
+import { type ConditionalWrite, type ObjectStore, StoreError, type StoreOperation, type StoredObject } from "../../src/store/object-store.ts";
 
 /**
  * fail-before: a definite failure, nothing happened.
  * drop-request: nothing happened, but the caller cannot know (a timeout).
  * lose-response: it happened, and the caller cannot know.
  * lose-race: the precondition is reported as failed.
+ * delay: it happens, late (`delayMs`): a slow network or a stalled server.
+ * answer-500: the server answered 5xx without doing anything. On a write the
+ *   caller cannot know that (S3 reports a 5xx after the body was sent as an
+ *   unknown outcome, see src/store/s3.ts); on a read it is a plain failure.
+ * answer-409: a conditional write answered 409 ConditionalRequestConflict,
+ *   which the S3 store maps to a lost precondition; nothing happened. On a
+ *   read it is a plain failure.
+ * corrupt-read: a get whose body comes back with bytes flipped (a bad disk,
+ *   a broken proxy); the stored object is untouched.
  */
-export type Fault = "fail-before" | "drop-request" | "lose-response" | "lose-race";
+export type Fault =
+  | "fail-before"
+  | "drop-request"
+  | "lose-response"
+  | "lose-race"
+  | "delay"
+  | "answer-500"
+  | "answer-409"
+  | "corrupt-read";
 export type FaultRule = (operation: StoreOperation, key: string) => Fault | null;
 
-export function faultyStore(inner: ObjectStore, rule: FaultRule): ObjectStore & { injected: number } {
+export interface FaultOptions {
+  /** How long a "delay" fault holds the operation (default 50 ms). */
+  delayMs?: number;
+  /**
+   * The message of each injected StoreError; the default names the fault
+   * ("injected failure", …). Secrets tests put secret-shaped text here.
+   */
+  message?: (operation: StoreOperation, fault: Fault) => string;
+  /** The `cause` of each injected StoreError (default: none). */
+  cause?: (operation: StoreOperation, fault: Fault) => unknown;
+  /** How "corrupt-read" damages a body (default: invert every bit of the middle byte). */
+  corrupt?: (body: Uint8Array) => Uint8Array;
+}
+
+const DEFAULT_MESSAGES: Partial<Record<Fault, string>> = {
+  "fail-before": "injected failure",
+  "drop-request": "injected timeout",
+  "lose-response": "injected lost response",
+  "answer-500": "injected 500",
+  "answer-409": "injected 409",
+};
+
+/** Inverting a whole byte makes a JSON manifest invalid UTF-8 and changes a pack's digest: always detectable. */
+function flipMiddleByte(body: Uint8Array): Uint8Array {
+  const copy = new Uint8Array(body);
+  if (copy.length > 0) copy[copy.length >> 1]! ^= 0xff;
+  return copy;
+}
+
+export function faultyStore(inner: ObjectStore, rule: FaultRule, options: FaultOptions = {}): ObjectStore & { injected: number } {
+  const delayMs = options.delayMs ?? 50;
+  const corrupt = options.corrupt ?? flipMiddleByte;
+  const fail = (operation: StoreOperation, fault: Fault, outcome: "failed" | "unknown" = "failed") => {
+    const message = options.message?.(operation, fault) ?? DEFAULT_MESSAGES[fault] ?? `injected ${fault}`;
+    const cause = options.cause?.(operation, fault);
+    return new StoreError(operation, message, outcome, cause === undefined ? undefined : { cause });
+  };
+
+  async function conditional(
+    operation: "putIfAbsent" | "putIfMatch",
+    key: string,
+    write: () => Promise<ConditionalWrite>,
+  ): Promise<ConditionalWrite> {
+    const asked = rule(operation, key);
+    // Corruption is a read fault; a write passes through untouched and uncounted.
+    const fault = asked === "corrupt-read" ? null : asked;
+    if (fault) wrapper.injected++;
+    if (fault === "fail-before") throw fail(operation, fault);
+    if (fault === "drop-request") throw fail(operation, fault, "unknown");
+    if (fault === "lose-race") return { ok: false as const };
+    if (fault === "answer-500") throw fail(operation, fault, "unknown");
+    if (fault === "answer-409") return { ok: false as const };
+    if (fault === "delay") await Bun.sleep(delayMs);
+    const result = await write();
+    if (fault === "lose-response") throw fail(operation, fault, "unknown");
+    return result;
+  }
+
   const wrapper = {
     kind: `faulty(${inner.kind})`,
     injected: 0,
-    async get(key: string) {
-      if (rule("get", key) === "fail-before") {
+    async get(key: string): Promise<StoredObject | null> {
+      const fault = rule("get", key);
+      if (fault === "fail-before") {
         wrapper.injected++;
-        throw new StoreError("get", "injected failure");
+        throw fail("get", fault);
       }
-      return inner.get(key);
+      // The other write faults mean nothing for a read and pass through, as before.
+      if (fault === "answer-500" || fault === "answer-409") {
+        wrapper.injected++;
+        throw fail("get", fault);
+      }
+      if (fault === "delay") {
+        wrapper.injected++;
+        await Bun.sleep(delayMs);
+      }
+      const object = await inner.get(key);
+      if (fault === "corrupt-read" && object !== null) {
+        wrapper.injected++;
+        return { body: corrupt(object.body), etag: object.etag };
+      }
+      return object;
     },
-    async putIfAbsent(key: string, body: Uint8Array) {
-      const fault = rule("putIfAbsent", key);
-      if (fault) wrapper.injected++;
-      if (fault === "fail-before") throw new StoreError("putIfAbsent", "injected failure");
-      if (fault === "drop-request") throw new StoreError("putIfAbsent", "injected timeout", "unknown");
-      if (fault === "lose-race") return { ok: false as const };
-      const result = await inner.putIfAbsent(key, body);
-      if (fault === "lose-response") throw new StoreError("putIfAbsent", "injected lost response", "unknown");
-      return result;
+    putIfAbsent(key: string, body: Uint8Array) {
+      return conditional("putIfAbsent", key, () => inner.putIfAbsent(key, body));
     },
-    async putIfMatch(key: string, body: Uint8Array, etag: string) {
-      const fault = rule("putIfMatch", key);
-      if (fault) wrapper.injected++;
-      if (fault === "fail-before") throw new StoreError("putIfMatch", "injected failure");
-      if (fault === "drop-request") throw new StoreError("putIfMatch", "injected timeout", "unknown");
-      if (fault === "lose-race") return { ok: false as const };
-      const result = await inner.putIfMatch(key, body, etag);
-      if (fault === "lose-response") throw new StoreError("putIfMatch", "injected lost response", "unknown");
-      return result;
+    putIfMatch(key: string, body: Uint8Array, etag: string) {
+      return conditional("putIfMatch", key, () => inner.putIfMatch(key, body, etag));
     },
     list: (prefix: string) => inner.list(prefix),
     delete: (key: string) => inner.delete(key),
