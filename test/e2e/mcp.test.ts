@@ -130,7 +130,9 @@ describe("one server", () => {
       expect(data.diagnosticId).toMatch(/^[0-9a-f]{16}$/);
     }
     // A path of exactly 4,096 bytes is within the bound (it is then outside the root).
-    const bound = await call(session, "notes_pull", { path: `/${"a".repeat(4095)}` });
+    const atBound = `/${Array(16).fill("a".repeat(255)).join("/")}`;
+    expect(Buffer.byteLength(atBound)).toBe(4096);
+    const bound = await call(session, "notes_pull", { path: atBound });
     expect(bound.data.reason).toBe("PATH_OUTSIDE_ROOT");
     const still = await call(session, "notes_pull", {});
     expect(still.isError).toBe(false);
