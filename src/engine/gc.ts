@@ -1,0 +1,179 @@
+/**
+ * `slivingdoc gc`: remove orphaned packs — uploads of commits that lost the
+ * race or crashed before publishing, and packs compaction replaced — without
+ * ever removing a pack that a manifest which can still be accepted names.
+ *
+ * ## The hazard
+ *
+ * A writer uploads its pack P, then stalls (a suspended laptop, a long GC
+ * pause, a partitioned network) before its conditional write of `current`.
+ * gc sees P listed by no manifest and old enough, and deletes it. The writer
+ * wakes and sends its conditional write, which names P. If `current` has not
+ * changed meanwhile — a quiet notebook — the write succeeds, and from then
+ * on every pull fails with PACK_INVALID. A grace period alone cannot close
+ * this: however long it is, the stall can be longer, and checking "does my
+ * pack still exist?" before the write leaves the same gap between the check
+ * and the write.
+ *
+ * ## The protocol that closes it: fence, then delete
+ *
+ * Every writer publishes only with a compare-and-swap on the ETag of the
+ * `current` it read, and uploads the packs it adds *after* that read. So gc:
+ *
+ * 1. lists `packs/`, and reads `current` (manifest M, ETag E);
+ * 2. picks the candidates: packs M does not name, older than the grace period;
+ * 3. **fences**: rewrites `current` with M's exact content and a fresh
+ *    publication id, conditional on E (a new body, so a new ETag);
+ * 4. only if the fence landed, deletes the candidates.
+ *
+ * After the fence, no manifest that can still be accepted names a candidate:
+ * - a writer that read `current` before the fence (E or older) loses its
+ *   conditional write — the stalled writer above wakes, loses, re-reads, and
+ *   its next attempt uploads again and publishes a pack that exists;
+ * - a writer that reads `current` after the fence carries over only packs
+ *   the fenced manifest names (not candidates), and adds packs it uploads
+ *   after that read — created after gc's listing, so not candidates either;
+ * - a publication that landed between gc's read and its fence makes the
+ *   fence lose, and gc deletes nothing (and tries again from the listing).
+ *
+ * The one way around the fence is an upload answered "already exists":
+ * content addressing makes a new upload of identical bytes a no-op, so a
+ * writer could name an old orphan that gc is deleting. Compaction packs
+ * carry a random nonce object for this reason (compact.ts). Commit packs are
+ * unique in practice because the commit object carries its time in seconds:
+ * bytes equal to a candidate's would need a commit made at the same second
+ * as one uploaded more than the grace period ago. (A nonce in commit packs
+ * would remove the dependence on the clock; see docs/performance.md.)
+ *
+ * ## Why there is still a grace period
+ *
+ * The fence makes deletion safe; the grace period makes it polite. A writer
+ * between its upload and its conditional write would lose its attempt to
+ * the fence (and retry with backoff); sparing young packs spares it that,
+ * and, with the commit time above, rules out identical bytes. It is an hour
+ * by default, far beyond any commit's upload-to-publish time.
+ *
+ * ## Readers
+ *
+ * A pull holding a manifest from before a compaction may find a replaced
+ * pack gone. That is not corruption: `current` has moved on. Readers must
+ * re-read `current` when a listed pack is missing and start over when its
+ * ETag changed, reporting PACK_INVALID only when it did not (the integration
+ * note in docs/performance.md).
+ *
+ * With no `current` at all gc deletes nothing: the first writer publishes
+ * create-only, which no fence can stop, so its pack must stay.
+ */
+import { DomainError } from "../contract/errors.ts";
+import { type ObjectStore, StoreError } from "../store/object-store.ts";
+import { readManifest } from "./accepted-state.ts";
+import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, serializeManifest } from "./manifest.ts";
+
+export const DEFAULT_GRACE_MS = 60 * 60 * 1000;
+const PACK_KEY = /^packs\/[0-9a-f]{64}\.pack$/;
+
+export interface GcOptions {
+  store: ObjectStore;
+  /** Unlisted packs younger than this are kept (default one hour). */
+  graceMs?: number;
+  now?: () => Date;
+  /** Report what would be deleted; write and delete nothing. */
+  dryRun?: boolean;
+  /** Rounds of list–read–fence when a publication keeps winning over the fence (default 3). */
+  attempts?: number;
+  /**
+   * Compaction to publish with the fence (compact.ts): given the manifest gc
+   * read, the pack list to publish instead, or null to keep it. Its new pack
+   * is uploaded after gc's listing, so it is never a candidate; the packs it
+   * replaces are named by the manifest gc read, so they are not either —
+   * a later run removes them once they are past the grace period.
+   */
+  compact?: (manifest: Manifest) => Promise<PackDescriptor[] | null>;
+  /** Test hook: called after the candidates are chosen, before the fence. */
+  beforeFence?: () => Promise<void> | void;
+}
+
+export interface GcReport {
+  /** Generation of the manifest gc kept; null when there is no notebook. */
+  generation: number | null;
+  /** Packs the manifest names. */
+  referenced: number;
+  /** Unlisted packs spared because they are younger than the grace period. */
+  young: string[];
+  /** Deleted packs (dry run: would be deleted). */
+  deleted: string[];
+  /** Packs listed before and after a compaction published with the fence. */
+  compacted?: { from: number; to: number };
+  /** Why nothing was deleted, when nothing was. */
+  reason?: "no notebook" | "nothing to delete" | "busy" | "dry run";
+}
+
+export async function collectGarbage(options: GcOptions): Promise<GcReport> {
+  const { store } = options;
+  const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+  const now = options.now ?? (() => new Date());
+  const attempts = options.attempts ?? 3;
+  if (!(graceMs >= 0)) throw new RangeError("graceMs must not be negative");
+
+  let last: GcReport | null = null;
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    // Listing first, then `current`: a pack uploaded after the listing is
+    // never a candidate, whatever the manifest read next says.
+    let listed;
+    try {
+      listed = (await store.list("packs/")).filter((o) => PACK_KEY.test(o.key));
+    } catch (cause) {
+      throw new DomainError("MANIFEST_READ", "The store's packs could not be listed; nothing was deleted.", { cause });
+    }
+    // Strict, fails closed: an invalid manifest throws MANIFEST_INVALID and nothing is deleted.
+    const { manifest, etag } = await readManifest(store);
+    if (manifest === null || etag === null) return { generation: null, referenced: 0, young: [], deleted: [], reason: "no notebook" };
+    const referenced = new Set(manifest.packs.map((p) => p.key));
+    const at = now().getTime();
+    const unlisted = listed.filter((o) => !referenced.has(o.key));
+    // A modification time in the future (clock skew) counts as young.
+    const old = unlisted.filter((o) => at - o.modified.getTime() > graceMs).map((o) => o.key);
+    const young = unlisted.filter((o) => !old.includes(o.key)).map((o) => o.key);
+    const report: GcReport = { generation: manifest.generation, referenced: referenced.size, young, deleted: [] };
+    if (options.dryRun) return { ...report, deleted: old, reason: "dry run" };
+    const packs = (await options.compact?.(manifest)) ?? null;
+    if (packs !== null) report.compacted = { from: manifest.packs.length, to: packs.length };
+    if (old.length === 0 && packs === null) return { ...report, reason: "nothing to delete" };
+    await options.beforeFence?.();
+    if (!(await fence(store, manifest, etag, packs))) {
+      last = { ...report, reason: "busy" };
+      continue;
+    }
+    for (let i = 0; i < old.length; i += 16) {
+      await Promise.all(old.slice(i, i + 16).map((key) => store.delete(key)));
+    }
+    return { ...report, deleted: old };
+  }
+  return last!;
+}
+
+/**
+ * Rewrite `current` with the same content and a fresh publication id (and
+ * the compacted pack list, if any), conditional on the ETag read; true once
+ * it is proven to have landed. Generation and head are unchanged: for
+ * readers nothing happened.
+ */
+async function fence(store: ObjectStore, manifest: Manifest, etag: string, packs: PackDescriptor[] | null): Promise<boolean> {
+  const fenced: Manifest = { ...manifest, publication: newPublicationId(), ...(packs !== null ? { packs } : {}) };
+  try {
+    const r = await store.putIfMatch(MANIFEST_KEY, serializeManifest(fenced), etag);
+    if (r.ok) return true;
+    // Lost: a publication landed after our read. It is read afresh next round.
+  } catch (cause) {
+    if (!(cause instanceof StoreError) || cause.outcome !== "unknown") {
+      throw new DomainError("MANIFEST_WRITE", "gc could not fence the manifest; nothing was deleted.", { cause });
+    }
+  }
+  // Lost or unknown: only our publication id in `current` proves the fence.
+  try {
+    const now = await readManifest(store);
+    return now.manifest?.publication === fenced.publication;
+  } catch {
+    return false;
+  }
+}
