@@ -1,0 +1,149 @@
+/**
+ * S5: a cold pull after 1,000 small commits, against a cold pull of the same
+ * tree published as one commit (bar ≤ 1.25×). Both through a fresh MCP
+ * server each time.
+ *
+ * The commits are real engine commits (one checkout, each appending a line
+ * to one file of the 1,000-file notebook), so the store holds exactly what
+ * 1,000 publications leave. Compaction is not wired into commit yet, so the
+ * scenario then applies src/engine/compact.ts the way gc would (same head,
+ * one conditional write) and measures again: once keeping the whole history,
+ * once keeping the newest 32 commits.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
+import { commit } from "../../src/engine/commit.ts";
+import { compactPacks, type CompactionPolicy } from "../../src/engine/compact.ts";
+import { GitStore } from "../../src/engine/git-store.ts";
+import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
+import { pull } from "../../src/engine/pull.ts";
+import type { ObjectStore } from "../../src/store/object-store.ts";
+import * as L from "./lib.ts";
+import type { Row } from "./report.ts";
+
+const FILES = 1000;
+const BYTES_PER_FILE = 4096;
+
+async function manifestOf(store: ObjectStore): Promise<{ manifest: Manifest; etag: string }> {
+  const got = (await store.get(MANIFEST_KEY))!;
+  return { manifest: parseManifest(got.body), etag: got.etag };
+}
+
+function describeState(m: Manifest): string {
+  const bytes = m.packs.reduce((n, p) => n + p.size, 0);
+  return `${m.packs.length} packs, ${(bytes / 1e6).toFixed(1)} MB`;
+}
+
+/** Cold pulls through fresh servers; returns the durations and the stage records. */
+async function coldPulls(loc: L.Location, root: string, tag: string, reps: number): Promise<{ ms: number[]; records: L.Completion[] }> {
+  const ms: number[] = [];
+  const records: L.Completion[] = [];
+  for (let i = 0; i < reps; i++) {
+    const ws = join(root, `${tag}-ws-${i}`);
+    const priv = join(root, `${tag}-private-${i}`);
+    const server = await L.startServer(loc, { privateRoot: priv, workspace: ws, home: join(root, "home") });
+    try {
+      ms.push((await L.timed(() => server.call("notes_pull", {}))).ms);
+      records.push(...server.completions);
+    } finally {
+      await server.close();
+      L.removeDir(ws);
+      L.removeDir(priv);
+    }
+  }
+  return { ms, records };
+}
+
+export async function historyScenario(
+  longLoc: L.Location,
+  oneLoc: L.Location,
+  reps: number,
+  commits: number,
+): Promise<Row[]> {
+  const root = L.tempDir(`history-${longLoc.kind}`);
+  const long = longLoc.open();
+  const one = oneLoc.open();
+  try {
+    const files = L.notebookFiles(FILES, BYTES_PER_FILE, 5);
+    const writer = join(root, "writer");
+    const deps = L.engineDepsFor(long, longLoc, join(root, "writer-private"));
+    await L.seedNotebook(deps, writer, files);
+    const t0 = performance.now();
+    for (let i = 0; i < commits; i++) {
+      const index = (i * 37) % FILES;
+      const path = `d${String(Math.floor(index / 100)).padStart(3, "0")}/f${String(index).padStart(5, "0")}.md`;
+      L.writeTree(writer, new Map([[path, `${readFileSync(join(writer, path), "utf8")}small change ${i}\n`]]));
+      await commit(deps, writer, `small change ${i}`);
+    }
+    L.log(`  ${commits} commits on ${longLoc.label} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+    // The same final tree, published once, on its own location.
+    const finalTree = new Map<string, string>();
+    for (const path of files.keys()) finalTree.set(path, readFileSync(join(writer, path), "utf8"));
+    await L.seedNotebook(L.engineDepsFor(one, oneLoc, join(root, "one-private")), join(root, "one"), finalTree);
+
+    const original = await manifestOf(long);
+    const oneState = describeState((await manifestOf(one)).manifest);
+    const longState = describeState(original.manifest);
+    const baseline = await coldPulls(oneLoc, root, "one", reps);
+    const asIs = await coldPulls(longLoc, root, "long", reps);
+
+    // Compaction as gc would apply it: a maintenance cache with every pack.
+    const cache = await GitStore.open(join(root, "maintenance"));
+    await loadAcceptedState(long, cache);
+    const compacted = async (policy: Partial<CompactionPolicy>, tag: string) => {
+      const { manifest, etag } = await manifestOf(long);
+      const t = await L.timed(() => compactPacks({ store: long, git: cache, head: original.manifest.head, packs: original.manifest.packs, policy }));
+      const result = t.value;
+      if (result === null) throw new Error("expected a compaction");
+      L.log(`  compaction (${tag}): ${result.objects} objects in ${(t.ms / 1000).toFixed(1)} s`);
+      const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result.packs };
+      const swapped = await long.putIfMatch(MANIFEST_KEY, serializeManifest(next), etag);
+      if (!swapped.ok) throw new Error("compaction publish lost (nobody else writes)");
+      return { pulls: await coldPulls(longLoc, root, tag, reps), state: describeState(next) };
+    };
+    const full = await compacted({ maxPacks: 32, keepRecent: 8, history: "all" }, "full");
+    const shallow = await compacted({ maxPacks: 32, keepRecent: 8, history: 32 }, "shallow");
+    // Sanity: the compacted notebook still pulls to the writer's tree.
+    const check = join(root, "check");
+    await pull(L.engineDepsFor(long, longLoc, join(root, "check-private")), check);
+    for (const [path, text] of finalTree) {
+      if (readFileSync(join(check, path), "utf8") !== text) throw new Error(`compacted pull differs at ${path}`);
+    }
+
+    const b = L.median(baseline.ms);
+    const row = (scenario: string, what: string, pulls: { ms: number[]; records: L.Completion[] }, state: string, note?: string): Row => {
+      const m = L.median(pulls.ms);
+      return {
+        scenario,
+        store: longLoc.label,
+        what,
+        median: m,
+        unit: "ms",
+        comparison: `cold pull after 1 commit (${oneState})`,
+        comparisonMedian: b,
+        ratio: m / b,
+        bar: "≤ 1.25×",
+        met: m / b <= 1.25,
+        samples: reps,
+        values: pulls.ms,
+        comparisonValues: baseline.ms,
+        note: note ? `${state}; ${note}` : state,
+        profile: L.stageMedians(pulls.records),
+        comparisonProfile: L.stageMedians(baseline.records),
+      };
+    };
+    return [
+      row("S5", `cold pull after ${commits.toLocaleString("en")} commits, MCP`, asIs, longState, "as shipped: no compaction"),
+      row("S5 +compact", "same, after compact.ts, whole history", full.pulls, full.state, "compact.ts applied by the bench"),
+      row("S5 +compact", "same, after compact.ts, newest 32 commits", shallow.pulls, shallow.state, "compact.ts applied by the bench"),
+    ];
+  } finally {
+    await long.close();
+    await one.close();
+    await longLoc.dispose();
+    await oneLoc.dispose();
+    L.removeDir(root);
+  }
+}

@@ -1,0 +1,436 @@
+/**
+ * Shared pieces of the benchmark suite (`npm run bench`, test/bench/run.ts):
+ * timing and statistics, deterministic notebooks, the two stores, C git,
+ * the built binary as an MCP server, and the "floor" — the bare store
+ * requests a commit or a pull cannot avoid.
+ *
+ * Nothing here is a test: the suite measures and reports; it never asserts
+ * beyond what it needs to trust a measurement (a failed call aborts it).
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { commit } from "../../src/engine/commit.ts";
+import type { EngineDeps } from "../../src/engine/engine.ts";
+import { MANIFEST_KEY, packKey } from "../../src/engine/manifest.ts";
+import { pull } from "../../src/engine/pull.ts";
+import type { ObjectStore } from "../../src/store/object-store.ts";
+import { createS3Store } from "../../src/store/s3.ts";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { isProcessAlive } from "../../src/surfaces/runtime.ts";
+import { isolatedGitEnv, mulberry32 } from "../support/seeded.ts";
+
+export const ROOT = join(import.meta.dir, "../..");
+/** The binary under test; SLIVINGDOC_BENCH_BINARY compares another build (e.g. one compiled with bytecode). */
+export const BINARY = process.env.SLIVINGDOC_BENCH_BINARY || join(ROOT, "dist/slivingdoc");
+export const BUN = process.execPath;
+
+// ------------------------------------------------------------ statistics --
+
+export function median(xs: number[]): number {
+  return percentile(xs, 50);
+}
+
+/** Nearest-rank percentile (p in 0..100) of a non-empty sample. */
+export function percentile(xs: number[], p: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1]!;
+}
+
+export async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t0, value };
+}
+
+export function log(line: string): void {
+  process.stderr.write(`bench: ${line}\n`);
+}
+
+// ------------------------------------------------------------- notebooks --
+
+const WORDS =
+  "the agent notes plan decided ship review merge commit pull store pack tree file line draft open question answer risk owner date next step blocked done todo context summary because therefore however"
+    .split(" ");
+
+/** Deterministic prose of about `bytes` bytes, in lines of 6–14 words. */
+export function prose(rand: () => number, bytes: number): string {
+  const lines: string[] = [];
+  let size = 0;
+  while (size < bytes) {
+    const n = 6 + Math.floor(rand() * 9);
+    const words: string[] = [];
+    for (let i = 0; i < n; i++) words.push(WORDS[Math.floor(rand() * WORDS.length)]!);
+    const line = `${words.join(" ")}\n`;
+    lines.push(line);
+    size += line.length;
+  }
+  return lines.join("");
+}
+
+/**
+ * A notebook of `files` UTF-8 files of about `bytesPerFile` bytes, 100 to a
+ * directory (d000/f0000.md …), the same for the same seed: slivingdoc and
+ * C git always get byte-identical trees.
+ */
+export function notebookFiles(files: number, bytesPerFile: number, seed = 1): Map<string, string> {
+  const rand = mulberry32(seed);
+  const out = new Map<string, string>();
+  for (let i = 0; i < files; i++) {
+    const dir = `d${String(Math.floor(i / 100)).padStart(3, "0")}`;
+    out.set(`${dir}/f${String(i).padStart(5, "0")}.md`, `# note ${i}\n\n${prose(rand, bytesPerFile - 16)}`);
+  }
+  return out;
+}
+
+export function writeTree(dir: string, files: Map<string, string>): void {
+  for (const [path, text] of files) {
+    const file = join(dir, path);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, text);
+  }
+}
+
+export function treeBytes(files: Map<string, string>): number {
+  let n = 0;
+  for (const t of files.values()) n += Buffer.byteLength(t);
+  return n;
+}
+
+export function tempDir(name: string): string {
+  return mkdtempSync(join(tmpdir(), `slivingdoc-bench-${name}-`));
+}
+
+// ---------------------------------------------------------------- stores --
+
+export interface S3Env {
+  bucket: string;
+  endpoint: string;
+  region: string;
+  forcePathStyle: boolean;
+  /** Credentials and endpoint for child processes (from the RGW env file). */
+  childEnv: Record<string, string>;
+}
+
+export function s3FromEnv(): S3Env | null {
+  const e = process.env;
+  const bucket = e.SLIVINGDOC_TEST_S3_BUCKET;
+  const endpoint = e.AWS_ENDPOINT_URL_S3 ?? e.AWS_ENDPOINT_URL;
+  if (!bucket || !endpoint) return null;
+  const childEnv: Record<string, string> = {};
+  for (const k of ["AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "S3_FORCE_PATH_STYLE"]) {
+    if (e[k] !== undefined) childEnv[k] = e[k]!;
+  }
+  return { bucket, endpoint, region: e.AWS_REGION ?? "us-east-1", forcePathStyle: e.S3_FORCE_PATH_STYLE === "1", childEnv };
+}
+
+/**
+ * One notebook location for one scenario run: a fresh SQLite file, or a
+ * fresh prefix of the RGW bucket. `flags` are the CLI/server flags that
+ * point slivingdoc at it; `open()` gives an in-process store on it.
+ */
+export interface Location {
+  kind: "sqlite" | "s3";
+  label: string;
+  flags: string[];
+  env: Record<string, string>;
+  storeId: string;
+  open(): ObjectStore;
+  /** Remove everything stored (the RGW is in RAM; keep it small). */
+  dispose(): Promise<void>;
+}
+
+let locationCounter = 0;
+const runId = Math.random().toString(16).slice(2, 8);
+
+export function sqliteLocation(dir: string): Location {
+  const file = join(dir, `store-${++locationCounter}.db`);
+  return {
+    kind: "sqlite",
+    label: "sqlite",
+    flags: ["--store", `sqlite:${file}`],
+    env: {},
+    storeId: `sqlite:${file}`,
+    open: () => openSqliteStore(file),
+    dispose: async () => {
+      for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
+    },
+  };
+}
+
+export function s3Location(s3: S3Env, name: string): Location {
+  const prefix = `bench-${runId}/${name}-${++locationCounter}`;
+  const open = () =>
+    createS3Store({ bucket: s3.bucket, prefix, region: s3.region, endpoint: s3.endpoint, forcePathStyle: s3.forcePathStyle });
+  return {
+    kind: "s3",
+    label: "s3 (Ceph RGW)",
+    flags: ["--store", `s3://${s3.bucket}/${prefix}`, "--endpoint", s3.endpoint, ...(s3.forcePathStyle ? ["--force-path-style"] : [])],
+    env: s3.childEnv,
+    storeId: `s3://${s3.bucket}/${prefix}/@${s3.endpoint}`,
+    open,
+    dispose: async () => {
+      const store = open();
+      try {
+        const keys = (await store.list("")).map((o) => o.key);
+        for (let i = 0; i < keys.length; i += 16) await Promise.all(keys.slice(i, i + 16).map((k) => store.delete(k)));
+      } finally {
+        await store.close();
+      }
+    },
+  };
+}
+
+/** Engine dependencies for in-process work (seeding, writers) on a location. */
+export function engineDepsFor(store: ObjectStore, loc: Location, privateRoot: string, overrides: Partial<EngineDeps> = {}): EngineDeps {
+  mkdirSync(privateRoot, { recursive: true });
+  return {
+    store,
+    storeId: loc.storeId,
+    privateRoot,
+    self: { pid: process.pid, isAlive: isProcessAlive },
+    commitRetries: 10,
+    ...overrides,
+  };
+}
+
+/** Publish `files` as one commit through the engine (pull, write, commit). */
+export async function seedNotebook(deps: EngineDeps, dir: string, files: Map<string, string>, message = "seed"): Promise<number> {
+  await pull(deps, dir);
+  writeTree(dir, files);
+  const out = await commit(deps, dir, message);
+  return out.generation;
+}
+
+// ----------------------------------------------------------------- floor --
+
+/** A pack-sized body of incompressible bytes, unique per call (create-only must create). */
+export function randomBody(bytes: number): Uint8Array {
+  const body = new Uint8Array(bytes);
+  for (let i = 0; i < bytes; i += 65536) crypto.getRandomValues(body.subarray(i, Math.min(bytes, i + 65536)));
+  return body;
+}
+
+/**
+ * The floor of a commit: read `current`, write one pack create-only, one
+ * conditional write of `current` — the three requests no commit can avoid —
+ * issued with the same store code (so the same SDK and client settings)
+ * against the same server, on a key of its own. Returns milliseconds.
+ */
+export async function commitFloor(store: ObjectStore, packBytes: number, key = "floor/current"): Promise<number> {
+  const body = randomBody(packBytes);
+  const sha = createHash("sha256").update(body).digest("hex");
+  const manifest = new TextEncoder().encode(JSON.stringify({ floor: sha, at: Date.now() }));
+  const t0 = performance.now();
+  const cur = await store.get(key);
+  const put = await store.putIfAbsent(`floor/${packKey(sha)}`, body);
+  if (!put.ok) throw new Error("floor: pack key existed");
+  const cas = cur === null ? await store.putIfAbsent(key, manifest) : await store.putIfMatch(key, manifest, cur.etag);
+  const ms = performance.now() - t0;
+  if (!cas.ok) throw new Error("floor: conditional write lost (nobody else writes this key)");
+  return ms;
+}
+
+/** The floor of a pull: read `current` and one pack of the given key. */
+export async function pullFloor(store: ObjectStore, packKeyName: string): Promise<number> {
+  const t0 = performance.now();
+  const cur = await store.get(MANIFEST_KEY);
+  const pack = await store.get(packKeyName);
+  const ms = performance.now() - t0;
+  if (cur === null || pack === null) throw new Error("pull floor: missing object");
+  return ms;
+}
+
+/**
+ * The single-key conditional-write rate: one writer chaining compare-and-swap
+ * writes on one key, each with the ETag the previous one returned — the most
+ * publications per second `current` can take. Writes per second.
+ */
+export async function casRate(store: ObjectStore, writes: number, key = "floor/cas-rate"): Promise<number> {
+  const body = (i: number) => new TextEncoder().encode(JSON.stringify({ i, pad: "x".repeat(400) }));
+  let etag: string;
+  const first = await store.get(key);
+  if (first === null) {
+    const r = await store.putIfAbsent(key, body(-1));
+    if (!r.ok) throw new Error("cas rate: create lost");
+    etag = r.etag;
+  } else etag = first.etag;
+  const t0 = performance.now();
+  for (let i = 0; i < writes; i++) {
+    const r = await store.putIfMatch(key, body(i), etag);
+    if (!r.ok) throw new Error("cas rate: a conditional write lost with a single writer");
+    etag = r.etag;
+  }
+  return (writes * 1000) / (performance.now() - t0);
+}
+
+// ----------------------------------------------------------------- C git --
+
+export function gitEnv(home: string): Record<string, string> {
+  mkdirSync(home, { recursive: true });
+  return {
+    ...isolatedGitEnv(home),
+    GIT_AUTHOR_NAME: "bench",
+    GIT_AUTHOR_EMAIL: "bench@localhost",
+    GIT_COMMITTER_NAME: "bench",
+    GIT_COMMITTER_EMAIL: "bench@localhost",
+  };
+}
+
+export function git(env: Record<string, string>, cwd: string, ...args: string[]): string {
+  const r = spawnSync("git", args, { cwd, env, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")} failed: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** Time one child process from spawn to exit (ms); it must succeed. */
+export async function timeProcess(cmd: string, args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      const ms = performance.now() - t0;
+      if (code === 0) resolve(ms);
+      else reject(new Error(`${cmd} ${args.join(" ")} exited ${code}: ${err.slice(0, 2000)}`));
+    });
+  });
+}
+
+/**
+ * A C git world for one tree: a bare repository (the "remote", reached over
+ * file:// so git runs its real transport) and a working clone with the tree
+ * committed and pushed.
+ */
+export function gitWorld(dir: string, files: Map<string, string>): { env: Record<string, string>; bare: string; work: string; url: string } {
+  const env = gitEnv(join(dir, "home"));
+  const bare = join(dir, "remote.git");
+  const work = join(dir, "work");
+  git(env, dir, "init", "-q", "--bare", "-b", "main", bare);
+  git(env, dir, "init", "-q", "-b", "main", work);
+  writeTree(work, files);
+  git(env, work, "add", "-A");
+  git(env, work, "commit", "-q", "-m", "seed");
+  const url = `file://${bare}`;
+  git(env, work, "push", "-q", url, "main");
+  git(env, work, "remote", "add", "origin", url);
+  git(env, work, "fetch", "-q", "origin");
+  git(env, work, "branch", "-q", "-u", "origin/main");
+  return { env, bare, work, url };
+}
+
+// ------------------------------------------------------------ MCP server --
+
+/** One completion record of the server log: the call's stage timings. */
+export interface Completion {
+  tool: string;
+  outcome: string;
+  durationMs: number;
+  stages: Record<string, number>;
+}
+
+export interface Server {
+  client: Client;
+  pid: number;
+  completions: Completion[];
+  call(tool: "notes_pull" | "notes_commit", args: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** The same, but an error result is returned instead of thrown. */
+  tryCall(tool: "notes_pull" | "notes_commit", args: Record<string, unknown>): Promise<{ ok: boolean; data: Record<string, unknown> }>;
+  /** VmHWM of the server process in MB (its peak resident set so far). */
+  peakMb(): number;
+  close(): Promise<void>;
+}
+
+/** Start `dist/slivingdoc serve` with the SDK's Client over stdio, as a host does. */
+export async function startServer(loc: Location, opts: { privateRoot: string; workspace: string; home: string; extraArgs?: string[] }): Promise<Server> {
+  mkdirSync(opts.home, { recursive: true });
+  mkdirSync(opts.workspace, { recursive: true });
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: opts.home,
+    TMPDIR: tmpdir(),
+    ...loc.env,
+  };
+  const transport = new StdioClientTransport({
+    command: BINARY,
+    args: ["serve", ...loc.flags, "--private-root", opts.privateRoot, "--workspace-root", opts.workspace, ...(opts.extraArgs ?? [])],
+    env,
+    stderr: "pipe",
+  });
+  const completions: Completion[] = [];
+  let buffered = "";
+  let stderrTail = "";
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    const text = chunk.toString("utf8");
+    stderrTail = (stderrTail + text).slice(-4000);
+    buffered += text;
+    let nl: number;
+    while ((nl = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      try {
+        const rec = JSON.parse(line) as Record<string, unknown>;
+        if (rec.msg === "tool call completed") {
+          completions.push({
+            tool: String(rec.tool),
+            outcome: String(rec.outcome),
+            durationMs: Number(rec.durationMs),
+            stages: (rec.stages ?? {}) as Record<string, number>,
+          });
+        }
+      } catch {
+        /* not a JSON record: a start-up refusal, shown on failure below */
+      }
+    }
+  });
+  const client = new Client({ name: "slivingdoc-bench", version: "1.0.0" });
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    throw new Error(`the server did not start: ${(e as Error).message}\n${stderrTail}`);
+  }
+  const pid = transport.pid!;
+  const tryCall: Server["tryCall"] = async (tool, args) => {
+    // Long cold pulls must not hit the SDK's default 60 s request timeout.
+    const result = await client.callTool({ name: tool, arguments: args }, undefined, { timeout: 30 * 60_000 });
+    return { ok: result.isError !== true, data: result.structuredContent as Record<string, unknown> };
+  };
+  return {
+    client,
+    pid,
+    completions,
+    tryCall,
+    async call(tool, args) {
+      const { ok, data } = await tryCall(tool, args);
+      if (!ok) throw new Error(`${tool} failed: ${JSON.stringify(data)}\n${stderrTail}`);
+      return data;
+    },
+    peakMb() {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      const m = /^VmHWM:\s+(\d+) kB$/m.exec(status);
+      if (!m) throw new Error("no VmHWM in /proc status");
+      return Number(m[1]) / 1024;
+    },
+    close: () => client.close(),
+  };
+}
+
+/** The median of each stage over some completion records (the profile of a scenario). */
+export function stageMedians(records: Completion[]): Record<string, number> {
+  const names = new Set(records.flatMap((r) => Object.keys(r.stages)));
+  const out: Record<string, number> = {};
+  for (const n of names) out[n] = Math.round(median(records.map((r) => r.stages[n] ?? 0)) * 10) / 10;
+  return out;
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}

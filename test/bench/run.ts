@@ -1,0 +1,95 @@
+/**
+ * The benchmark suite (`npm run bench`; not a test). Runs S1–S8 against the
+ * embedded store and, when the environment names an S3 server (build/bench.mjs
+ * starts Ceph RGW), against S3; every comparison is measured in the same run.
+ * Prints one Markdown table of medians with their ratios and bars, then the
+ * stage profile of each row that misses its bar.
+ *
+ *   bun test/bench/run.ts [--only S1,S3,…] [--store sqlite|s3] [--quick] [--out FILE.json]
+ *
+ * The scenarios and what their bars mean: docs/performance.md.
+ */
+import { spawnSync } from "node:child_process";
+import { cpus, loadavg, totalmem } from "node:os";
+import { writeFileSync } from "node:fs";
+import { coldScenarios } from "./cold.bench.ts";
+import { historyScenario } from "./history.bench.ts";
+import * as L from "./lib.ts";
+import { raceScenario } from "./race.bench.ts";
+import { renderProfiles, renderTable, type Row } from "./report.ts";
+import { startupScenario } from "./startup.bench.ts";
+import { warmScenarios } from "./warm.bench.ts";
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const only = new Set((flag("--only") ?? "S1,S2,S3,S4,S5,S6,S7,S8").split(",").map((s) => s.trim().toUpperCase()));
+const quick = process.argv.includes("--quick");
+const storeFilter = flag("--store");
+const out = flag("--out");
+
+/** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
+const REPS = quick
+  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, racers: 4, raceCommits: 5 }
+  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, racers: 16, raceCommits: 20 };
+
+const s3 = L.s3FromEnv();
+const root = L.tempDir("run");
+const stores: Array<"sqlite" | "s3"> = (["sqlite", "s3"] as const).filter(
+  (k) => (storeFilter === undefined || storeFilter === k) && (k === "sqlite" || s3 !== null),
+);
+if (s3 === null && storeFilter !== "sqlite") L.log("no S3 server in the environment (SLIVINGDOC_TEST_S3_BUCKET): embedded store only");
+
+const location = (kind: "sqlite" | "s3", name: string): L.Location => (kind === "sqlite" ? L.sqliteLocation(root) : L.s3Location(s3!, name));
+
+const rows: Row[] = [];
+const started = performance.now();
+// Other work on the machine skews every number; the load is printed with the table.
+const loadBefore = loadavg()[0]!;
+async function stage(name: string, fn: () => Promise<Row[]>): Promise<void> {
+  const t0 = performance.now();
+  L.log(`${name} …`);
+  const got = await fn();
+  rows.push(...got);
+  for (const r of got) L.log(`  ${r.scenario} ${r.store}: ${r.median.toFixed(1)} ${r.unit}${r.ratio !== null ? ` (${r.ratio.toFixed(2)}×)` : ""}${r.note ? ` — ${r.note}` : ""}`);
+  L.log(`${name} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+}
+
+try {
+  for (const kind of stores) {
+    if (only.has("S8")) await stage(`S8 start-up (${kind})`, () => startupScenario(location(kind, "startup"), REPS.startup));
+  }
+  for (const kind of stores) {
+    if (only.has("S1") || only.has("S2")) await stage(`S1/S2 warm calls (${kind})`, () => warmScenarios(location(kind, "warm"), REPS.warm));
+  }
+  for (const kind of stores) {
+    if (only.has("S6")) await stage(`S6 race (${kind})`, () => raceScenario(location(kind, "race"), REPS.racers, REPS.raceCommits));
+  }
+  for (const kind of stores) {
+    if (only.has("S3") || only.has("S4") || only.has("S7")) {
+      await stage(`S3/S4/S7 10,000 files (${kind})`, () => coldScenarios(location(kind, "cold"), REPS.cold, REPS.noop));
+    }
+  }
+  for (const kind of stores) {
+    if (only.has("S5")) {
+      await stage(`S5 history (${kind})`, () => historyScenario(location(kind, "history"), location(kind, "history-one"), REPS.history, REPS.commits));
+    }
+  }
+} finally {
+  L.removeDir(root);
+}
+
+const order = ["S1", "S1 ref", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S5", "S5 +compact", "S6", "S7", "S8"];
+rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
+const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
+const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;
+const minutes = ((performance.now() - started) / 60000).toFixed(1);
+const load = `load average ${loadBefore.toFixed(1)} at start, ${loadavg()[0]!.toFixed(1)} at end`;
+const table = renderTable(rows);
+const profiles = renderProfiles(rows);
+process.stdout.write(`\n${machine}; ${minutes} min; ${load}\n\n${table}\n\n${profiles}\n`);
+if (out) writeFileSync(out, `${JSON.stringify({ machine, minutes, load, rows }, null, 2)}\n`);
+const unmet = rows.filter((r) => r.met === false).length;
+process.stdout.write(`\n${rows.filter((r) => r.met === true).length} bars met, ${unmet} not met (see docs/performance.md)\n`);

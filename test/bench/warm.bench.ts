@@ -1,0 +1,194 @@
+/**
+ * S1 and S2: warm calls on a 1,000-file notebook through a running MCP
+ * server (the built binary, driven by the SDK's Client as a host drives it).
+ *
+ * S1 — a commit of one changed file, against the commit floor: read
+ *      `current`, write a pack of the size the commit wrote, one conditional
+ *      write (bar ≤ 2×).
+ * S2 — a pull of one change another checkout published, against the pull
+ *      floor: read `current` and that pack (bar ≤ 2×).
+ *
+ * Floor samples are taken between the calls (interleaved), so drift in the
+ * server's latency hits both sides alike. C git doing the same jobs (commit
+ * + push over file://, and pull) is reported beside them as a reference.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { commit } from "../../src/engine/commit.ts";
+import { MANIFEST_KEY, parseManifest } from "../../src/engine/manifest.ts";
+import { pull } from "../../src/engine/pull.ts";
+import * as L from "./lib.ts";
+import type { Row } from "./report.ts";
+
+export const WARM_FILES = 1000;
+const BYTES_PER_FILE = 4096;
+
+interface GitRefs {
+  commitPush: number[];
+  pull: number[];
+}
+
+/** C git: commit + push of one changed file, and a pull of it in a second clone, on the same tree. */
+async function gitReference(files: Map<string, string>, reps: number): Promise<GitRefs> {
+  const dir = L.tempDir("warm-git");
+  try {
+    const w = L.gitWorld(dir, files);
+    const other = join(dir, "other");
+    L.git(w.env, dir, "clone", "-q", w.url, other);
+    const refs: GitRefs = { commitPush: [], pull: [] };
+    for (let i = 0; i < reps + 1; i++) {
+      const path = `d00${i % 10}/f00${i % 10}0${i % 10}.md`;
+      L.writeTree(w.work, new Map([[path, `${readFileSafe(join(w.work, path))}line ${i}\n`]]));
+      const t0 = performance.now();
+      await L.timeProcess("git", ["commit", "-q", "-a", "-m", `change ${i}`], { cwd: w.work, env: w.env });
+      await L.timeProcess("git", ["push", "-q", "origin", "main"], { cwd: w.work, env: w.env });
+      const commitPush = performance.now() - t0;
+      const pull = await L.timeProcess("git", ["pull", "-q", "--ff-only", "origin", "main"], { cwd: other, env: w.env });
+      // The first round warms the page cache and git's own files; it is not counted.
+      if (i > 0) {
+        refs.commitPush.push(commitPush);
+        refs.pull.push(pull);
+      }
+    }
+    return refs;
+  } finally {
+    L.removeDir(dir);
+  }
+}
+
+let gitRefs: Promise<GitRefs> | null = null;
+
+export async function warmScenarios(loc: L.Location, reps: number): Promise<Row[]> {
+  const root = L.tempDir(`warm-${loc.kind}`);
+  const files = L.notebookFiles(WARM_FILES, BYTES_PER_FILE, 11);
+  // C git first, alone: nothing else runs while either side is measured.
+  const refs = await (gitRefs ??= gitReference(files, reps));
+  const store = loc.open();
+  let server: L.Server | null = null;
+  try {
+    const writerDeps = L.engineDepsFor(store, loc, join(root, "writer-private"));
+    const writerDir = join(root, "writer");
+    await L.seedNotebook(writerDeps, writerDir, files);
+    const ws = join(root, "ws");
+    server = await L.startServer(loc, { privateRoot: join(root, "server-private"), workspace: ws, home: join(root, "home") });
+    await server.call("notes_pull", {});
+    // Warm-up, not counted: the first commit after a cold pull writes the
+    // scanned blobs into the object cache once; the first floor request
+    // opens the connection.
+    L.writeTree(ws, new Map([["d009/f00999.md", "warm-up\n"]]));
+    await server.call("notes_commit", { message: "warm-up" });
+    await server.call("notes_pull", {});
+    await L.commitFloor(store, 8192);
+
+    // S1: warm commit of one changed file.
+    const s1: number[] = [];
+    const s1Floor: number[] = [];
+    const s1First = server.completions.length;
+    for (let i = 0; i < reps; i++) {
+      // One existing file per round (index k·100 + k), one line appended.
+      const path = `d00${i % 10}/f00${i % 10}0${i % 10}.md`;
+      L.writeTree(ws, new Map([[path, `${readFileSafe(join(ws, path))}line ${i}\n`]]));
+      const t = await L.timed(() => server!.call("notes_commit", { message: `s1 ${i}` }));
+      s1.push(t.ms);
+      const got = await store.get(MANIFEST_KEY);
+      const packSize = parseManifest(got!.body).packs.at(-1)!.size;
+      s1Floor.push(await L.commitFloor(store, packSize));
+    }
+    const s1Profile = L.stageMedians(server.completions.slice(s1First));
+
+    // S2: warm pull of one change published by another checkout.
+    const s2: number[] = [];
+    const s2Floor: number[] = [];
+    const s2First = server.completions.length;
+    await pull(writerDeps, writerDir);
+    for (let i = 0; i < reps; i++) {
+      L.writeTree(writerDir, new Map([[`d00${i % 10}/f00${i % 10}1${i % 10}.md`, `remote change ${i}\n`]]));
+      await commit(writerDeps, writerDir, `s2 ${i}`);
+      const newest = parseManifest((await store.get(MANIFEST_KEY))!.body).packs.at(-1)!.key;
+      const t = await L.timed(() => server!.call("notes_pull", {}));
+      s2.push(t.ms);
+      s2Floor.push(await L.pullFloor(store, newest));
+    }
+    const s2Profile = L.stageMedians(server.completions.slice(s2First));
+
+    const s1m = L.median(s1);
+    const s1f = L.median(s1Floor);
+    const s2m = L.median(s2);
+    const s2f = L.median(s2Floor);
+    return [
+      {
+        scenario: "S1",
+        store: loc.label,
+        what: "warm commit, 1 of 1,000 files, MCP",
+        median: s1m,
+        unit: "ms",
+        comparison: "commit floor (get + put pack + CAS)",
+        comparisonMedian: s1f,
+        ratio: s1m / s1f,
+        bar: "≤ 2×",
+        met: s1m / s1f <= 2,
+        samples: reps,
+        values: s1,
+        comparisonValues: s1Floor,
+        profile: s1Profile,
+      },
+      {
+        scenario: "S1 ref",
+        store: loc.label,
+        what: "same warm commit",
+        median: s1m,
+        unit: "ms",
+        comparison: "C git commit + push (file://)",
+        comparisonMedian: L.median(refs.commitPush),
+        ratio: s1m / L.median(refs.commitPush),
+        bar: "—",
+        met: null,
+        samples: reps,
+        comparisonValues: refs.commitPush,
+      },
+      {
+        scenario: "S2",
+        store: loc.label,
+        what: "warm pull of 1 remote change, MCP",
+        median: s2m,
+        unit: "ms",
+        comparison: "pull floor (get current + pack)",
+        comparisonMedian: s2f,
+        ratio: s2m / s2f,
+        bar: "≤ 2×",
+        met: s2m / s2f <= 2,
+        samples: reps,
+        values: s2,
+        comparisonValues: s2Floor,
+        profile: s2Profile,
+      },
+      {
+        scenario: "S2 ref",
+        store: loc.label,
+        what: "same warm pull",
+        median: s2m,
+        unit: "ms",
+        comparison: "C git pull --ff-only (file://)",
+        comparisonMedian: L.median(refs.pull),
+        ratio: s2m / L.median(refs.pull),
+        bar: "—",
+        met: null,
+        samples: reps,
+        comparisonValues: refs.pull,
+      },
+    ];
+  } finally {
+    await server?.close();
+    await store.close();
+    await loc.dispose();
+    L.removeDir(root);
+  }
+}
+
+function readFileSafe(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
