@@ -32,12 +32,32 @@ export async function readManifest(store: ObjectStore): Promise<{ manifest: Mani
   return { manifest: parseManifest(object.body), etag: object.etag };
 }
 
+/** How many times a read starts over when packs vanish under a newer manifest. */
+const REREADS = 3;
+
 export async function loadAcceptedState(store: ObjectStore, git: GitStore): Promise<AcceptedState> {
-  const { manifest, etag } = await readManifest(store);
-  if (manifest === null) {
-    return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set() };
+  let { manifest, etag } = await readManifest(store);
+  for (let reread = 0; ; reread++) {
+    if (manifest === null) {
+      return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set() };
+    }
+    try {
+      await fetchPacks(store, git, manifest);
+      break;
+    } catch (e) {
+      // A pack listed by the manifest we read may have been compacted away and
+      // collected since (gc): a newer manifest no longer names it. Only a pack
+      // missing under the current manifest means the store is damaged.
+      if (!(e instanceof PackMissing) || reread >= REREADS) throw e instanceof PackMissing ? e.invalid : e;
+      const again = await readManifest(store);
+      if (again.etag === etag) throw e.invalid;
+      ({ manifest, etag } = again);
+    }
   }
-  await fetchPacks(store, git, manifest);
+  return loadTree(store, git, manifest, etag);
+}
+
+async function loadTree(store: ObjectStore, git: GitStore, manifest: Manifest, etag: string | null): Promise<AcceptedState> {
   const readHead = async () => {
     const tree = await git.commitTree(manifest.head);
     const read = await git.readFlatTree(tree);
@@ -51,7 +71,11 @@ export async function loadAcceptedState(store: ObjectStore, git: GitStore): Prom
   // The local cache may be what is broken, not the store: download the
   // accepted packs again before blaming the history.
   await git.dropPacks();
-  await fetchPacks(store, git, manifest);
+  try {
+    await fetchPacks(store, git, manifest);
+  } catch (e) {
+    throw e instanceof PackMissing ? e.invalid : e;
+  }
   try {
     return await readHead();
   } catch (cause) {
@@ -77,7 +101,9 @@ async function fetchPacks(store: ObjectStore, git: GitStore, manifest: Manifest)
         throw new DomainError("PACK_DOWNLOAD", "A pack of the accepted state could not be downloaded.", { cause });
       }
       if (object === null) {
-        throw new DomainError("PACK_INVALID", "A pack named by the manifest is missing from the store; an operator must inspect it.");
+        throw new PackMissing(
+          new DomainError("PACK_INVALID", "A pack named by the manifest is missing from the store; an operator must inspect it."),
+        );
       }
       const digest = createHash("sha256").update(object.body).digest("hex");
       if (object.body.byteLength !== p.size || digest !== p.sha256) {
@@ -96,6 +122,14 @@ async function fetchPacks(store: ObjectStore, git: GitStore, manifest: Manifest)
     }
   };
   await Promise.all(Array.from({ length: Math.min(4, missing.length) }, worker));
+}
+
+/** A listed pack is absent; `invalid` is the error to report if a re-read does not explain it. */
+class PackMissing extends Error {
+  override readonly name = "PackMissing";
+  constructor(readonly invalid: DomainError) {
+    super("pack missing");
+  }
 }
 
 export function isStoreError(e: unknown): e is StoreError {

@@ -17,7 +17,8 @@ import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, openSession, scanOurs, type Session } from "./engine.ts";
 import { type FlatTree, MissingObjectError } from "./git-store.ts";
-import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, serializeManifest } from "./manifest.ts";
+import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
+import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { materialize } from "./materialize.ts";
 import { decodeText } from "./text.ts";
 import { mergeTrees } from "./tree-merge.ts";
@@ -126,12 +127,24 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     // The pack is ours: it stays importable locally even before it is accepted.
     if (!git.hasPack(sha256)) await git.importPack(sha256, pack);
 
+    let packs: PackDescriptor[] = [...(accepted.manifest?.packs ?? []), { key, size: pack.byteLength, sha256 }];
+    const policy = deps.compaction;
+    if (policy !== false && needsCompaction(packs, { ...DEFAULT_COMPACTION, ...policy })) {
+      // Keep the pack count, and so a cold pull, bounded (compact.ts). Our
+      // own pack stays last, which the outcome proof below relies on.
+      await deps.onStage("compact");
+      try {
+        packs = (await compactPacks({ store, git, head, packs, policy }))?.packs ?? packs;
+      } catch {
+        // Compaction is an optimisation: publish the plain list instead.
+      }
+    }
     const manifest: Manifest = {
       format: 1,
       generation: accepted.generation + 1,
       head,
       publication: newPublicationId(),
-      packs: [...(accepted.manifest?.packs ?? []), { key, size: pack.byteLength, sha256 }],
+      packs,
     };
     await deps.onStage("publish");
     const landed = await conditionalReplace(store, accepted, manifest);

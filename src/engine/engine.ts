@@ -6,6 +6,7 @@ import { realpathSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { relative, resolve, sep } from "node:path";
 import { DomainError } from "../contract/errors.ts";
+import type { CompactionPolicy } from "./compact.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./blob-id.ts";
@@ -26,6 +27,8 @@ export interface EngineDeps {
   pathSets?: PathSets;
   /** How long an operation waits for another one on the same checkout (default 30 s). */
   lockTimeoutMs?: number;
+  /** When a commit compacts the pack list (compact.ts); false never does (tests of compaction itself). */
+  compaction?: Partial<CompactionPolicy> | false;
   now?: () => Date;
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
@@ -92,6 +95,7 @@ function withDefaults(deps: EngineDeps): Session["deps"] {
   return {
     pathSets: NO_PATH_SETS,
     lockTimeoutMs: 30_000,
+    compaction: {},
     now: () => new Date(),
     sleep: (ms) => Bun.sleep(ms),
     random: Math.random,

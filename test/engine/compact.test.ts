@@ -55,13 +55,13 @@ async function compactAndPublish(policy: Partial<CompactionPolicy>, name = "m") 
 async function history(commits: number): Promise<string> {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps({ compaction: false }), a);
   for (let f = 0; f < 5; f++) write(a, `dir${f % 2}/file${f}.md`, `file ${f}\n`);
-  await commit(world.deps(), a, "seed");
+  await commit(world.deps({ compaction: false }), a, "seed");
   for (let i = 0; i < commits; i++) {
     const path = `dir${i % 2}/file${i % 5}.md`;
     write(a, path, `${read(a, path)}change ${i}\n`);
-    await commit(world.deps(), a, `change ${i}`);
+    await commit(world.deps({ compaction: false }), a, `change ${i}`);
   }
   return a;
 }
@@ -108,7 +108,7 @@ describe("compaction", () => {
 
     // A cold pull of the compacted state equals the writer's files.
     const b = world.checkout("b");
-    const pulled = await pull(world.deps(), b);
+    const pulled = await pull(world.deps({ compaction: false }), b);
     expect(pulled.generation).toBe(41);
     for (let f = 0; f < 5; f++) expect(read(b, `dir${f % 2}/file${f}.md`)).toBe(read(a, `dir${f % 2}/file${f}.md`));
 
@@ -130,15 +130,15 @@ describe("compaction", () => {
   test("a warm checkout keeps merging after compaction and commits on top of it", async () => {
     const a = await history(35);
     const b = world.checkout("b");
-    await pull(world.deps(), b);
+    await pull(world.deps({ compaction: false }), b);
     await compactAndPublish({ maxPacks: 32, keepRecent: 4 });
     write(b, "dir0/file0.md", `${read(b, "dir0/file0.md")}from b\n`);
-    const out = await commit(world.deps(), b, "b after compaction");
+    const out = await commit(world.deps({ compaction: false }), b, "b after compaction");
     expect(out.generation).toBe(37);
-    await pull(world.deps(), a);
+    await pull(world.deps({ compaction: false }), a);
     expect(read(a, "dir0/file0.md")).toContain("from b\n");
     const c = world.checkout("c");
-    await pull(world.deps(), c);
+    await pull(world.deps({ compaction: false }), c);
     expect(read(c, "dir0/file0.md")).toBe(read(a, "dir0/file0.md"));
   });
 
@@ -159,7 +159,7 @@ describe("compaction", () => {
     }
     expect(commits).toBe(5);
     const b = world.checkout("b");
-    await pull(world.deps(), b);
+    await pull(world.deps({ compaction: false }), b);
     for (let f = 0; f < 5; f++) expect(read(b, `dir${f % 2}/file${f}.md`)).toBe(read(a, `dir${f % 2}/file${f}.md`));
   });
 
@@ -173,7 +173,7 @@ describe("compaction", () => {
     const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result!.packs };
     expect((await world.store.putIfMatch(MANIFEST_KEY, serializeManifest(next), etag)).ok).toBe(true);
     const b = world.checkout("b");
-    await pull(world.deps(), b);
+    await pull(world.deps({ compaction: false }), b);
     for (let f = 0; f < 5; f++) expect(read(b, `dir${f % 2}/file${f}.md`)).toBe(read(a, `dir${f % 2}/file${f}.md`));
     const repo = await cGitRepo(next);
     try {
@@ -196,14 +196,14 @@ describe("compaction", () => {
   test("compacting whenever the bound is passed keeps the pack count bounded over a long history", async () => {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps(), a);
+    await pull(world.deps({ compaction: false }), a);
     write(a, "log.md", "start\n");
-    await commit(world.deps(), a, "seed");
+    await commit(world.deps({ compaction: false }), a, "seed");
     const policy = { maxPacks: 6, keepRecent: 2 };
     let most = 0;
     for (let i = 0; i < 30; i++) {
       write(a, "log.md", `${read(a, "log.md")}entry ${i}\n`);
-      await commit(world.deps(), a, `entry ${i}`);
+      await commit(world.deps({ compaction: false }), a, `entry ${i}`);
       const { manifest } = await current(world.store);
       most = Math.max(most, manifest.packs.length);
       if (needsCompaction(manifest.packs, { ...policy, history: "all" })) await compactAndPublish(policy, `m${i}`);
@@ -211,7 +211,7 @@ describe("compaction", () => {
     expect(most).toBeLessThanOrEqual(7);
     expect((await current(world.store)).manifest.packs.length).toBeLessThanOrEqual(6);
     const b = world.checkout("b");
-    await pull(world.deps(), b);
+    await pull(world.deps({ compaction: false }), b);
     expect(read(b, "log.md")).toBe(read(a, "log.md"));
   });
 });
