@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { write } from "../support/fixture.ts";
+import { read, write } from "../support/fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -109,6 +109,41 @@ describe("long work", () => {
     const piped = run(["pull", join(root, "big-pipe")], false);
     expect(piped.code).toBe(0);
     expect(piped.out).not.toContain("files written");
+  });
+});
+
+describe("gc", () => {
+  test("removes an unreferenced pack past the grace period, never a referenced one; --dry-run changes nothing", async () => {
+    const { openSqliteStore } = await import("../../src/store/sqlite.ts");
+    const file = join(root, "gc.db");
+    const e = { ...env, SLIVINGDOC_STORE: `sqlite:${file}` };
+    const run = async (...args: string[]) => {
+      const p = Bun.spawn([process.execPath, main, ...args], { cwd: root, env: e, stdout: "pipe", stderr: "pipe" });
+      return { stdout: await new Response(p.stdout).text(), stderr: await new Response(p.stderr).text(), code: await p.exited };
+    };
+    const dir = join(root, "gc-notebook");
+    expect((await run("pull", dir)).code).toBe(0);
+    write(dir, "a.md", "a\n");
+    expect((await run("commit", "-m", "a", dir)).code).toBe(0);
+    const store = openSqliteStore(file);
+    const orphan = `packs/${"ab".repeat(32)}.pack`;
+    await store.putIfAbsent(orphan, new TextEncoder().encode("an orphan of a lost race"));
+    const young = await run("gc", "--json");
+    expect(young.code).toBe(0);
+    expect(JSON.parse(young.stdout)).toEqual({ generation: 1, referenced: 1, deleted: 0, young: 1, dryRun: false, reason: "nothing to delete" });
+    const dry = await run("gc", "--grace", "0", "--dry-run", "--json");
+    expect(JSON.parse(dry.stdout)).toMatchObject({ deleted: 1, dryRun: true });
+    expect(await store.get(orphan)).not.toBeNull();
+    const real = await run("gc", "--grace", "0");
+    expect(real.code).toBe(0);
+    expect(real.stderr).toBe("gc: generation 1, 1 packs referenced; removed 1 unreferenced packs, kept 0 younger than the grace period\n");
+    expect(await store.get(orphan)).toBeNull();
+    await store.close();
+    // The notebook is intact.
+    expect((await run("pull", join(root, "gc-check"))).code).toBe(0);
+    expect(read(join(root, "gc-check"), "a.md")).toBe("a\n");
+    const bad = await run("gc", "--grace", "soon");
+    expect([bad.code, bad.stderr]).toEqual([2, "slivingdoc: invalid configuration: --grace must be a duration such as 90s, 30m, 1h or 2d\n"]);
   });
 });
 

@@ -5,7 +5,10 @@
  * through and a silently ignored `--mesage` would be a misplaced write.
  */
 import { type ArgsDef, type CommandDef, defineCommand, renderUsage } from "citty";
+import { DomainError } from "../../contract/errors.ts";
+import { errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
 import { scrubText } from "../../contract/scrub.ts";
+import { collectGarbage, DEFAULT_GRACE_MS } from "../../engine/gc.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
 import { createLog, type Log, SILENT_LOG } from "../log.ts";
@@ -67,10 +70,20 @@ export const serveCommand = defineCommand({
   args: serveArgs,
 });
 
+export const gcCommand = defineCommand({
+  meta: { name: "gc", description: "Remove packs no manifest references, older than a grace period (maintenance)" },
+  args: {
+    grace: { type: "string", description: "Keep unreferenced packs younger than this: 90s, 30m, 1h, 2d (default 1h)", valueHint: "DURATION" },
+    "dry-run": { type: "boolean", description: "Report what would be removed; change nothing" },
+    ...configArgs,
+  },
+});
+
 const subCommands: Record<string, CommandDef<ArgsDef>> = {
   serve: serveCommand as CommandDef<ArgsDef>,
   pull: pullCommand as CommandDef<ArgsDef>,
   commit: commitCommand as CommandDef<ArgsDef>,
+  gc: gcCommand as CommandDef<ArgsDef>,
 };
 
 export function rootCommand(version: string): CommandDef<ArgsDef> {
@@ -174,6 +187,7 @@ export async function runCli(io: CliIo): Promise<number> {
     return EXIT_CODES.STARTUP;
   }
   if (first === "serve") return runServe(parsed, io);
+  if (first === "gc") return runGc(parsed, io);
   return execute(first as "pull" | "commit", parsed, io);
 }
 
@@ -199,6 +213,51 @@ function terminalProgress(io: CliIo): { hooks: { afterWrite?: () => void }; done
       if (shown) io.stderr("\r\x1b[K");
     },
   };
+}
+
+const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+async function runGc(parsed: Parsed, io: CliIo): Promise<number> {
+  const grace = parsed.flags.grace;
+  const match = typeof grace === "string" ? DURATION.exec(grace) : null;
+  if (parsed.positionals.length > 0 || (grace !== undefined && match === null)) {
+    const why = parsed.positionals.length > 0 ? `gc takes no path; got ${parsed.positionals.join(" ")}` : "--grace must be a duration such as 90s, 30m, 1h or 2d";
+    io.stderr(`${new StartupRefusal(parsed.positionals.length > 0 ? "argument refusal" : "invalid configuration", why).diagnostic()}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+  const graceMs = match ? Number(match[1]) * UNIT_MS[match[2] ?? "s"]! : DEFAULT_GRACE_MS;
+  const started = await startUp(parsed, io);
+  if (typeof started === "number") return started;
+  const { config, store } = started;
+  try {
+    const report = await collectGarbage({ store, graceMs, dryRun: parsed.flags["dry-run"] === true });
+    // Counts, not keys: no S3 key appears in any output (the log of a server has them if needed).
+    const summary = {
+      generation: report.generation,
+      referenced: report.referenced,
+      deleted: report.deleted.length,
+      young: report.young.length,
+      dryRun: parsed.flags["dry-run"] === true,
+      ...(report.reason !== undefined ? { reason: report.reason } : {}),
+    };
+    if (parsed.flags.json === true) io.stdout(`${JSON.stringify(summary, null, 2)}\n`);
+    const verb = parsed.flags["dry-run"] === true ? "would remove" : "removed";
+    io.stderr(
+      report.generation === null
+        ? "gc: the store holds no notebook; nothing to do\n"
+        : `gc: generation ${report.generation}, ${report.referenced} packs referenced; ${verb} ${report.deleted.length} unreferenced packs, kept ${report.young.length} younger than the grace period${report.reason === "busy" ? " (publications kept winning; run again)" : ""}\n`,
+    );
+    return EXIT_CODES.OK;
+  } catch (e) {
+    if (!(e instanceof DomainError)) throw e;
+    const envelope = errorEnvelope(e, newDiagnosticId(), config.pathSets, [config.privateRoot, ...runtimeSecrets(io.env)]);
+    if (parsed.flags.json === true) io.stdout(`${JSON.stringify(envelope, null, 2)}\n`);
+    io.stderr(renderError(envelope));
+    return exitCodeFor(envelope.code);
+  } finally {
+    await store.close();
+  }
 }
 
 /** Configuration and a verified store, or the start-up refusal printed and its exit code. */
