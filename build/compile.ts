@@ -9,6 +9,9 @@ const result = await Bun.build({
   entrypoints: [join(root, "src", "main.ts")],
   compile: { outfile, autoloadDotenv: false, autoloadBunfig: false },
   minify: true,
+  // Precompiled bytecode: start-up roughly halves (docs/performance.md, S8).
+  bytecode: true,
+  format: "esm",
   sourcemap: "linked",
 });
 if (!result.success) {

@@ -194,6 +194,9 @@ async function main(): Promise<void> {
         autoloadBunfig: false,
       },
       minify: true,
+      // Precompiled bytecode, as in build/compile.ts: start-up roughly halves.
+      bytecode: true,
+      format: "esm",
       // The binary embeds its source map; the .map file beside it is not shipped.
       sourcemap: "linked",
     });
