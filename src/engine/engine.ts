@@ -42,7 +42,9 @@ export interface EngineDeps {
   afterWrite?: () => Promise<void> | void;
 }
 
-export const DEFAULT_COMMIT_RETRIES = 10;
+// Sixteen writers on one notebook exhausted 10 retries (docs/performance.md, S6);
+// with jittered backoff capped at 1 s, 30 rarely costs more than a few seconds.
+export const DEFAULT_COMMIT_RETRIES = 30;
 
 function isInside(parent: string, child: string): boolean {
   const rel = relative(parent, child);
