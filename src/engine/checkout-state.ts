@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
 import { GitStore } from "./git-store.ts";
+import { StatCache } from "./stat-cache.ts";
 
 const hex40 = z.string().regex(/^[0-9a-f]{40}$/);
 
@@ -115,7 +116,9 @@ export class CheckoutState {
       throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be opened.", { cause });
     }
     try {
-      const gitStore = await GitStore.open(join(stateDir, "git"));
+      // An object the cache cannot produce makes the stat cache suspect too:
+      // forget it, so the next scan reads and stores every visible file again.
+      const gitStore = await GitStore.open(join(stateDir, "git"), () => rmSync(join(stateDir, "stat-cache.json"), { force: true }));
       return new CheckoutState(options.dir, options.storeId, stateDir, gitStore, lockFile);
     } catch (cause) {
       rmSync(lockFile, { force: true });
@@ -155,6 +158,15 @@ export class CheckoutState {
 
   clearJournal(): void {
     rmSync(join(this.stateDir, "journal.json"), { force: true });
+  }
+
+  /** The stat cache of the visible files (stat-cache.ts); empty when absent or unreadable. */
+  loadStatCache(): StatCache {
+    return StatCache.load(join(this.stateDir, "stat-cache.json"));
+  }
+
+  saveStatCache(text: string): void {
+    writeAtomic(join(this.stateDir, "stat-cache.json"), text);
   }
 
   release(): void {

@@ -15,11 +15,10 @@ import { type AcceptedState, loadAcceptedState, readManifest } from "./accepted-
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, openSession, scanOurs, type Session } from "./engine.ts";
+import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, oursBytes, scanOurs, type Session } from "./engine.ts";
 import { type FlatTree, MissingObjectError } from "./git-store.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
-import { materialize } from "./materialize.ts";
 import { decodeText } from "./text.ts";
 import { mergeTrees } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
@@ -47,7 +46,7 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
         cause: e,
       });
     }
-    refuseMarkers(session, base);
+    await refuseMarkers(session, base);
     await refuseProtectedChanges(session, base);
     return await publish(session, base, message);
   } catch (e) {
@@ -64,11 +63,11 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
   }
 }
 
-function refuseMarkers(session: Session, base: FlatTree): void {
+async function refuseMarkers(session: Session, base: FlatTree): Promise<void> {
   const files: ErrorFile[] = [];
   for (const [path, oid] of session.ours) {
     if (base.get(path) === oid) continue;
-    const text = decodeText(session.oursBytes.get(path)!) ?? "";
+    const text = decodeText(await oursBytes(session, path)) ?? "";
     const ranges = findMarkerBlocks(text);
     if (ranges.length > 0) files.push({ path, reason: "UNRESOLVED_MARKERS", ranges });
   }
@@ -97,13 +96,13 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     const merge = await mergeTrees(git, base, session.ours, accepted.files, session.oursContents);
     const target = { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
     if (merge.conflicts.length > 0) {
-      await materialize(session.state, session.ours, merge.result, target, deps, { operation: "commit", remoteAccepted: "no" });
+      await materializeInto(session, merge.result, target, { operation: "commit", remoteAccepted: "no" });
       throw conflictError(merge.conflicts, "commit");
     }
     if (sameTree(merge.result, accepted.files)) {
       // Nothing to publish: a synchronisation, which brings the checkout to
       // the accepted state (every local change is already in it).
-      await materialize(session.state, session.ours, merge.result, target, deps, { operation: "commit", remoteAccepted: "no" });
+      await materializeInto(session, merge.result, target, { operation: "commit", remoteAccepted: "no" });
       return { path: session.dir, generation: accepted.generation, files: [] };
     }
 
@@ -150,7 +149,7 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     const landed = await conditionalReplace(store, accepted, manifest);
     if (landed) {
       const next = { generation: manifest.generation, head, tree: built.tree };
-      await materialize(session.state, session.ours, merge.result, next, deps, { operation: "commit", remoteAccepted: "yes" });
+      await materializeInto(session, merge.result, next, { operation: "commit", remoteAccepted: "yes" });
       const files = await treeDiffStat(git, accepted.files, merge.result);
       return { path: session.dir, generation: manifest.generation, files };
     }

@@ -12,8 +12,9 @@ import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./blob-id.ts";
 import { type Baseline, CheckoutState, type ProcessIdentity, registeredCheckouts } from "./checkout-state.ts";
 import { type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
-import { recoverInterrupted } from "./materialize.ts";
-import { type NotebookFiles, scanNotebook } from "./scan.ts";
+import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
+import { scanNotebook } from "./scan.ts";
+import { StatCache } from "./stat-cache.ts";
 
 export interface EngineDeps {
   store: ObjectStore;
@@ -87,9 +88,10 @@ export interface Session {
   git: GitStore;
   /** The visible files, as blob ids (the blobs are in the object cache). */
   ours: FlatTree;
-  oursBytes: NotebookFiles;
-  /** The visible files' contents by blob id, so merging reads them from memory. */
+  /** Contents of the visible files read this call, by blob id, so merging reads them from memory. */
   oursContents: Map<string, Uint8Array>;
+  /** The stat cache as of the scan; materialize adds the files it writes. */
+  statCache: StatCache;
   baseline: Baseline | null;
 }
 
@@ -142,26 +144,66 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
   try {
     await recoverInterrupted(state);
     const baseline = state.readBaseline();
-    return { deps: full, dir, state, git: state.git, ours: new Map(), oursBytes: new Map(), oursContents: new Map(), baseline };
+    return { deps: full, dir, state, git: state.git, ours: new Map(), oursContents: new Map(), statCache: StatCache.empty(), baseline };
   } catch (e) {
     state.release();
     throw e;
   }
 }
 
-/** Scan the visible files into the session, and keep their blobs as the snapshot recovery needs. */
-export async function scanOurs(session: Session): Promise<void> {
+/**
+ * Scan the visible files into the session, and keep their blobs as the
+ * snapshot recovery needs. The stat cache spares reading files unchanged
+ * since the last scan; `useCache: false` reads everything (a repair).
+ */
+export async function scanOurs(session: Session, useCache = true): Promise<void> {
   await session.deps.onStage("scan");
-  session.oursBytes = scanNotebook(session.dir);
+  const takenNs = BigInt(session.deps.now().getTime()) * 1_000_000n;
+  const cache = useCache ? session.state.loadStatCache() : StatCache.empty();
+  const scanned = scanNotebook(session.dir, cache.known);
   const ours: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
-  for (const [path, bytes] of session.oursBytes) {
-    const oid = await session.git.writeBlob(bytes);
+  let changed = cache.size !== scanned.size;
+  for (const [path, file] of scanned) {
+    if (file.oid !== null) {
+      ours.set(path, file.oid);
+      continue;
+    }
+    changed = true;
+    // A file that still hashes to its recorded blob is already stored.
+    let oid = blobId(file.bytes);
+    if (oid !== cache.recorded(path)) oid = await session.git.writeBlob(file.bytes);
     ours.set(path, oid);
-    contents.set(oid, bytes);
+    contents.set(oid, file.bytes);
   }
   session.ours = ours;
   session.oursContents = contents;
+  session.statCache = cache;
+  cache.recordScan(scanned, ours, takenNs);
+  // Nothing new: the cache on disk already says all of this.
+  if (changed) session.state.saveStatCache(cache.serialize());
+}
+
+/**
+ * Make the visible directory `to` and move the baseline to `target`
+ * (materialize.ts), then remember the written files in the stat cache so the
+ * next scan need not read or store them again.
+ */
+export async function materializeInto(session: Session, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
+  const writes = await materialize(session.state, session.ours, to, target, session.deps, recovery);
+  if (writes.length === 0) return;
+  session.statCache.recordWrites(session.dir, writes, BigInt(session.deps.now().getTime()) * 1_000_000n);
+  try {
+    session.state.saveStatCache(session.statCache.serialize());
+  } catch {
+    /* only a speed-up: the next scan reads those files instead */
+  }
+}
+
+/** The bytes of a visible file as scanned: from memory when read this call, else from the object cache. */
+export async function oursBytes(session: Session, path: string): Promise<Uint8Array> {
+  const oid = session.ours.get(path)!;
+  return session.oursContents.get(oid) ?? (await session.git.readBlob(oid));
 }
 
 export function closeSession(session: Session): void {

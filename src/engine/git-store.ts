@@ -60,9 +60,13 @@ export class GitStore {
   /** isomorphic-git's per-repository cache (parsed pack indexes); replaced when packs are dropped. */
   private cache: object = {};
 
-  private constructor(readonly gitdir: string) {}
+  private constructor(
+    readonly gitdir: string,
+    private readonly onDamage: () => void,
+  ) {}
 
-  static async open(gitdir: string): Promise<GitStore> {
+  /** `onDamage` runs whenever an object the cache should hold is missing or unreadable. */
+  static async open(gitdir: string, onDamage: () => void = () => {}): Promise<GitStore> {
     await mkdir(join(gitdir, "objects", "pack"), { recursive: true });
     await mkdir(join(gitdir, "incoming"), { recursive: true });
     if (!fs.existsSync(join(gitdir, "HEAD"))) {
@@ -70,7 +74,7 @@ export class GitStore {
       await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
       await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
     }
-    return new GitStore(gitdir);
+    return new GitStore(gitdir, onDamage);
   }
 
   /** Write one object, atomically; returns its id. Existing objects are kept. */
@@ -156,6 +160,7 @@ export class GitStore {
         await rm(loose, { force: true });
         return this.read(oid, true);
       }
+      this.onDamage();
       throw new MissingObjectError("object missing or unreadable", { cause });
     }
   }

@@ -7,9 +7,8 @@
 import { isProtected } from "../contract/path-sets.ts";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import type { PathSets } from "../contract/results.ts";
-import type { Session } from "./engine.ts";
+import { materializeInto, type Session } from "./engine.ts";
 import type { FlatTree } from "./git-store.ts";
-import { materialize } from "./materialize.ts";
 
 export function takeRemoteSide(ours: FlatTree, theirs: FlatTree, sets: PathSets): FlatTree {
   if (sets.readOnly.length === 0 && sets.writable.length === 0) return ours;
@@ -42,7 +41,7 @@ export async function refuseProtectedChanges(session: Session, base: FlatTree): 
     else reset.set(path, accepted);
   }
   // The baseline stays where it is; only the protected files change back.
-  await materialize(session.state, session.ours, reset, session.baseline!, session.deps, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" });
+  await materializeInto(session, reset, session.baseline!, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" });
   const files: ErrorFile[] = protectedPaths.map((path) => ({ path, reason: "READ_ONLY", ranges: [] }));
   throw new DomainError(
     "READ_ONLY_PATH",

@@ -7,9 +7,8 @@
 import type { OperationOutcome } from "../contract/results.ts";
 import { loadAcceptedState } from "./accepted-state.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, openSession, scanOurs } from "./engine.ts";
+import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, scanOurs } from "./engine.ts";
 import { type FlatTree, MissingObjectError } from "./git-store.ts";
-import { materialize } from "./materialize.ts";
 import { mergeTrees } from "./tree-merge.ts";
 import { conflictError } from "./conflict.ts";
 import { takeRemoteSide } from "./protect.ts";
@@ -48,16 +47,23 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
     try {
       merge = await mergeTrees(session.git, base, ours, accepted.files, session.oursContents);
     } catch (e) {
-      // A baseline file the cache lost: merge against nothing, as above.
       if (!(e instanceof MissingObjectError)) throw e;
-      merge = await mergeTrees(session.git, new Map(), ours, accepted.files, session.oursContents);
+      // An object the cache lost: read every visible file again (the stat
+      // cache was forgotten), and merge against nothing if the baseline's
+      // files are what is missing.
+      await scanOurs(session, false);
+      const again = takeRemoteSide(session.ours, accepted.files, session.deps.pathSets);
+      try {
+        merge = await mergeTrees(session.git, base, again, accepted.files, session.oursContents);
+      } catch (e2) {
+        if (!(e2 instanceof MissingObjectError)) throw e2;
+        merge = await mergeTrees(session.git, new Map(), again, accepted.files, session.oursContents);
+      }
     }
-    await materialize(
-      session.state,
-      session.ours,
+    await materializeInto(
+      session,
       merge.result,
       { generation: accepted.generation, head: accepted.head, tree: accepted.tree },
-      session.deps,
       { operation: "pull", remoteAccepted: "no" },
     );
     if (merge.conflicts.length > 0) throw conflictError(merge.conflicts, "pull");

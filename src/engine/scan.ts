@@ -9,8 +9,22 @@ import { join } from "node:path";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { decodeText } from "./text.ts";
 
-/** Notebook-relative slash path → file bytes. */
-export type NotebookFiles = Map<string, Uint8Array>;
+/** What identifies one version of a file on disk without reading it (like git's index). */
+export interface FileStamp {
+  size: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+}
+
+/** A scanned file: its blob id when the stat cache vouches for it, else its bytes. */
+export type ScannedFile = { stamp: FileStamp; oid: string; bytes: null } | { stamp: FileStamp; oid: null; bytes: Uint8Array };
+
+/** Notebook-relative slash path → scanned file, in path order. */
+export type NotebookFiles = Map<string, ScannedFile>;
+
+/** The blob id of an unchanged file, from the stat cache; null when it must be read. */
+export type KnownFile = (path: string, stamp: FileStamp) => string | null;
 
 /**
  * Files this engine writes next to their destination before an atomic
@@ -26,7 +40,7 @@ function isGitSegment(name: string): boolean {
   return name.toLowerCase() === ".git";
 }
 
-export function scanNotebook(root: string): NotebookFiles {
+export function scanNotebook(root: string, known: KnownFile = () => null): NotebookFiles {
   const files: NotebookFiles = new Map();
   const invalid: ErrorFile[] = [];
   const bad = (path: string) => invalid.push({ path, reason: "INVALID_CONTENT", ranges: [] });
@@ -63,9 +77,17 @@ export function scanNotebook(root: string): NotebookFiles {
       if (entry.isDirectory()) {
         walk(abs, `${rel}/`);
       } else if (entry.isFile()) {
+        const st = lstatSync(abs, { bigint: true });
+        const stamp: FileStamp = { size: Number(st.size), mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino };
+        const oid = known(rel, stamp);
+        if (oid !== null) {
+          // Unchanged since a scan that read and validated it.
+          files.set(rel, { stamp, oid, bytes: null });
+          continue;
+        }
         const bytes = readFileSync(abs);
         if (decodeText(bytes) === null) bad(rel);
-        else files.set(rel, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+        else files.set(rel, { stamp, oid: null, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
       } else {
         // Symlinks, sockets, FIFOs, devices: never notebook content.
         bad(rel);
