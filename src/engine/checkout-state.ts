@@ -170,6 +170,7 @@ export class CheckoutState {
   }
 
   release(): void {
+    this.git.close();
     rmSync(this.lockFile, { force: true });
   }
 }

@@ -150,6 +150,7 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     if (landed) {
       const next = { generation: manifest.generation, head, tree: built.tree };
       await materializeInto(session, merge.result, next, { operation: "commit", remoteAccepted: "yes" });
+      await deps.onStage("diffstat");
       const files = await treeDiffStat(git, accepted.files, merge.result);
       return { path: session.dir, generation: manifest.generation, files };
     }

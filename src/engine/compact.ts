@@ -42,6 +42,7 @@ import { join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
 import type { ObjectStore } from "../store/object-store.ts";
 import { type GitStore, MissingObjectError } from "./git-store.ts";
+import { PACK_TYPES, PackReader } from "./pack-reader.ts";
 import { type PackDescriptor, packKey } from "./manifest.ts";
 
 export interface CompactionPolicy {
@@ -199,90 +200,24 @@ export function packObjectIds(store: GitStore, sha256: string): string[] {
   return ids;
 }
 
-const PACK_TYPES = ["", "commit", "tree", "blob", "tag"];
-
-/** Where an object sits in a pack of the cache: the file and its entry's byte range. */
-interface PackedAt {
-  fd: number;
-  offset: number;
-  end: number;
-}
-
 /**
- * Raw object reads from the cache without going through isomorphic-git
- * (git-store.ts is the one file that imports it): one map over every pack
- * index (id → pack, byte range), built once, so a lookup costs the same for
- * 1 or 1,000 packs; entries and loose objects are inflated with node:zlib.
- * Deltified entries (slivingdoc writes none) and anything else unusual go
- * through GitStore's public API instead: a pack of the one object, whose
- * single entry is undeltified. When compaction is wired in, a public
- * `GitStore.readObject` should take this over.
- * https://git-scm.com/docs/pack-format
+ * Object reads for compaction: the cache's packs and loose objects through
+ * PackReader, anything else (a deltified entry) through GitStore's public
+ * API, as a pack of the one object whose single entry is undeltified.
  */
 class ObjectReader {
-  private packed: Map<string, PackedAt> | null = null;
-  private readonly fds: number[] = [];
+  private readonly packs: PackReader;
 
-  constructor(private readonly git: GitStore) {}
-
-  close(): void {
-    for (const fd of this.fds.splice(0)) fs.closeSync(fd);
+  constructor(private readonly git: GitStore) {
+    this.packs = new PackReader(git.gitdir);
   }
 
-  private index(): Map<string, PackedAt> {
-    if (this.packed) return this.packed;
-    const packed = new Map<string, PackedAt>();
-    const dir = join(this.git.gitdir, "objects", "pack");
-    for (const name of fs.readdirSync(dir)) {
-      const m = /^pack-(.+)\.idx$/.exec(name);
-      if (!m) continue;
-      const idx = fs.readFileSync(join(dir, name));
-      if (idx.length < 8 + 256 * 4 || idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) continue;
-      const count = idx.readUInt32BE(8 + 255 * 4);
-      const names = 8 + 256 * 4;
-      const small = names + count * 20 + count * 4; // after the ids and their CRC-32s
-      const large = small + count * 4;
-      const packFile = join(dir, `pack-${m[1]}.pack`);
-      const packSize = fs.statSync(packFile).size;
-      const entries: Array<{ oid: string; offset: number }> = [];
-      for (let i = 0; i < count; i++) {
-        let offset = idx.readUInt32BE(small + i * 4);
-        if (offset & 0x80000000) offset = Number(idx.readBigUInt64BE(large + (offset & 0x7fffffff) * 8));
-        entries.push({ oid: idx.toString("hex", names + i * 20, names + (i + 1) * 20), offset });
-      }
-      // An entry ends where the next one starts; the last, at the 20-byte checksum.
-      entries.sort((a, b) => a.offset - b.offset);
-      const fd = fs.openSync(packFile, "r");
-      this.fds.push(fd);
-      entries.forEach((e, i) => {
-        if (!packed.has(e.oid)) packed.set(e.oid, { fd, offset: e.offset, end: entries[i + 1]?.offset ?? packSize - 20 });
-      });
-    }
-    this.packed = packed;
-    return packed;
+  close(): void {
+    this.packs.close();
   }
 
   async read(oid: string): Promise<{ type: string; object: Buffer } | null> {
-    const at = this.index().get(oid);
-    if (at) {
-      const buf = Buffer.alloc(at.end - at.offset);
-      fs.readSync(at.fd, buf, 0, buf.length, at.offset);
-      // Entry header: type in bits 4–6 of the first byte, size in a varint.
-      let i = 0;
-      let byte = buf[i++]!;
-      const type = PACK_TYPES[(byte >> 4) & 7] ?? "";
-      while (byte & 0x80) byte = buf[i++]!;
-      if (type !== "") return { type, object: inflateSync(buf.subarray(i)) };
-      return this.throughGitStore(oid); // a deltified entry
-    }
-    const loose = join(this.git.gitdir, "objects", oid.slice(0, 2), oid.slice(2));
-    if (fs.existsSync(loose)) {
-      const raw = inflateSync(fs.readFileSync(loose));
-      const space = raw.indexOf(0x20);
-      const nul = raw.indexOf(0, space);
-      if (space > 0 && nul > space) return { type: raw.toString("latin1", 0, space), object: raw.subarray(nul + 1) };
-    }
-    return this.throughGitStore(oid);
+    return this.packs.read(oid) ?? this.throughGitStore(oid);
   }
 
   /**
@@ -291,12 +226,8 @@ class ObjectReader {
    * is read and deflated.
    */
   async entry(oid: string): Promise<Buffer | null> {
-    const at = this.index().get(oid);
-    if (at) {
-      const buf = Buffer.alloc(at.end - at.offset);
-      fs.readSync(at.fd, buf, 0, buf.length, at.offset);
-      if ((PACK_TYPES[(buf[0]! >> 4) & 7] ?? "") !== "") return buf;
-    }
+    const raw = this.packs.entry(oid);
+    if (raw) return raw;
     const object = await this.read(oid);
     return object === null ? null : packEntry(object.type, object.object);
   }

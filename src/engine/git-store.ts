@@ -14,6 +14,7 @@ import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
+import { PackReader } from "./pack-reader.ts";
 
 /** Notebook-relative slash path → blob id. */
 export type FlatTree = Map<string, string>;
@@ -148,7 +149,34 @@ export class GitStore {
     return this.writeObject("commit", body);
   }
 
+  /** Fast reads of packed and loose objects (pack-reader.ts); rebuilt when packs change. */
+  private packs: PackReader | null = null;
+
+  private reader(): PackReader {
+    this.packs ??= new PackReader(this.gitdir);
+    return this.packs;
+  }
+
+  /** Forget the fast reader's view of the packs (after one is added or removed). */
+  private packsChanged(): void {
+    this.packs?.close();
+    this.packs = null;
+  }
+
+  /** Release open pack files. */
+  close(): void {
+    this.packsChanged();
+  }
+
   private async read(oid: string, retried = false): Promise<{ type: string; object: Uint8Array }> {
+    if (!retried) {
+      try {
+        const fast = this.reader().read(oid);
+        if (fast) return fast;
+      } catch {
+        // A corrupt entry or file: isomorphic-git's path below decides what to do.
+      }
+    }
     try {
       const result = await git.readObject({ fs, gitdir: this.gitdir, oid, format: "content", cache: this.cache });
       return { type: result.type, object: result.object as Uint8Array };
@@ -171,6 +199,7 @@ export class GitStore {
    * caller's own files) stay.
    */
   async dropPacks(): Promise<void> {
+    this.packsChanged();
     await rm(join(this.gitdir, "objects", "pack"), { recursive: true, force: true });
     await mkdir(join(this.gitdir, "objects", "pack"), { recursive: true });
     this.cache = {};
@@ -262,5 +291,6 @@ export class GitStore {
     const packDir = join(this.gitdir, "objects", "pack");
     await rename(tmpPack, join(packDir, `pack-${name}.pack`));
     await rename(tmpIdx, join(packDir, `pack-${name}.idx`));
+    this.packsChanged();
   }
 }

@@ -40,9 +40,14 @@ function partialName(): string {
   return `.slivingdoc-partial-${hex}`;
 }
 
-async function writeVisible(root: string, path: string, bytes: Uint8Array): Promise<void> {
+async function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<string>): Promise<void> {
   const file = join(root, path);
-  await mkdir(dirname(file), { recursive: true });
+  const dir = dirname(file);
+  // One mkdir per directory, not per file: a cold pull writes thousands.
+  if (!made.has(dir)) {
+    await mkdir(dir, { recursive: true });
+    made.add(dir);
+  }
   // Write beside the destination and rename: a reader never sees half a file.
   const tmp = join(dirname(file), partialName());
   await writeFile(tmp, bytes);
@@ -75,10 +80,11 @@ async function apply(
       await afterWrite();
     }
   }
+  const made = new Set<string>();
   for (const w of writes) {
     const oid = pick(w);
     if (oid !== null) {
-      await writeVisible(root, w.path, await git.readBlob(oid));
+      await writeVisible(root, w.path, await git.readBlob(oid), made);
       await afterWrite();
     }
   }

@@ -67,6 +67,7 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
       { operation: "pull", remoteAccepted: "no" },
     );
     if (merge.conflicts.length > 0) throw conflictError(merge.conflicts, "pull");
+    await session.deps.onStage("diffstat");
     const files = await treeDiffStat(session.git, session.ours, merge.result);
     return { path: session.dir, generation: accepted.generation, files };
   } finally {
