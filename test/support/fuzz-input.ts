@@ -6,6 +6,7 @@
  * both surfaces see the same kinds of input.
  */
 import type { ToolName } from "../../src/contract/tools.ts";
+import { Choices } from "./seeded.ts";
 
 export type Rng = () => number;
 
@@ -105,18 +106,7 @@ const WHITE_SPACE = [" ", "\t", "\n", "\r", "\u000b", "\u000c", "\u0085", "\u00a
 const ASCII = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.,:;!?";
 const KEY_NAMES = ["path", "message", "Path", "PATH", "paths", "msg", "name", "arguments", "__proto__", "constructor", "toString", "hasOwnProperty", "", " path", "path\u0000", "pa\u200bth"];
 
-export class Gen {
-  constructor(readonly rnd: Rng) {}
-
-  int(n: number): number {
-    return Math.floor(this.rnd() * n);
-  }
-  chance(p: number): boolean {
-    return this.rnd() < p;
-  }
-  pick<T>(xs: readonly T[]): T {
-    return xs[this.int(xs.length)]!;
-  }
+export class Gen extends Choices {
 
   /** A string of ASCII and odd pieces; `wellFormed` keeps out lone surrogates and U+0000. */
   text(maxPieces: number, wellFormed: boolean): string {

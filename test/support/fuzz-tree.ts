@@ -7,19 +7,9 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Rng } from "./fuzz-input.ts";
+import { Choices } from "./seeded.ts";
 
-export class TreeGen {
-  constructor(readonly rnd: Rng) {}
-
-  int(n: number): number {
-    return Math.floor(this.rnd() * n);
-  }
-  chance(p: number): boolean {
-    return this.rnd() < p;
-  }
-  pick<T>(xs: readonly T[]): T {
-    return xs[this.int(xs.length)]!;
-  }
+export class TreeGen extends Choices {
 
   /** One path segment that is a valid notebook name: valid UTF-8, not `.git`, at most 255 bytes. */
   segment(): string {

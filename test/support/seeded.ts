@@ -27,3 +27,18 @@ export function isolatedGitEnv(home: string): Record<string, string> {
     LC_ALL: "C",
   };
 }
+
+/** Seeded choices for generators: whole numbers, coin flips, picks. */
+export class Choices {
+  constructor(readonly rnd: () => number) {}
+
+  int(n: number): number {
+    return Math.floor(this.rnd() * n);
+  }
+  chance(p: number): boolean {
+    return this.rnd() < p;
+  }
+  pick<T>(xs: readonly T[]): T {
+    return xs[this.int(xs.length)]!;
+  }
+}
