@@ -9,8 +9,7 @@
  * and leaves alone any file changed since — so the visible directory and
  * the baseline agree again and no unpublished edit is lost.
  */
-import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import type { Baseline, CheckoutState } from "./checkout-state.ts";
@@ -44,14 +43,15 @@ async function writeVisible(root: string, path: string, bytes: Uint8Array, made:
   const file = join(root, path);
   const dir = dirname(file);
   // One mkdir per directory, not per file: a cold pull writes thousands.
+  // Synchronous calls: thousands of small awaited ones cost more than the work.
   if (!made.has(dir)) {
-    await mkdir(dir, { recursive: true });
+    mkdirSync(dir, { recursive: true });
     made.add(dir);
   }
   // Write beside the destination and rename: a reader never sees half a file.
-  const tmp = join(dirname(file), partialName());
-  await writeFile(tmp, bytes);
-  await rename(tmp, file);
+  const tmp = join(dir, partialName());
+  writeFileSync(tmp, bytes);
+  renameSync(tmp, file);
 }
 
 function removeVisible(root: string, path: string): void {

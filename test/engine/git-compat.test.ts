@@ -46,3 +46,31 @@ test("every published pack passes git verify-pack, and the history passes git fs
     expect(files).toEqual(["a-b.md", "a/b.md", "b.md", "notes/one.md", "notes/two.md", "z/deep/er/file.md"]);
   });
 });
+
+test("our pack index is byte for byte what git index-pack writes, and our packs are what git verify-pack accepts", async () => {
+  const { indexUndeltifiedPack } = await import("../../src/engine/pack-reader.ts");
+  const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const packs = await world.store.list("packs/");
+  expect(packs.length).toBeGreaterThan(0);
+  const dir = mkdtempSync(join(tmpdir(), "slivingdoc-idx-"));
+  try {
+    expect(git(dir, "init", "-q", "--bare").code).toBe(0);
+    for (const [i, p] of packs.entries()) {
+      const bytes = (await world.store.get(p.key))!.body;
+      const file = join(dir, `p${i}.pack`);
+      writeFileSync(file, bytes);
+      expect(git(dir, "index-pack", file).code).toBe(0);
+      const ours = indexUndeltifiedPack(bytes);
+      expect(ours).not.toBeNull();
+      expect(Buffer.compare(ours!, readFileSync(file.replace(/\.pack$/, ".idx")))).toBe(0);
+    }
+    // A corrupted pack is refused, not indexed.
+    const bad = new Uint8Array((await world.store.get(packs[0]!.key))!.body);
+    bad[20]! ^= 0xff;
+    expect(() => indexUndeltifiedPack(bad)).toThrow();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
