@@ -89,22 +89,6 @@ export async function historyScenario(
     const baseline = await coldPulls(oneLoc, root, "one", reps);
     const asIs = await coldPulls(longLoc, root, "long", reps);
 
-    // Compaction as gc would apply it: a maintenance cache with every pack.
-    const cache = await GitStore.open(join(root, "maintenance"));
-    await loadAcceptedState(long, cache);
-    const compacted = async (policy: Partial<CompactionPolicy>, tag: string) => {
-      const { manifest, etag } = await manifestOf(long);
-      const t = await L.timed(() => compactPacks({ store: long, git: cache, head: original.manifest.head, packs: original.manifest.packs, policy }));
-      const result = t.value;
-      if (result === null) throw new Error("expected a compaction");
-      L.log(`  compaction (${tag}): ${result.objects} objects in ${(t.ms / 1000).toFixed(1)} s`);
-      const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result.packs };
-      const swapped = await long.putIfMatch(MANIFEST_KEY, serializeManifest(next), etag);
-      if (!swapped.ok) throw new Error("compaction publish lost (nobody else writes)");
-      return { pulls: await coldPulls(longLoc, root, tag, reps), state: describeState(next) };
-    };
-    const full = await compacted({ maxPacks: 32, keepRecent: 8, history: "all" }, "full");
-    const shallow = await compacted({ maxPacks: 32, keepRecent: 8, history: 32 }, "shallow");
     // Sanity: the compacted notebook still pulls to the writer's tree.
     const check = join(root, "check");
     await pull(L.engineDepsFor(long, longLoc, join(root, "check-private")), check);
@@ -135,9 +119,7 @@ export async function historyScenario(
       };
     };
     return [
-      row("S5", `cold pull after ${commits.toLocaleString("en")} commits, MCP`, asIs, longState, "as shipped: no compaction"),
-      row("S5 +compact", "same, after compact.ts, whole history", full.pulls, full.state, "compact.ts applied by the bench"),
-      row("S5 +compact", "same, after compact.ts, newest 32 commits", shallow.pulls, shallow.state, "compact.ts applied by the bench"),
+      row("S5", `cold pull after ${commits.toLocaleString("en")} commits, MCP`, asIs, longState, "commits compact past 32 packs"),
     ];
   } finally {
     await long.close();
