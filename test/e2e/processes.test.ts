@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { write } from "../support/fixture.ts";
+import { runRacers } from "../support/race.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -57,21 +58,7 @@ test("8 processes × 10 commits racing on one notebook: every acknowledged edit 
   write(seed, "shared.md", Array.from({ length: racers }, (_, i) => `slot ${i}: none\n\n\n`).join(""));
   expect((await cli(e, "commit", "-m", "seed", seed)).code).toBe(0);
 
-  const workers = Array.from({ length: racers }, (_, i) =>
-    Bun.spawn([process.execPath, join(import.meta.dir, "race-worker.ts"), String(i), join(root, "race", `w${i}`), String(commits)], {
-      env: e,
-      stdout: "pipe",
-      stderr: "pipe",
-    }),
-  );
-  const outputs = await Promise.all(
-    workers.map(async (w) => ({ out: await new Response(w.stdout).text(), err: await new Response(w.stderr).text(), code: await w.exited })),
-  );
-  for (const o of outputs) {
-    if (o.code !== 0) console.error(o.err);
-    expect(o.code).toBe(0);
-  }
-  const acked = outputs.flatMap((o) => o.out.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id: string; j: number; generation: number }));
+  const acked = await runRacers(racers, commits, (i) => join(root, "race", `w${i}`), () => e);
   expect(acked.length).toBe(racers * commits);
   // Every acknowledged commit got its own generation.
   expect(new Set(acked.map((a) => a.generation)).size).toBe(racers * commits);

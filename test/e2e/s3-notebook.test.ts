@@ -20,6 +20,7 @@ import { createS3Store } from "../../src/store/s3.ts";
 import { git, withPacksInGit } from "../support/cgit.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { call, connect } from "../support/mcp.ts";
+import { runRacers } from "../support/race.ts";
 import { makeWorld, read, write } from "../support/fixture.ts";
 
 const env = process.env;
@@ -163,27 +164,7 @@ if (!bucket) {
 
     // race-worker.ts reads the store from the environment (resolveConfig),
     // exactly as the CLI does.
-    const workers = Array.from({ length: racers }, (_, i) =>
-      Bun.spawn([process.execPath, join(import.meta.dir, "race-worker.ts"), String(i), join(dir, `w${i}`), String(commits)], {
-        env: cliEnv(prefix, join(dir, `private-w${i}`)),
-        stdout: "pipe",
-        stderr: "pipe",
-      }),
-    );
-    const outputs = await Promise.all(
-      workers.map(async (w) => ({ out: await new Response(w.stdout).text(), err: await new Response(w.stderr).text(), code: await w.exited })),
-    );
-    for (const o of outputs) {
-      if (o.code !== 0) console.error(o.err);
-      expect(o.code).toBe(0);
-    }
-    const acked = outputs.flatMap((o) =>
-      o.out
-        .trim()
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { id: string; j: number; generation: number }),
-    );
+    const acked = await runRacers(racers, commits, (i) => join(dir, `w${i}`), (i) => cliEnv(prefix, join(dir, `private-w${i}`)));
     expect(acked.length).toBe(racers * commits);
     // Every acknowledged commit got its own generation.
     expect(new Set(acked.map((a) => a.generation)).size).toBe(racers * commits);

@@ -19,7 +19,7 @@ import { GitStore } from "../../src/engine/git-store.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
-import { makeWorld, read, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, readCurrent, type World, write } from "../support/fixture.ts";
 import { isolatedGitEnv } from "../support/seeded.ts";
 
 let world: World;
@@ -27,10 +27,7 @@ afterEach(async () => {
   await world?.close();
 });
 
-async function current(store: ObjectStore): Promise<{ manifest: Manifest; etag: string }> {
-  const got = await store.get(MANIFEST_KEY);
-  return { manifest: parseManifest(got!.body), etag: got!.etag };
-}
+const current = readCurrent;
 
 /** A maintenance cache holding every listed pack, as `slivingdoc gc` would open one. */
 async function maintenanceCache(name: string): Promise<GitStore> {

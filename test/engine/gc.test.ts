@@ -17,7 +17,7 @@ import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, parseManifest, 
 import { pull } from "../../src/engine/pull.ts";
 import type { ListedObject, ObjectStore } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
-import { makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
 import { join } from "node:path";
 
 const HOUR = 60 * 60 * 1000;
@@ -28,10 +28,7 @@ afterEach(async () => {
   await world?.close();
 });
 
-async function current(store: ObjectStore): Promise<{ manifest: Manifest; etag: string }> {
-  const got = await store.get(MANIFEST_KEY);
-  return { manifest: parseManifest(got!.body), etag: got!.etag };
-}
+const current = readCurrent;
 
 /** A pack-shaped orphan: a key under packs/ named by its digest, as a lost upload leaves. */
 async function orphan(store: ObjectStore, text: string): Promise<string> {
