@@ -27,6 +27,7 @@ import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, 
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
+import { binaryBuild } from "./binary-options.ts";
 import { adhocSign, binaryFormat, type BinaryFormat, machoSignatureProblems } from "./binary-format.ts";
 import { assetName, binaryName, detectLibc, PLATFORMS, packageName, platformKey } from "./npm/launcher.cjs";
 
@@ -183,23 +184,7 @@ async function main(): Promise<void> {
     const executablePath = runtimeFor(target);
     const outfile = join(releaseDir, assetName(target.key));
     const started = performance.now();
-    const result = await Bun.build({
-      entrypoints: [join(root, "src", "main.ts")],
-      compile: {
-        target: target.bun,
-        executablePath,
-        outfile,
-        // As in build/compile.ts: a file in the user's directory must not change the binary's behaviour.
-        autoloadDotenv: false,
-        autoloadBunfig: false,
-      },
-      minify: true,
-      // Precompiled bytecode, as in build/compile.ts: start-up roughly halves.
-      bytecode: true,
-      format: "esm",
-      // The binary embeds its source map; the .map file beside it is not shipped.
-      sourcemap: "linked",
-    });
+    const result = await Bun.build(binaryBuild(outfile, { target: target.bun, executablePath }));
     if (!result.success) {
       for (const log of result.logs) console.error(log);
       fail(`compiling ${target.key} failed`);

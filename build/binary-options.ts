@@ -1,0 +1,25 @@
+// How every slivingdoc binary is compiled, for this machine (build/compile.ts)
+// and for each release target (build/release.ts), so the two cannot drift.
+import { join } from "node:path";
+
+const root = join(import.meta.dir, "..");
+
+/** Bun.build options for a standalone binary at `outfile`; `cross` names another platform's target and runtime. */
+export function binaryBuild(outfile: string, cross?: { target: string; executablePath: string }): Parameters<typeof Bun.build>[0] {
+  return {
+    entrypoints: [join(root, "src", "main.ts")],
+    compile: {
+      ...(cross ? { target: cross.target as never, executablePath: cross.executablePath } : {}),
+      outfile,
+      // A `.env` or bunfig.toml in the user's directory must not change how slivingdoc behaves.
+      autoloadDotenv: false,
+      autoloadBunfig: false,
+    },
+    minify: true,
+    // Precompiled bytecode: start-up roughly halves (docs/performance.md, S8).
+    bytecode: true,
+    format: "esm",
+    // The binary embeds its source map; the .map file beside it is not shipped.
+    sourcemap: "linked",
+  };
+}
