@@ -131,7 +131,3 @@ class PackMissing extends Error {
     super("pack missing");
   }
 }
-
-export function isStoreError(e: unknown): e is StoreError {
-  return e instanceof StoreError;
-}

@@ -117,7 +117,8 @@ function withDefaults(deps: EngineDeps): Session["deps"] {
 export async function openSession(deps: EngineDeps, path: string, create: boolean): Promise<Session> {
   const full = withDefaults(deps);
   // Refuse a nested checkout before creating anything for it.
-  refuseNesting(full, resolve(path));
+  const requested = resolve(path);
+  refuseNesting(full, requested);
   if (create) {
     try {
       await mkdir(path, { recursive: true });
@@ -133,7 +134,8 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
       cause,
     });
   }
-  refuseNesting(full, dir);
+  // Again only when symlinks made the real path another one: each check reads every checkout's state.
+  if (dir !== requested) refuseNesting(full, dir);
   const state = await CheckoutState.open({
     privateRoot: full.privateRoot,
     storeId: full.storeId,
@@ -230,4 +232,3 @@ export class BaselineMissing extends Error {
   }
 }
 
-export { blobId };
