@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { write } from "../support/fixture.ts";
-import { runRacers } from "../support/race.ts";
+import { expectRaceSurvived, raceSeed, runRacers } from "../support/race.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -54,8 +54,7 @@ test("8 processes × 10 commits racing on one notebook: every acknowledged edit 
   const racers = 8;
   const commits = 10;
   expect((await cli(e, "pull", seed)).code).toBe(0);
-  // One line per racer, two blank lines apart, so edits to different slots merge.
-  write(seed, "shared.md", Array.from({ length: racers }, (_, i) => `slot ${i}: none\n\n\n`).join(""));
+  write(seed, "shared.md", raceSeed(racers));
   expect((await cli(e, "commit", "-m", "seed", seed)).code).toBe(0);
 
   const acked = await runRacers(racers, commits, (i) => join(root, "race", `w${i}`), () => e);
@@ -67,10 +66,5 @@ test("8 processes × 10 commits racing on one notebook: every acknowledged edit 
   const pulled = await cli(e, "pull", "--json", check);
   expect(pulled.code).toBe(0);
   expect(JSON.parse(pulled.stdout).generation).toBe(1 + racers * commits);
-  const shared = readFileSync(join(check, "shared.md"), "utf8");
-  for (let i = 0; i < racers; i++) {
-    expect(shared).toContain(`slot ${i}: ${commits - 1}\n`);
-    const own = readFileSync(join(check, `agent-${i}.md`), "utf8");
-    expect(own).toBe(Array.from({ length: commits }, (_, j) => `agent ${i} commit ${j}\n`).join(""));
-  }
+  expectRaceSurvived(check, racers, commits);
 }, 240_000);

@@ -20,7 +20,7 @@ import { createS3Store } from "../../src/store/s3.ts";
 import { git, withPacksInGit } from "../support/cgit.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { call, connect } from "../support/mcp.ts";
-import { runRacers } from "../support/race.ts";
+import { expectRaceSurvived, raceSeed, runRacers } from "../support/race.ts";
 import { makeWorld, read, write } from "../support/fixture.ts";
 
 const env = process.env;
@@ -158,8 +158,7 @@ if (!bucket) {
     const seed = join(dir, "seed");
     const seedEnv = cliEnv(prefix, join(dir, "private-seed"));
     expectOk(await cli(seedEnv, "pull", seed));
-    // One line per racer, two blank lines apart, so edits to different slots merge.
-    write(seed, "shared.md", Array.from({ length: racers }, (_, i) => `slot ${i}: none\n\n\n`).join(""));
+    write(seed, "shared.md", raceSeed(racers));
     expectOk(await cli(seedEnv, "commit", "-m", "seed", seed));
 
     // race-worker.ts reads the store from the environment (resolveConfig),
@@ -173,12 +172,7 @@ if (!bucket) {
     const pulled = await cli(cliEnv(prefix, join(dir, "private-check")), "pull", "--json", check);
     expectOk(pulled);
     expect(JSON.parse(pulled.stdout).generation).toBe(1 + racers * commits);
-    const shared = readFileSync(join(check, "shared.md"), "utf8");
-    for (let i = 0; i < racers; i++) {
-      expect(shared).toContain(`slot ${i}: ${commits - 1}\n`);
-      const own = readFileSync(join(check, `agent-${i}.md`), "utf8");
-      expect(own).toBe(Array.from({ length: commits }, (_, j) => `agent ${i} commit ${j}\n`).join(""));
-    }
+    expectRaceSurvived(check, racers, commits);
     // Lost races leave orphan packs behind; those must be valid git too.
     expect(await expectPacksVerify(prefix)).toBeGreaterThanOrEqual(1 + racers * commits);
   }, 240_000);

@@ -3,6 +3,7 @@
  * test/e2e/race-worker.ts, each printing one JSON line per acknowledged commit.
  */
 import { expect } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 export interface Acknowledged {
@@ -36,4 +37,19 @@ export async function runRacers(
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Acknowledged),
   );
+}
+
+/** shared.md before the race: one line per racer, two blank lines apart, so edits to different slots merge. */
+export function raceSeed(racers: number): string {
+  return Array.from({ length: racers }, (_, i) => `slot ${i}: none\n\n\n`).join("");
+}
+
+/** After the race, a fresh checkout holds every acknowledged edit: each racer's last slot value and all its own lines. */
+export function expectRaceSurvived(check: string, racers: number, commits: number): void {
+  const shared = readFileSync(join(check, "shared.md"), "utf8");
+  for (let i = 0; i < racers; i++) {
+    expect(shared).toContain(`slot ${i}: ${commits - 1}\n`);
+    const own = readFileSync(join(check, `agent-${i}.md`), "utf8");
+    expect(own).toBe(Array.from({ length: commits }, (_, j) => `agent ${i} commit ${j}\n`).join(""));
+  }
 }
