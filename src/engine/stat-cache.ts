@@ -4,10 +4,15 @@
  * that changed. A wrong entry would hide an edit, so it is conservative:
  *
  * - an entry is trusted only if size, mtime, ctime and inode all match;
- * - "racily clean" entries — files modified within RACY_NS of when their
- *   stamp was taken — are never trusted, since a later write in the same
- *   clock tick would leave the stamp unchanged (git's racy-git problem);
- *   each entry keeps the time its own stamp was taken;
+ * - "racily clean" entries — files modified shortly before their stamp was
+ *   taken — are never trusted, since a later write in the same clock tick
+ *   would leave the stamp unchanged (git's racy-git problem); each entry
+ *   keeps the time its own stamp was taken. "Shortly" is the file system's
+ *   tick: a file system with sub-second timestamps (ext4, xfs, btrfs, APFS,
+ *   NTFS) stamps files from a clock that lags the wall clock by at most a
+ *   scheduler tick (~4–10 ms), so 100 ms is ample; one with whole-second
+ *   timestamps (ext3, HFS+) or two-second ones (FAT) gets two seconds. The
+ *   ctime tells which: unlike the mtime, no program can set it;
  * - a cache that cannot be read is ignored (everything is read again), and
  *   the object cache forgets it when an object goes missing (git-store.ts).
  *
@@ -18,7 +23,14 @@ import { lstatSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { FileStamp, KnownFile, NotebookFiles } from "./scan.ts";
 
-const RACY_NS = 2_000_000_000n;
+const RACY_FINE_NS = 100_000_000n;
+const RACY_COARSE_NS = 2_000_000_000n;
+const SECOND_NS = 1_000_000_000n;
+
+/** How long after a file's change its stamp stays untrustworthy, from the ctime's resolution. */
+function racyWindow(stamp: FileStamp): bigint {
+  return stamp.ctimeNs % SECOND_NS === 0n ? RACY_COARSE_NS : RACY_FINE_NS;
+}
 
 interface Entry {
   stamp: FileStamp;
@@ -75,7 +87,8 @@ export class StatCache {
       if (!e) return null;
       const s = e.stamp;
       if (s.size !== stamp.size || s.mtimeNs !== stamp.mtimeNs || s.ctimeNs !== stamp.ctimeNs || s.ino !== stamp.ino) return null;
-      if (stamp.mtimeNs >= e.takenNs - RACY_NS || stamp.ctimeNs >= e.takenNs - RACY_NS) return null;
+      const racy = e.takenNs - racyWindow(stamp);
+      if (stamp.mtimeNs >= racy || stamp.ctimeNs >= racy) return null;
       return e.oid;
     };
   }

@@ -33,10 +33,26 @@ test("trusted only on an exact stamp taken well after the file changed", () => {
   for (const other of [stamp({ size: 6 }), stamp({ mtimeNs: s.mtimeNs + 1n }), stamp({ ctimeNs: s.ctimeNs + 1n }), stamp({ ino: 8n })]) {
     expect(cacheWith(s, late).known("f.md", other)).toBeNull();
   }
-  // Racily clean: the stamp was taken within two seconds of the change.
+  // Racily clean on a file system with whole-second times (the ctime has
+  // no fraction): the stamp was taken within two seconds of the change.
   expect(cacheWith(s, s.mtimeNs + 1_000_000_000n).known("f.md", s)).toBeNull();
+  expect(cacheWith(s, s.mtimeNs + 3_000_000_000n).known("f.md", s)).toBe(OID);
   expect(cacheWith(s, late).known("other.md", s)).toBeNull();
   expect(StatCache.parse("not json").known("f.md", s)).toBeNull();
+});
+
+test("with nanosecond file times the racy window is a clock tick, not two seconds", () => {
+  // A file written during the previous call, a second ago, is trusted: warm
+  // calls in quick succession must not read the whole notebook again.
+  const s = stamp({ mtimeNs: 1_000_123_456_789n, ctimeNs: 1_000_123_456_789n });
+  expect(cacheWith(s, s.mtimeNs + 1_000_000_000n).known("f.md", s)).toBe(OID);
+  expect(cacheWith(s, s.mtimeNs + 150_000_000n).known("f.md", s)).toBe(OID);
+  // Within 100 ms of the change (the file system's clock may lag ours by a tick): read again.
+  expect(cacheWith(s, s.mtimeNs + 50_000_000n).known("f.md", s)).toBeNull();
+  expect(cacheWith(s, s.mtimeNs).known("f.md", s)).toBeNull();
+  // An mtime set by hand to whole seconds does not matter: the ctime, which no program sets, decides.
+  const touched = stamp({ mtimeNs: 999_000_000_000n, ctimeNs: 1_000_123_456_789n });
+  expect(cacheWith(touched, touched.ctimeNs + 1_000_000_000n).known("f.md", touched)).toBe(OID);
 });
 
 test("same size, same mtime restored by hand: the changed ctime still gives the edit away", async () => {
