@@ -12,7 +12,7 @@
  * old or the new state, never a torn one.
  */
 import { createHash } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync, mkdirSync } from "node:fs";
+import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -69,12 +69,12 @@ export interface OpenCheckoutOptions {
   lockTimeoutMs?: number;
 }
 
-function writeAtomic(file: string, data: string): void {
+function writeAtomic(file: string, data: string, durable = true): void {
   const tmp = `${file}.tmp-${Math.random().toString(16).slice(2)}`;
   const fd = openSync(tmp, "w", 0o600);
   try {
     writeSync(fd, data);
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
@@ -90,6 +90,23 @@ function readJson(file: string): unknown | undefined {
     throw e;
   }
   return JSON.parse(text);
+}
+
+/**
+ * Stat caches this process last read or wrote, by file, with the identity of
+ * the file at that time: any other writer (a CLI call while a server runs)
+ * replaces the file, which changes its inode and times, so a kept copy is
+ * used only while the file on disk is the very one it came from.
+ */
+const keptStatCaches = new Map<string, { identity: string; cache: StatCache }>();
+
+function fileIdentity(file: string): string | null {
+  try {
+    const st = lstatSync(file);
+    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  } catch {
+    return null;
+  }
 }
 
 export function checkoutId(storeId: string, dir: string): string {
@@ -162,11 +179,25 @@ export class CheckoutState {
 
   /** The stat cache of the visible files (stat-cache.ts); empty when absent or unreadable. */
   loadStatCache(): StatCache {
-    return StatCache.load(join(this.stateDir, "stat-cache.json"));
+    const file = join(this.stateDir, "stat-cache.json");
+    const identity = fileIdentity(file);
+    if (identity === null) return StatCache.empty();
+    // A server answers many calls on one checkout: parsing the cache of
+    // 10,000 files again each time would cost more than the scan it saves.
+    const kept = keptStatCaches.get(file);
+    if (kept && kept.identity === identity) return kept.cache.clone();
+    const cache = StatCache.load(file);
+    keptStatCaches.set(file, { identity, cache: cache.clone() });
+    return cache;
   }
 
-  saveStatCache(text: string): void {
-    writeAtomic(join(this.stateDir, "stat-cache.json"), text);
+  saveStatCache(cache: StatCache): void {
+    const file = join(this.stateDir, "stat-cache.json");
+    // Not fsync'ed: it is only a speed-up, and a torn file does not parse.
+    writeAtomic(file, cache.serialize(), false);
+    const identity = fileIdentity(file);
+    if (identity === null) keptStatCaches.delete(file);
+    else keptStatCaches.set(file, { identity, cache: cache.clone() });
   }
 
   release(): void {

@@ -160,7 +160,7 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
  */
 export async function scanOurs(session: Session, useCache = true): Promise<void> {
   await session.deps.onStage("scan");
-  const takenNs = BigInt(session.deps.now().getTime()) * 1_000_000n;
+  const takenMs = session.deps.now().getTime();
   const cache = useCache ? session.state.loadStatCache() : StatCache.empty();
   const scanned = scanNotebook(session.dir, cache.known);
   const ours: FlatTree = new Map();
@@ -181,9 +181,9 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
   session.ours = ours;
   session.oursContents = contents;
   session.statCache = cache;
-  cache.recordScan(scanned, ours, takenNs);
+  cache.recordScan(scanned, ours, takenMs);
   // Nothing new: the cache on disk already says all of this.
-  if (changed) session.state.saveStatCache(cache.serialize());
+  if (changed) session.state.saveStatCache(cache);
 }
 
 /**
@@ -194,9 +194,9 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
 export async function materializeInto(session: Session, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
   const writes = await materialize(session.state, session.ours, to, target, session.deps, recovery);
   if (writes.length === 0) return;
-  session.statCache.recordWrites(session.dir, writes, BigInt(session.deps.now().getTime()) * 1_000_000n);
+  session.statCache.recordWrites(session.dir, writes, session.deps.now().getTime());
   try {
-    session.state.saveStatCache(session.statCache.serialize());
+    session.state.saveStatCache(session.statCache);
   } catch {
     /* only a speed-up: the next scan reads those files instead */
   }

@@ -21,29 +21,30 @@
  */
 import { lstatSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { FileStamp, KnownFile, NotebookFiles } from "./scan.ts";
+import { type FileStamp, type KnownFile, type NotebookFiles, stampOf } from "./scan.ts";
 
-const RACY_FINE_NS = 100_000_000n;
-const RACY_COARSE_NS = 2_000_000_000n;
-const SECOND_NS = 1_000_000_000n;
+const RACY_FINE_MS = 100;
+const RACY_COARSE_MS = 2_000;
 
 /** How long after a file's change its stamp stays untrustworthy, from the ctime's resolution. */
-function racyWindow(stamp: FileStamp): bigint {
-  return stamp.ctimeNs % SECOND_NS === 0n ? RACY_COARSE_NS : RACY_FINE_NS;
+function racyWindow(stamp: FileStamp): number {
+  return stamp.ctimeMs % 1_000 === 0 ? RACY_COARSE_MS : RACY_FINE_MS;
 }
 
 interface Entry {
   stamp: FileStamp;
   oid: string;
-  /** When the stamp was taken, ns since the epoch. */
-  takenNs: bigint;
+  /** When the stamp was taken, ms since the epoch. */
+  takenMs: number;
 }
 
 interface CacheFile {
-  version: 2;
-  /** path → [size, mtimeNs, ctimeNs, ino, oid, takenNs] */
-  entries: Record<string, [number, string, string, string, string, string]>;
+  version: 3;
+  /** path → [size, mtimeMs, ctimeMs, ino, oid, takenMs] */
+  entries: Record<string, [number, number, number, number, string, number]>;
 }
+
+const OID = /^[0-9a-f]{40}$/;
 
 export class StatCache {
   private constructor(private readonly entries: Map<string, Entry>) {}
@@ -56,11 +57,13 @@ export class StatCache {
     if (text === null) return StatCache.empty();
     try {
       const raw = JSON.parse(text) as CacheFile;
-      if (raw.version !== 2) return StatCache.empty();
+      // Another version (an older release's) is simply rebuilt by the next scan.
+      if (raw.version !== 3) return StatCache.empty();
       const entries = new Map<string, Entry>();
-      for (const [path, [size, mtime, ctime, ino, oid, taken]] of Object.entries(raw.entries)) {
-        if (!/^[0-9a-f]{40}$/.test(oid)) continue;
-        entries.set(path, { stamp: { size, mtimeNs: BigInt(mtime), ctimeNs: BigInt(ctime), ino: BigInt(ino) }, oid, takenNs: BigInt(taken) });
+      for (const path in raw.entries) {
+        const [size, mtimeMs, ctimeMs, ino, oid, takenMs] = raw.entries[path]!;
+        if (!OID.test(oid)) continue;
+        entries.set(path, { stamp: { size, mtimeMs, ctimeMs, ino }, oid, takenMs });
       }
       return new StatCache(entries);
     } catch {
@@ -76,6 +79,11 @@ export class StatCache {
     }
   }
 
+  /** An independent copy: the in-memory copy a process keeps must not see a caller's changes. */
+  clone(): StatCache {
+    return new StatCache(new Map(this.entries));
+  }
+
   get size(): number {
     return this.entries.size;
   }
@@ -86,9 +94,9 @@ export class StatCache {
       const e = this.entries.get(path);
       if (!e) return null;
       const s = e.stamp;
-      if (s.size !== stamp.size || s.mtimeNs !== stamp.mtimeNs || s.ctimeNs !== stamp.ctimeNs || s.ino !== stamp.ino) return null;
-      const racy = e.takenNs - racyWindow(stamp);
-      if (stamp.mtimeNs >= racy || stamp.ctimeNs >= racy) return null;
+      if (s.size !== stamp.size || s.mtimeMs !== stamp.mtimeMs || s.ctimeMs !== stamp.ctimeMs || s.ino !== stamp.ino) return null;
+      const racy = e.takenMs - racyWindow(stamp);
+      if (stamp.mtimeMs >= racy || stamp.ctimeMs >= racy) return null;
       return e.oid;
     };
   }
@@ -98,32 +106,27 @@ export class StatCache {
     return this.entries.get(path)?.oid ?? null;
   }
 
-  /** Record every file of a scan, stamped at `takenNs`. */
-  recordScan(files: NotebookFiles, oids: Map<string, string>, takenNs: bigint): void {
+  /** Record every file of a scan, stamped at `takenMs`. */
+  recordScan(files: NotebookFiles, oids: Map<string, string>, takenMs: number): void {
     const before = new Map(this.entries);
     this.entries.clear();
     for (const [path, f] of files) {
       const oid = oids.get(path);
       // A trusted entry keeps its original time: its stamp was not taken again.
       const previous = f.oid !== null ? before.get(path) : undefined;
-      if (oid) this.entries.set(path, { stamp: f.stamp, oid, takenNs: previous?.takenNs ?? takenNs });
+      if (oid) this.entries.set(path, { stamp: f.stamp, oid, takenMs: previous?.takenMs ?? takenMs });
     }
   }
 
   /** Record files this process just wrote (or removed) in `root`, so the next scan need not store them again. */
-  recordWrites(root: string, writes: Array<{ path: string; after: string | null }>, takenNs: bigint): void {
+  recordWrites(root: string, writes: Array<{ path: string; after: string | null }>, takenMs: number): void {
     for (const w of writes) {
       if (w.after === null) {
         this.entries.delete(w.path);
         continue;
       }
       try {
-        const st = lstatSync(join(root, w.path), { bigint: true });
-        this.entries.set(w.path, {
-          stamp: { size: Number(st.size), mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino },
-          oid: w.after,
-          takenNs,
-        });
+        this.entries.set(w.path, { stamp: stampOf(lstatSync(join(root, w.path))), oid: w.after, takenMs });
       } catch {
         this.entries.delete(w.path);
       }
@@ -133,8 +136,8 @@ export class StatCache {
   serialize(): string {
     const entries: CacheFile["entries"] = {};
     for (const [path, e] of this.entries) {
-      entries[path] = [e.stamp.size, String(e.stamp.mtimeNs), String(e.stamp.ctimeNs), String(e.stamp.ino), e.oid, String(e.takenNs)];
+      entries[path] = [e.stamp.size, e.stamp.mtimeMs, e.stamp.ctimeMs, e.stamp.ino, e.oid, e.takenMs];
     }
-    return JSON.stringify({ version: 2, entries } satisfies CacheFile);
+    return JSON.stringify({ version: 3, entries } satisfies CacheFile);
   }
 }

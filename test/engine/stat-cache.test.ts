@@ -4,8 +4,9 @@
  * trusted. These tests edit files in ways that defeat weaker caches.
  */
 import { afterEach, expect, test } from "bun:test";
-import { lstatSync, utimesSync, writeFileSync } from "node:fs";
+import { lstatSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { CheckoutState } from "../../src/engine/checkout-state.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { FileStamp } from "../../src/engine/scan.ts";
@@ -17,26 +18,26 @@ afterEach(async () => {
   await world?.close();
 });
 
-const stamp = (over: Partial<FileStamp> = {}): FileStamp => ({ size: 5, mtimeNs: 1_000_000_000_000n, ctimeNs: 1_000_000_000_000n, ino: 7n, ...over });
+const stamp = (over: Partial<FileStamp> = {}): FileStamp => ({ size: 5, mtimeMs: 1_000_000_000, ctimeMs: 1_000_000_000, ino: 7, ...over });
 const OID = "a".repeat(40);
 
-function cacheWith(s: FileStamp, takenNs: bigint): StatCache {
+function cacheWith(s: FileStamp, takenMs: number): StatCache {
   const c = StatCache.empty();
-  c.recordScan(new Map([["f.md", { stamp: s, oid: null, bytes: new Uint8Array() }]]), new Map([["f.md", OID]]), takenNs);
+  c.recordScan(new Map([["f.md", { stamp: s, oid: null, bytes: new Uint8Array() }]]), new Map([["f.md", OID]]), takenMs);
   return StatCache.parse(c.serialize());
 }
 
 test("trusted only on an exact stamp taken well after the file changed", () => {
   const s = stamp();
-  const late = s.mtimeNs + 10_000_000_000n;
+  const late = s.mtimeMs + 10_000;
   expect(cacheWith(s, late).known("f.md", s)).toBe(OID);
-  for (const other of [stamp({ size: 6 }), stamp({ mtimeNs: s.mtimeNs + 1n }), stamp({ ctimeNs: s.ctimeNs + 1n }), stamp({ ino: 8n })]) {
+  for (const other of [stamp({ size: 6 }), stamp({ mtimeMs: s.mtimeMs + 0.000_001 }), stamp({ ctimeMs: s.ctimeMs + 0.000_001 }), stamp({ ino: 8 })]) {
     expect(cacheWith(s, late).known("f.md", other)).toBeNull();
   }
   // Racily clean on a file system with whole-second times (the ctime has
   // no fraction): the stamp was taken within two seconds of the change.
-  expect(cacheWith(s, s.mtimeNs + 1_000_000_000n).known("f.md", s)).toBeNull();
-  expect(cacheWith(s, s.mtimeNs + 3_000_000_000n).known("f.md", s)).toBe(OID);
+  expect(cacheWith(s, s.mtimeMs + 1_000).known("f.md", s)).toBeNull();
+  expect(cacheWith(s, s.mtimeMs + 3_000).known("f.md", s)).toBe(OID);
   expect(cacheWith(s, late).known("other.md", s)).toBeNull();
   expect(StatCache.parse("not json").known("f.md", s)).toBeNull();
 });
@@ -44,15 +45,15 @@ test("trusted only on an exact stamp taken well after the file changed", () => {
 test("with nanosecond file times the racy window is a clock tick, not two seconds", () => {
   // A file written during the previous call, a second ago, is trusted: warm
   // calls in quick succession must not read the whole notebook again.
-  const s = stamp({ mtimeNs: 1_000_123_456_789n, ctimeNs: 1_000_123_456_789n });
-  expect(cacheWith(s, s.mtimeNs + 1_000_000_000n).known("f.md", s)).toBe(OID);
-  expect(cacheWith(s, s.mtimeNs + 150_000_000n).known("f.md", s)).toBe(OID);
+  const s = stamp({ mtimeMs: 1_764_000_123.456789, ctimeMs: 1_764_000_123.456789 });
+  expect(cacheWith(s, s.mtimeMs + 1_000).known("f.md", s)).toBe(OID);
+  expect(cacheWith(s, s.mtimeMs + 150).known("f.md", s)).toBe(OID);
   // Within 100 ms of the change (the file system's clock may lag ours by a tick): read again.
-  expect(cacheWith(s, s.mtimeNs + 50_000_000n).known("f.md", s)).toBeNull();
-  expect(cacheWith(s, s.mtimeNs).known("f.md", s)).toBeNull();
+  expect(cacheWith(s, s.mtimeMs + 50).known("f.md", s)).toBeNull();
+  expect(cacheWith(s, s.mtimeMs).known("f.md", s)).toBeNull();
   // An mtime set by hand to whole seconds does not matter: the ctime, which no program sets, decides.
-  const touched = stamp({ mtimeNs: 999_000_000_000n, ctimeNs: 1_000_123_456_789n });
-  expect(cacheWith(touched, touched.ctimeNs + 1_000_000_000n).known("f.md", touched)).toBe(OID);
+  const touched = stamp({ mtimeMs: 1_763_000_000, ctimeMs: 1_764_000_123.456789 });
+  expect(cacheWith(touched, touched.ctimeMs + 1_000).known("f.md", touched)).toBe(OID);
 });
 
 test("same size, same mtime restored by hand: the changed ctime still gives the edit away", async () => {
@@ -99,4 +100,28 @@ test("files a pull wrote are not stored again by the next scan, and their edits 
   write(b, "n7.md", "note 7, edited\n");
   const r = await commit(world.deps(), b, "one edit");
   expect(r.files).toEqual([{ path: "n7.md", insertions: 1, deletions: 1 }]);
+});
+
+test("the copy a process keeps is used only while the file on disk is the one it came from", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  await pull(world.deps(), a);
+  const deps = world.deps();
+  const state = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(a), self: deps.self });
+  try {
+    state.saveStatCache(cacheWith(stamp(), 10_000_000_000));
+    expect(state.loadStatCache().recorded("f.md")).toBe(OID);
+    // Another process (a CLI call beside a server) replaces the file.
+    const other = StatCache.empty();
+    other.recordScan(new Map([["g.md", { stamp: stamp(), oid: null, bytes: new Uint8Array() }]]), new Map([["g.md", "b".repeat(40)]]), 10_000_000_000);
+    writeFileSync(join(state.stateDir, "stat-cache.json"), other.serialize());
+    const loaded = state.loadStatCache();
+    expect(loaded.recorded("f.md")).toBeNull();
+    expect(loaded.recorded("g.md")).toBe("b".repeat(40));
+    // A caller's changes to what it loaded never reach the kept copy.
+    loaded.recordWrites(a, [{ path: "g.md", after: null }], 0);
+    expect(state.loadStatCache().recorded("g.md")).toBe("b".repeat(40));
+  } finally {
+    state.release();
+  }
 });
