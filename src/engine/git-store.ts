@@ -57,6 +57,58 @@ function treeOrder(a: { name: Buffer; isTree: boolean }, b: { name: Buffer; isTr
   return Buffer.compare(ka, kb);
 }
 
+/**
+ * Trees this process read or built lately, by object cache and tree id. Git
+ * objects never change, so a kept tree stays right for as long as the cache
+ * holds its objects: a server's calls on an unchanged notebook (pull and
+ * commit before and after every step) then read no tree at all. Callers get
+ * copies; `dropPacks` forgets a cache's trees.
+ */
+const RECENT_TREES = 8;
+const recentTrees = new Map<string, ReadTree>();
+const recentCommits = new Map<string, string>();
+
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > RECENT_TREES) map.delete(map.keys().next().value!);
+}
+
+function copyOf(read: ReadTree): ReadTree {
+  return { tree: read.tree, trees: new Set(read.trees), files: new Map(read.files) };
+}
+
+interface SharedReader {
+  gitdir: string;
+  reader: PackReader;
+  /** Sessions using it now: an evicted reader is closed when the last one ends. */
+  users: number;
+}
+
+/** How many caches keep a reader open (their pack files stay open too). */
+const KEPT_READERS = 8;
+const sharedReaders = new Map<string, SharedReader>();
+
+function acquireReader(gitdir: string): SharedReader {
+  let shared = sharedReaders.get(gitdir);
+  if (shared) sharedReaders.delete(gitdir);
+  shared ??= { gitdir, reader: new PackReader(gitdir), users: 0 };
+  sharedReaders.set(gitdir, shared); // most recently used last
+  shared.users++;
+  for (const [dir, old] of sharedReaders) {
+    if (sharedReaders.size <= KEPT_READERS) break;
+    if (old.users > 0) continue;
+    sharedReaders.delete(dir);
+    old.reader.close();
+  }
+  return shared;
+}
+
+function releaseReader(shared: SharedReader): void {
+  shared.users--;
+  if (shared.users === 0 && sharedReaders.get(shared.gitdir) !== shared) shared.reader.close();
+}
+
 export class GitStore {
   /** isomorphic-git's per-repository cache (parsed pack indexes); replaced when packs are dropped. */
   private cache: object = {};
@@ -132,6 +184,7 @@ export class GitStore {
       return oid;
     };
     const tree = await write(root);
+    remember(recentTrees, `${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), files: new Map(files) });
     return { tree, trees };
   }
 
@@ -149,23 +202,42 @@ export class GitStore {
     return this.writeObject("commit", body);
   }
 
-  /** Fast reads of packed and loose objects (pack-reader.ts); rebuilt when packs change. */
-  private packs: PackReader | null = null;
+  /** This session's use of the process's fast reader for this cache; null until the first read. */
+  private shared: SharedReader | null = null;
+  private stale = false;
 
+  /**
+   * Fast reads of packed and loose objects (pack-reader.ts), through one
+   * reader per cache for the whole process: indexing every pack again on
+   * each call cost a warm commit more than its own work. The reader catches
+   * up with the pack directory when a session first reads and after packs
+   * were added or dropped.
+   */
   private reader(): PackReader {
-    this.packs ??= new PackReader(this.gitdir);
-    return this.packs;
+    if (this.shared === null || this.stale) {
+      this.shared ??= acquireReader(this.gitdir);
+      // Packs rewritten or removed: trees kept from them may no longer be readable here.
+      if (this.shared.reader.refresh()) this.forgetTrees();
+    }
+    this.stale = false;
+    return this.shared.reader;
   }
 
-  /** Forget the fast reader's view of the packs (after one is added or removed). */
+  /** Packs were added or removed: catch up before the next read. */
   private packsChanged(): void {
-    this.packs?.close();
-    this.packs = null;
+    this.stale = true;
   }
 
-  /** Release open pack files. */
+  private forgetTrees(): void {
+    for (const map of [recentTrees, recentCommits]) {
+      for (const key of [...map.keys()]) if (key.startsWith(`${this.gitdir}\0`)) map.delete(key);
+    }
+  }
+
+  /** End of the session: the process's reader stays open for the next one (up to a bound). */
   close(): void {
-    this.packsChanged();
+    if (this.shared) releaseReader(this.shared);
+    this.shared = null;
   }
 
   private async read(oid: string, retried = false): Promise<{ type: string; object: Uint8Array }> {
@@ -200,6 +272,7 @@ export class GitStore {
    */
   async dropPacks(): Promise<void> {
     this.packsChanged();
+    this.forgetTrees();
     await rm(join(this.gitdir, "objects", "pack"), { recursive: true, force: true });
     await mkdir(join(this.gitdir, "objects", "pack"), { recursive: true });
     this.cache = {};
@@ -222,15 +295,33 @@ export class GitStore {
   }
 
   async commitTree(commit: string): Promise<string> {
+    this.reader(); // catches up with the packs first, forgetting trees they no longer vouch for
+    const key = `${this.gitdir}\0${commit}`;
+    const kept = recentCommits.get(key);
+    if (kept !== undefined) return kept;
     const { type, object } = await this.read(commit);
     if (type !== "commit") throw new MissingObjectError("not a commit");
     const match = /^tree ([0-9a-f]{40})\n/.exec(Buffer.from(object).toString("latin1"));
     if (!match) throw new MissingObjectError("commit without a tree");
+    remember(recentCommits, key, match[1]!);
     return match[1]!;
   }
 
   /** Read a git tree into a flat notebook tree, with every tree id on the way. */
   async readFlatTree(tree: string): Promise<ReadTree> {
+    this.reader(); // as in commitTree
+    const key = `${this.gitdir}\0${tree}`;
+    const kept = recentTrees.get(key);
+    if (kept) {
+      remember(recentTrees, key, kept);
+      return copyOf(kept);
+    }
+    const read = await this.readFlatTreeObjects(tree);
+    remember(recentTrees, key, copyOf(read));
+    return read;
+  }
+
+  private async readFlatTreeObjects(tree: string): Promise<ReadTree> {
     const files: FlatTree = new Map();
     const trees = new Set<string>();
     const walk = async (oid: string, prefix: string) => {

@@ -113,54 +113,93 @@ export function indexUndeltifiedPack(pack: Uint8Array): Buffer | null {
   return idx;
 }
 
+/** What a pack's index and pack file look like on disk; a change means they were rewritten. */
+function identityOf(dir: string, idxName: string): string {
+  const ids = [idxName, idxName.replace(/\.idx$/, ".pack")].map((name) => {
+    try {
+      const st = fs.statSync(join(dir, name));
+      return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+    } catch {
+      return "absent";
+    }
+  });
+  return ids.join("/");
+}
+
 export class PackReader {
-  private packed: Map<string, PackedAt> | null = null;
-  private readonly fds: number[] = [];
+  private readonly packed = new Map<string, PackedAt>();
+  /** The indexed packs: index file name → the open pack file and what both files looked like then. */
+  private readonly packs = new Map<string, { fd: number; identity: string }>();
+  private listed = false;
 
   constructor(private readonly gitdir: string) {}
 
   close(): void {
-    for (const fd of this.fds.splice(0)) fs.closeSync(fd);
-    this.packed = null;
+    for (const { fd } of this.packs.values()) fs.closeSync(fd);
+    this.packs.clear();
+    this.packed.clear();
+    this.listed = false;
+  }
+
+  /**
+   * Bring the map up to date with the pack directory: index the packs added
+   * since (by this process or another), and start over when one was removed.
+   * Pack names are content addresses, so a known pack needs reading again
+   * only if its files were replaced or written to (damage, or a repair) —
+   * a server keeps one reader per cache across calls. Returns true when it
+   * started over, so what was read through it before may be stale.
+   */
+  refresh(): boolean {
+    const dir = join(this.gitdir, "objects", "pack");
+    const names = new Set(fs.readdirSync(dir).filter((name) => /^pack-.+\.idx$/.test(name)));
+    let restarted = false;
+    for (const [name, pack] of this.packs) {
+      if (!names.has(name) || identityOf(dir, name) !== pack.identity) {
+        this.close();
+        restarted = true;
+        break;
+      }
+    }
+    for (const name of names) if (!this.packs.has(name)) this.add(dir, name);
+    this.listed = true;
+    return restarted;
+  }
+
+  private add(dir: string, name: string): void {
+    const identity = identityOf(dir, name);
+    const idx = fs.readFileSync(join(dir, name));
+    if (idx.length < 8 + 256 * 4 || idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) return;
+    const count = idx.readUInt32BE(8 + 255 * 4);
+    const names = 8 + 256 * 4;
+    const small = names + count * 20 + count * 4; // after the ids and their CRC-32s
+    const large = small + count * 4;
+    if (idx.length < large) return;
+    const packFile = join(dir, name.replace(/\.idx$/, ".pack"));
+    let fd: number;
+    let packSize: number;
+    try {
+      fd = fs.openSync(packFile, "r");
+      packSize = fs.fstatSync(fd).size;
+    } catch {
+      return;
+    }
+    const entries: Array<{ oid: string; offset: number }> = [];
+    for (let i = 0; i < count; i++) {
+      let offset = idx.readUInt32BE(small + i * 4);
+      if (offset & 0x80000000) offset = Number(idx.readBigUInt64BE(large + (offset & 0x7fffffff) * 8));
+      entries.push({ oid: idx.toString("hex", names + i * 20, names + (i + 1) * 20), offset });
+    }
+    // An entry ends where the next one starts; the last, at the 20-byte checksum.
+    entries.sort((x, y) => x.offset - y.offset);
+    this.packs.set(name, { fd, identity });
+    entries.forEach((e, i) => {
+      if (!this.packed.has(e.oid)) this.packed.set(e.oid, { fd, offset: e.offset, end: entries[i + 1]?.offset ?? packSize - 20 });
+    });
   }
 
   private index(): Map<string, PackedAt> {
-    if (this.packed) return this.packed;
-    const packed = new Map<string, PackedAt>();
-    const dir = join(this.gitdir, "objects", "pack");
-    for (const name of fs.readdirSync(dir)) {
-      const m = /^pack-(.+)\.idx$/.exec(name);
-      if (!m) continue;
-      const idx = fs.readFileSync(join(dir, name));
-      if (idx.length < 8 + 256 * 4 || idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) continue;
-      const count = idx.readUInt32BE(8 + 255 * 4);
-      const names = 8 + 256 * 4;
-      const small = names + count * 20 + count * 4; // after the ids and their CRC-32s
-      const large = small + count * 4;
-      if (idx.length < large) continue;
-      const packFile = join(dir, `pack-${m[1]}.pack`);
-      let packSize: number;
-      try {
-        packSize = fs.statSync(packFile).size;
-      } catch {
-        continue;
-      }
-      const entries: Array<{ oid: string; offset: number }> = [];
-      for (let i = 0; i < count; i++) {
-        let offset = idx.readUInt32BE(small + i * 4);
-        if (offset & 0x80000000) offset = Number(idx.readBigUInt64BE(large + (offset & 0x7fffffff) * 8));
-        entries.push({ oid: idx.toString("hex", names + i * 20, names + (i + 1) * 20), offset });
-      }
-      // An entry ends where the next one starts; the last, at the 20-byte checksum.
-      entries.sort((x, y) => x.offset - y.offset);
-      const fd = fs.openSync(packFile, "r");
-      this.fds.push(fd);
-      entries.forEach((e, i) => {
-        if (!packed.has(e.oid)) packed.set(e.oid, { fd, offset: e.offset, end: entries[i + 1]?.offset ?? packSize - 20 });
-      });
-    }
-    this.packed = packed;
-    return packed;
+    if (!this.listed) this.refresh();
+    return this.packed;
   }
 
   /** The raw pack entry of `oid` when it is packed and undeltified, else null. */
