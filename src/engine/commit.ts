@@ -20,7 +20,7 @@ import { type FlatTree, MissingObjectError } from "./git-store.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { decodeText } from "./text.ts";
-import { mergeTrees } from "./tree-merge.ts";
+import { mergeTrees, sameTree } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
 
 /** Backoff between attempts: full jitter, exponential, capped. */
@@ -78,12 +78,6 @@ async function refuseMarkers(session: Session, base: FlatTree): Promise<void> {
       { files },
     );
   }
-}
-
-function sameTree(a: FlatTree, b: FlatTree): boolean {
-  if (a.size !== b.size) return false;
-  for (const [path, oid] of a) if (b.get(path) !== oid) return false;
-  return true;
 }
 
 async function publish(session: Session, base: FlatTree, message: string): Promise<OperationOutcome> {

@@ -37,6 +37,10 @@ export async function mergeTrees(
   theirs: FlatTree,
   known: KnownContents = new Map(),
 ): Promise<TreeMerge> {
+  // Nothing changed here since the baseline: the result is the accepted
+  // state as it stands (a valid tree, so no clash to resolve either). The
+  // common case of every pull, and of every commit when nothing changed.
+  if (sameTree(ours, base)) return { result: new Map(theirs), conflicts: [] };
   const result: FlatTree = new Map();
   const conflicts = new Map<string, ErrorFile>();
   const paths = new Set([...base.keys(), ...ours.keys(), ...theirs.keys()]);
@@ -62,6 +66,13 @@ export async function mergeTrees(
   resolveDirectoryClashes(result, ours, theirs, conflicts);
   const list = [...conflicts.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { result, conflicts: list };
+}
+
+export function sameTree(a: FlatTree, b: FlatTree): boolean {
+  if (a === b) return true;
+  if (a.size !== b.size) return false;
+  for (const [path, oid] of a) if (b.get(path) !== oid) return false;
+  return true;
 }
 
 /**
