@@ -50,13 +50,6 @@ function randomSuffix(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Git's tree order: names compare as bytes, a tree as if it ended in "/". */
-function treeOrder(a: { name: Buffer; isTree: boolean }, b: { name: Buffer; isTree: boolean }): number {
-  const ka = a.isTree ? Buffer.concat([a.name, Buffer.from("/")]) : a.name;
-  const kb = b.isTree ? Buffer.concat([b.name, Buffer.from("/")]) : b.name;
-  return Buffer.compare(ka, kb);
-}
-
 /**
  * Trees this process read or built lately, by object cache and tree id. Git
  * objects never change, so a kept tree stays right for as long as the cache
@@ -130,7 +123,23 @@ export class GitStore {
     return new GitStore(gitdir, onDamage);
   }
 
-  /** Write one object, atomically; returns its id. Existing objects are kept. */
+  /**
+   * Trees and commits built this session, in memory only: they reach the
+   * cache inside the pack a commit uploads and imports, so writing each one
+   * loose first (a file, a rename, a directory) was wasted work.
+   */
+  private readonly built = new Map<string, { type: string; object: Buffer }>();
+
+  private keep(type: "tree" | "commit", content: Buffer): string {
+    const oid = sha1Hex(Buffer.concat([Buffer.from(`${type} ${content.byteLength}\0`), content]));
+    if (!this.built.has(oid)) this.built.set(oid, { type, object: content });
+    return oid;
+  }
+
+  /**
+   * Write one object loose, atomically; returns its id. Existing objects are
+   * kept. Synchronous: these are small, and awaiting each costs more.
+   */
   async writeObject(type: "blob" | "tree" | "commit", content: Uint8Array): Promise<string> {
     const header = Buffer.from(`${type} ${content.byteLength}\0`);
     const wrapped = Buffer.concat([header, content]);
@@ -138,10 +147,16 @@ export class GitStore {
     const dir = join(this.gitdir, "objects", oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
     if (fs.existsSync(file)) return oid;
-    await mkdir(dir, { recursive: true });
     const tmp = join(dir, `tmp-${randomSuffix()}`);
-    await writeFile(tmp, deflateSync(wrapped));
-    await rename(tmp, file);
+    const data = deflateSync(wrapped);
+    try {
+      fs.writeFileSync(tmp, data);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(tmp, data);
+    }
+    fs.renameSync(tmp, file);
     return oid;
   }
 
@@ -149,7 +164,7 @@ export class GitStore {
     return this.writeObject("blob", bytes);
   }
 
-  /** Build the git trees of a flat notebook tree, bottom-up. */
+  /** Build the git trees of a flat notebook tree, bottom-up (kept in memory until packed). */
   async writeFlatTree(files: FlatTree): Promise<BuiltTree> {
     interface Dir {
       files: Map<string, string>;
@@ -159,7 +174,8 @@ export class GitStore {
     for (const [path, oid] of files) {
       const parts = path.split("/");
       let dir = root;
-      for (const part of parts.slice(0, -1)) {
+      for (let i = 0; i < parts.length - 1; i++) {
+        const part = parts[i]!;
         let next = dir.dirs.get(part);
         if (!next) {
           next = { files: new Map(), dirs: new Map() };
@@ -170,20 +186,26 @@ export class GitStore {
       dir.files.set(parts[parts.length - 1]!, oid);
     }
     const trees = new Set<string>();
-    const write = async (dir: Dir): Promise<string> => {
-      const entries: Array<{ name: Buffer; isTree: boolean; oid: string }> = [];
-      for (const [name, oid] of dir.files) entries.push({ name: Buffer.from(name), isTree: false, oid });
-      for (const [name, sub] of dir.dirs) entries.push({ name: Buffer.from(name), isTree: true, oid: await write(sub) });
-      entries.sort(treeOrder);
+    const build = (dir: Dir): string => {
+      // Sort keys computed once: git's order compares names as bytes, a tree as if it ended in "/".
+      const entries: Array<{ key: Buffer; name: Buffer; isTree: boolean; oid: string }> = [];
+      for (const [name, oid] of dir.files) {
+        const bytes = Buffer.from(name);
+        entries.push({ key: bytes, name: bytes, isTree: false, oid });
+      }
+      for (const [name, sub] of dir.dirs) {
+        entries.push({ key: Buffer.from(`${name}/`), name: Buffer.from(name), isTree: true, oid: build(sub) });
+      }
+      entries.sort((a, b) => Buffer.compare(a.key, b.key));
       const parts: Buffer[] = [];
       for (const e of entries) {
         parts.push(Buffer.from(`${e.isTree ? TREE_MODE : FILE_MODE} `), e.name, Buffer.from([0]), Buffer.from(e.oid, "hex"));
       }
-      const oid = await this.writeObject("tree", Buffer.concat(parts));
+      const oid = this.keep("tree", Buffer.concat(parts));
       trees.add(oid);
       return oid;
     };
-    const tree = await write(root);
+    const tree = build(root);
     remember(recentTrees, `${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), files: new Map(files) });
     return { tree, trees };
   }
@@ -199,12 +221,15 @@ export class GitStore {
     if (args.parent) head.push(`parent ${args.parent}`);
     head.push(`author ${ident}`, `committer ${ident}`);
     const body = Buffer.concat([Buffer.from(`${head.join("\n")}\n\n`), Buffer.from(args.message, "utf8")]);
-    return this.writeObject("commit", body);
+    return this.keep("commit", body);
   }
 
   /** This session's use of the process's fast reader for this cache; null until the first read. */
   private shared: SharedReader | null = null;
+  /** Packs were removed here: the reader must check every pack again. */
   private stale = false;
+  /** A pack was imported here: the reader need only index it. */
+  private packAdded = false;
 
   /**
    * Fast reads of packed and loose objects (pack-reader.ts), through one
@@ -218,12 +243,15 @@ export class GitStore {
       this.shared ??= acquireReader(this.gitdir);
       // Packs rewritten or removed: trees kept from them may no longer be readable here.
       if (this.shared.reader.refresh()) this.forgetTrees();
+    } else if (this.packAdded) {
+      this.shared.reader.refresh(false);
     }
     this.stale = false;
+    this.packAdded = false;
     return this.shared.reader;
   }
 
-  /** Packs were added or removed: catch up before the next read. */
+  /** Packs were removed: check every pack before the next read. */
   private packsChanged(): void {
     this.stale = true;
   }
@@ -241,6 +269,8 @@ export class GitStore {
   }
 
   private async read(oid: string, retried = false): Promise<{ type: string; object: Uint8Array }> {
+    const built = this.built.get(oid);
+    if (built) return built;
     if (!retried) {
       try {
         const fast = this.reader().read(oid);
@@ -354,6 +384,11 @@ export class GitStore {
     const reader = this.reader();
     const entries: Buffer[] = [];
     for (const oid of oids) {
+      const built = this.built.get(oid);
+      if (built) {
+        entries.push(packEntry(built.type, built.object));
+        continue;
+      }
       const raw = reader.entry(oid);
       if (raw) {
         entries.push(raw);
@@ -361,6 +396,9 @@ export class GitStore {
       }
       const object = reader.read(oid);
       if (object === null) {
+        // A deltified object (a pack from elsewhere): isomorphic-git packs
+        // everything, reading from disk, so what was built here goes there first.
+        for (const b of this.built.values()) await this.writeObject(b.type as "tree" | "commit", b.object);
         const { packfile } = await git.packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
         if (!packfile) throw new Error("packObjects returned no pack");
         return packfile;
@@ -386,12 +424,12 @@ export class GitStore {
     const packRel = `incoming/pack-${name}-${suffix}.pack`;
     const tmpPack = join(this.gitdir, packRel);
     const tmpIdx = tmpPack.replace(/\.pack$/, ".idx");
-    await mkdir(incoming, { recursive: true });
-    await writeFile(tmpPack, bytes);
+    fs.mkdirSync(incoming, { recursive: true });
+    fs.writeFileSync(tmpPack, bytes);
     try {
       // Our own packs are undeltified and index in one pass; others go to isomorphic-git.
       const idx = indexUndeltifiedPack(bytes);
-      if (idx) await writeFile(tmpIdx, idx);
+      if (idx) fs.writeFileSync(tmpIdx, idx);
       else await git.indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} });
     } catch (cause) {
       await rm(tmpPack, { force: true });
@@ -399,8 +437,8 @@ export class GitStore {
       throw new BadPackError("pack could not be indexed", { cause });
     }
     const packDir = join(this.gitdir, "objects", "pack");
-    await rename(tmpPack, join(packDir, `pack-${name}.pack`));
-    await rename(tmpIdx, join(packDir, `pack-${name}.idx`));
-    this.packsChanged();
+    fs.renameSync(tmpPack, join(packDir, `pack-${name}.pack`));
+    fs.renameSync(tmpIdx, join(packDir, `pack-${name}.idx`));
+    this.packAdded = true;
   }
 }

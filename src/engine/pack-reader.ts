@@ -148,13 +148,14 @@ export class PackReader {
    * only if its files were replaced or written to (damage, or a repair) —
    * a server keeps one reader per cache across calls. Returns true when it
    * started over, so what was read through it before may be stale.
+   * `verify: false` skips that check, for a caller that only added a pack.
    */
-  refresh(): boolean {
+  refresh(verify = true): boolean {
     const dir = join(this.gitdir, "objects", "pack");
     const names = new Set(fs.readdirSync(dir).filter((name) => /^pack-.+\.idx$/.test(name)));
     let restarted = false;
     for (const [name, pack] of this.packs) {
-      if (!names.has(name) || identityOf(dir, name) !== pack.identity) {
+      if (!names.has(name) || (verify && identityOf(dir, name) !== pack.identity)) {
         this.close();
         restarted = true;
         break;
