@@ -15,6 +15,7 @@ import { type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts
 import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
 import { scanNotebook } from "./scan.ts";
 import { StatCache } from "./stat-cache.ts";
+import { sameTree } from "./tree-merge.ts";
 
 export interface EngineDeps {
   store: ObjectStore;
@@ -192,6 +193,9 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
  * next scan need not read or store them again.
  */
 export async function materializeInto(session: Session, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
+  const b = session.baseline;
+  // Already there (a call that found nothing to do): no file to write, no state to replace.
+  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(session.ours, to)) return;
   const writes = await materialize(session.state, session.ours, to, target, session.deps, recovery);
   if (writes.length === 0) return;
   session.statCache.recordWrites(session.dir, writes, session.deps.now().getTime());
