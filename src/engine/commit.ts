@@ -117,8 +117,12 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     } catch (cause) {
       throw new DomainError("PACK_UPLOAD", "The new pack could not be uploaded; nothing was published.", { cause });
     }
-    // The pack is ours: it stays importable locally even before it is accepted.
-    if (!git.hasPack(sha256)) await git.importPack(sha256, pack);
+    // Into the cache only once it is accepted (below), keeping the window
+    // between reading and replacing `current` short — except that
+    // compaction reads every listed pack from the cache, ours included.
+    const importOurs = async () => {
+      if (!git.hasPack(sha256)) await git.importPack(sha256, pack);
+    };
 
     let packs: PackDescriptor[] = [...(accepted.manifest?.packs ?? []), { key, size: pack.byteLength, sha256 }];
     const policy = deps.compaction;
@@ -126,6 +130,7 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
       // Keep the pack count, and so a cold pull, bounded (compact.ts). Our
       // own pack stays last, which the outcome proof below relies on.
       await deps.onStage("compact");
+      await importOurs();
       try {
         packs = (await compactPacks({ store, git, head, packs, policy }))?.packs ?? packs;
       } catch {
@@ -142,6 +147,12 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     await deps.onStage("publish");
     const landed = await conditionalReplace(store, accepted, manifest);
     if (landed) {
+      try {
+        await importOurs();
+      } catch {
+        // Accepted all the same; the next call finds our pack missing from
+        // the cache and downloads it like any other.
+      }
       const next = { generation: manifest.generation, head, tree: built.tree };
       await materializeInto(session, merge.result, next, { operation: "commit", remoteAccepted: "yes" });
       await deps.onStage("diffstat");
