@@ -16,12 +16,14 @@ import { serve } from "../mcp/serve.ts";
 import { runOperation } from "../operation.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { type ConfigFlags, type Env, engineDeps, openVerifiedStore, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../runtime.ts";
+import type { TextSink } from "../stdio.ts";
 import { renderError, renderSuccess } from "./render.ts";
 
 export interface CliIo {
   argv: string[];
-  stdin?: NodeJS.ReadableStream;
-  stdoutStream?: NodeJS.WritableStream;
+  /** The MCP protocol's input and output, for `serve`. */
+  protocol?: () => { input: ReadableStream<Uint8Array>; output: TextSink };
+  /** Read only when needed: finding out loads node:tty. */
   stderrIsTTY?: boolean;
   env: Env;
   cwd: string;
@@ -277,13 +279,14 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
     io.stderr(`${new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`).diagnostic()}\n`);
     return EXIT_CODES.STARTUP;
   }
-  if (!io.stdin || !io.stdoutStream) throw new Error("serve needs the process's stdio");
+  if (!io.protocol) throw new Error("serve needs the process's stdio");
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
   const { config, store } = started;
-  const log = createLog({ write: io.stderr, isTTY: io.stderrIsTTY === true }, runtimeSecrets(io.env));
+  // isTTY is read at the first record, not at start (it loads node:tty).
+  const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
   try {
-    await serve({ config, store, version: io.version, log, env: io.env, stdin: io.stdin, stdout: io.stdoutStream });
+    await serve({ config, store, version: io.version, log, env: io.env, ...io.protocol() });
   } finally {
     await store.close();
   }

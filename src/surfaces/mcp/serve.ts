@@ -6,11 +6,12 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
 import { engineDeps, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
-import { createMcpServer } from "./server.ts";
+import type { TextSink } from "../stdio.ts";
+import { createMcpServer, deserializeMessage } from "./server.ts";
+import { StdioTransport } from "./stdio.ts";
 
 export interface ServeOptions {
   config: RuntimeConfig;
@@ -18,8 +19,9 @@ export interface ServeOptions {
   version: string;
   log: Log;
   env: Record<string, string | undefined>;
-  stdin: NodeJS.ReadableStream;
-  stdout: NodeJS.WritableStream;
+  /** The protocol's input (stdin) and output (stdout). */
+  input: ReadableStream<Uint8Array>;
+  output: TextSink;
 }
 
 /**
@@ -45,6 +47,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const { config, log } = options;
   const root = notebookRoot(config, options.env);
   const deps = engineDeps(config, options.store);
+  const transport = new StdioTransport(options.input, options.output);
   const { server, idle, busy } = createMcpServer({
     version: options.version,
     notebookDir: root.dir,
@@ -58,13 +61,14 @@ export async function serve(options: ServeOptions): Promise<void> {
       requireAbsolute: true,
     },
   });
-  const transport = new StdioServerTransport(options.stdin as never, options.stdout as never);
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();
   });
   transport.onerror = (error) => log.warn("transport error", { error: String(error) });
-  await server.connect(transport);
+  transport.attach(deserializeMessage);
+  // Logged before connecting: connecting delivers the lines already read, which may log.
   log.info("server started", { version: options.version, notebook: root.dir, store: options.store.kind });
+  await server.connect(transport);
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -81,8 +85,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       await server.close();
     })();
   };
-  options.stdin.once("end", stop);
-  options.stdin.once("close", stop);
+  void transport.ended.then(stop);
   await closed;
   log.info("server stopped", {});
   // An untouched session directory is removed; one with a checkout stays, since it may hold unpublished edits.

@@ -11,11 +11,15 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { deserializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { errorText, type PathSets, successText } from "../../contract/results.ts";
 import { inputSchema, serverInstructions, TOOL_NAMES, type ToolName, toolDescription } from "../../contract/tools.ts";
 import { type OperationContext, runOperation } from "../operation.ts";
+
+/** The SDK's parser of one stdio line, for the transport (stdio.ts). */
+export { deserializeMessage };
 
 export interface McpServerOptions {
   version: string;

@@ -1,0 +1,126 @@
+/**
+ * The MCP stdio transport: newline-delimited JSON-RPC on stdin and stdout,
+ * framed exactly as the SDK's StdioServerTransport frames it (a line ends at
+ * "\n", a trailing "\r" is dropped, at most 10 MiB unread; each line parsed
+ * by the SDK's own deserializer), but on Bun's stdin stream and a file sink
+ * instead of Node's streams, for start-up (src/surfaces/stdio.ts).
+ */
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { TextSink } from "../stdio.ts";
+
+/** The SDK's STDIO_DEFAULT_MAX_BUFFER_SIZE. */
+const MAX_BUFFER_BYTES = 10 * 1024 * 1024;
+const NEWLINE = 0x0a;
+
+export class StdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  /** Resolves when stdin has ended (or failed): the host is gone. */
+  readonly ended: Promise<void>;
+
+  private readonly reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> };
+  private buffer: Buffer | undefined;
+  /** Complete lines read before the server started listening. */
+  private readonly lines: string[] = [];
+  private deserialize: ((line: string) => JSONRPCMessage) | null = null;
+  private started = false;
+  /** Errors met before the server listened, reported once it does. */
+  private readonly earlyErrors: Error[] = [];
+  private inputEnded = false;
+  private closed = false;
+
+  constructor(
+    input: ReadableStream<Uint8Array>,
+    private readonly output: TextSink,
+  ) {
+    this.reader = input.getReader();
+    this.ended = this.pump();
+  }
+
+  /** The SDK's deserializer (from server.ts), for start() to deliver messages with. */
+  attach(deserialize: (line: string) => JSONRPCMessage): void {
+    this.deserialize = deserialize;
+  }
+
+  async start(): Promise<void> {
+    if (this.deserialize === null) throw new Error("StdioTransport: attach the deserializer before starting");
+    this.started = true;
+    for (const error of this.earlyErrors.splice(0)) this.fail(error);
+    if (this.closed) this.onclose?.();
+    else this.deliver();
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    this.output.write(`${JSON.stringify(message)}\n`);
+    await this.output.flush();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.buffer = undefined;
+    this.lines.length = 0;
+    await this.reader.cancel().catch(() => {});
+    // Before start() the server is not listening yet; start() reports the close.
+    if (this.started) this.onclose?.();
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      for (;;) {
+        const { done, value } = await this.reader.read();
+        if (done || this.closed || value === undefined) break;
+        this.append(value);
+      }
+    } catch (error) {
+      if (!this.closed) this.fail(error instanceof Error ? error : new Error(String(error)));
+    } finally {
+      this.inputEnded = true;
+    }
+  }
+
+  private append(chunk: Uint8Array): void {
+    const size = (this.buffer?.length ?? 0) + chunk.length;
+    if (size > MAX_BUFFER_BYTES) {
+      // As the SDK: the buffer is dropped and the transport closes.
+      this.buffer = undefined;
+      this.fail(new Error(`ReadBuffer exceeded maximum size of ${MAX_BUFFER_BYTES} bytes`));
+      void this.close();
+      return;
+    }
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.buffer = this.buffer ? Buffer.concat([this.buffer, bytes]) : Buffer.from(bytes);
+    for (let index = this.buffer.indexOf(NEWLINE); index !== -1; index = this.buffer.indexOf(NEWLINE)) {
+      this.lines.push(this.buffer.toString("utf8", 0, index).replace(/\r$/, ""));
+      this.buffer = this.buffer.subarray(index + 1);
+    }
+    this.deliver();
+  }
+
+  private deliver(): void {
+    const deserialize = this.deserialize;
+    if (!this.started || deserialize === null) return;
+    while (this.lines.length > 0 && !this.closed) {
+      const line = this.lines.shift()!;
+      let message: JSONRPCMessage;
+      try {
+        message = deserialize(line);
+      } catch (error) {
+        this.fail(error instanceof Error ? error : new Error(String(error)));
+        continue;
+      }
+      this.onmessage?.(message);
+    }
+  }
+
+  private fail(error: Error): void {
+    if (!this.started) {
+      this.earlyErrors.push(error);
+    } else {
+      this.onerror?.(error);
+    }
+  }
+}
