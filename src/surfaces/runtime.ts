@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
 import type { PathSets } from "../contract/results.ts";
 import { StartupRefusal } from "../contract/startup.ts";
-import { DEFAULT_COMMIT_RETRIES, type EngineDeps } from "../engine/engine.ts";
+import type { EngineDeps } from "../engine/engine.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { openSqliteStore } from "../store/sqlite.ts";
 import { isAtOrBelow, realpathLoose } from "./paths.ts";
@@ -24,7 +24,8 @@ export interface RuntimeConfig {
   pathSets: PathSets;
   privateRoot: string;
   workspaceRoot: string | null;
-  commitRetries: number;
+  /** Absent: the engine's default, applied by engineDeps (so resolving a configuration does not load the engine). */
+  commitRetries?: number;
 }
 
 /** The configuration flags every subcommand accepts, by their long names. */
@@ -125,9 +126,9 @@ function parseStore(flags: ConfigFlags, env: Env, cwd: string, home: string): St
   throw invalid("the store must be s3://BUCKET[/PREFIX] or sqlite:PATH");
 }
 
-function parseRetries(flags: ConfigFlags, env: Env): number {
+function parseRetries(flags: ConfigFlags, env: Env): number | undefined {
   const raw = nonEmpty(flags["commit-retries"]) ?? nonEmpty(env.SLIVINGDOC_COMMIT_RETRIES);
-  if (raw === undefined) return DEFAULT_COMMIT_RETRIES;
+  if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw) || Number(raw) > MAX_COMMIT_RETRIES) {
     throw invalid(`--commit-retries must be a whole number from 0 to ${MAX_COMMIT_RETRIES}`);
   }
@@ -153,7 +154,7 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   if (store.kind === "sqlite" && workspaceRoot !== null && isAtOrBelow(workspaceRoot, store.file)) {
     throw invalid("the store file is inside the workspace root; keep it outside the notebook");
   }
-  return { store, pathSets, privateRoot, workspaceRoot, commitRetries };
+  return { store, pathSets, privateRoot, workspaceRoot, ...(commitRetries !== undefined ? { commitRetries } : {}) };
 }
 
 /**
@@ -227,14 +228,20 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
+/**
+ * The engine's dependencies. This loads the engine (isomorphic-git and all):
+ * callers about to run it call this, and not before (docs/performance.md, S8).
+ */
 export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDeps {
   mkdirSync(config.privateRoot, { recursive: true, mode: 0o700 });
+  // A synchronous import on first use, not a static one: see above.
+  const { DEFAULT_COMMIT_RETRIES } = require("../engine/engine.ts") as typeof import("../engine/engine.ts");
   return {
     store,
     storeId: storeIdentity(config.store),
     privateRoot: realpathSync(config.privateRoot),
     self: { pid: process.pid, isAlive: isProcessAlive },
-    commitRetries: config.commitRetries,
+    commitRetries: config.commitRetries ?? DEFAULT_COMMIT_RETRIES,
     pathSets: config.pathSets,
   };
 }
