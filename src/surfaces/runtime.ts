@@ -228,18 +228,25 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
+/** Creates the private root if needed; its real path. */
+export function preparePrivateRoot(config: RuntimeConfig): string {
+  mkdirSync(config.privateRoot, { recursive: true, mode: 0o700 });
+  return realpathSync(config.privateRoot);
+}
+
 /**
  * The engine's dependencies. This loads the engine (isomorphic-git and all):
- * callers about to run it call this, and not before (docs/performance.md, S8).
+ * callers about to run it call this, and not before — `serve` only once the
+ * handshake is answered (docs/performance.md, S8).
  */
 export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDeps {
-  mkdirSync(config.privateRoot, { recursive: true, mode: 0o700 });
+  const privateRoot = preparePrivateRoot(config);
   // A synchronous import on first use, not a static one: see above.
   const { DEFAULT_COMMIT_RETRIES } = require("../engine/engine.ts") as typeof import("../engine/engine.ts");
   return {
     store,
     storeId: storeIdentity(config.store),
-    privateRoot: realpathSync(config.privateRoot),
+    privateRoot,
     self: { pid: process.pid, isAlive: isProcessAlive },
     commitRetries: config.commitRetries ?? DEFAULT_COMMIT_RETRIES,
     pathSets: config.pathSets,

@@ -284,7 +284,7 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
   const { config, store } = started;
-  // isTTY is read at the first record, not at start (it loads node:tty).
+  // isTTY is read at the first record, after the handshake (it loads node:tty).
   const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
   const { serve } = await import("../mcp/serve.ts");
   try {

@@ -2,15 +2,19 @@
  * `slivingdoc serve`: the MCP server over stdio. Stdout carries only
  * protocol messages; logs go to stderr. The server exits when stdin closes,
  * so a host that goes away never leaves it orphaned.
+ *
+ * Start-up is short because the MCP SDK, the engine and the tools' code are
+ * loaded only after a plain `initialize` has been answered (handshake.ts):
+ * a host waits for that answer, not for the first tool call.
  */
 import { mkdirSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
-import { engineDeps, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
+import { engineDeps, preparePrivateRoot, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
 import type { TextSink } from "../stdio.ts";
-import { createMcpServer, deserializeMessage } from "./server.ts";
+import { earlyInitializeResponse, serverIdentity } from "./handshake.ts";
 import { StdioTransport } from "./stdio.ts";
 
 export interface ServeOptions {
@@ -46,11 +50,27 @@ const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 export async function serve(options: ServeOptions): Promise<void> {
   const { config, log } = options;
   const root = notebookRoot(config, options.env);
-  const deps = engineDeps(config, options.store);
+  // Before the handshake, as ever: a private root that cannot be made ends the start.
+  preparePrivateRoot(config);
+  const identity = serverIdentity(options.version, root.dir, config.pathSets);
   const transport = new StdioTransport(options.input, options.output);
+  const first = await transport.firstLine();
+  if (first !== null) {
+    let request: unknown;
+    try {
+      request = JSON.parse(first);
+    } catch {
+      /* not JSON: the SDK's deserializer reports it below */
+    }
+    const response = earlyInitializeResponse(request, identity);
+    // A failed write means the host is gone; stdin's end then stops the server.
+    if (response !== null) await transport.answerFirstLine(response).catch(() => {});
+  }
+  // Loads the MCP SDK and, through the tools' code, the engine.
+  const { createMcpServer, deserializeMessage } = await import("./server.ts");
+  const deps = engineDeps(config, options.store);
   const { server, idle, busy } = createMcpServer({
-    version: options.version,
-    notebookDir: root.dir,
+    identity,
     sets: config.pathSets,
     operation: {
       deps,

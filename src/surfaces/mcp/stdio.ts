@@ -2,8 +2,10 @@
  * The MCP stdio transport: newline-delimited JSON-RPC on stdin and stdout,
  * framed exactly as the SDK's StdioServerTransport frames it (a line ends at
  * "\n", a trailing "\r" is dropped, at most 10 MiB unread; each line parsed
- * by the SDK's own deserializer), but on Bun's stdin stream and a file sink
- * instead of Node's streams, for start-up (src/surfaces/stdio.ts).
+ * by the SDK's own deserializer). Two differences, both for start-up: it
+ * reads Bun's stdin stream and writes a file sink instead of Node's streams
+ * (src/surfaces/stdio.ts), and it can read the first line before the SDK is
+ * loaded, so that a plain `initialize` is answered early (handshake.ts).
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -23,14 +25,17 @@ export class StdioTransport implements Transport {
 
   private readonly reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> };
   private buffer: Buffer | undefined;
-  /** Complete lines read before the server started listening. */
+  /** Complete lines read before the SDK's deserializer was attached. */
   private readonly lines: string[] = [];
   private deserialize: ((line: string) => JSONRPCMessage) | null = null;
   private started = false;
   /** Errors met before the server listened, reported once it does. */
   private readonly earlyErrors: Error[] = [];
+  private wakeFirstLine: (() => void) | null = null;
   private inputEnded = false;
   private closed = false;
+  /** The request answered early, whose second answer (from the SDK's server) is not sent. */
+  private earlyAnswer: { id: string | number; text: string } | null = null;
 
   constructor(
     input: ReadableStream<Uint8Array>,
@@ -40,7 +45,28 @@ export class StdioTransport implements Transport {
     this.ended = this.pump();
   }
 
-  /** The SDK's deserializer (from server.ts), for start() to deliver messages with. */
+  /** Waits for the first complete line (or the end of input) and returns it without consuming it. */
+  async firstLine(): Promise<string | null> {
+    while (this.lines.length === 0 && !this.inputEnded && this.earlyErrors.length === 0) {
+      await new Promise<void>((resolve) => {
+        this.wakeFirstLine = resolve;
+      });
+    }
+    return this.lines[0] ?? null;
+  }
+
+  /**
+   * Sends `response` as the answer to the first line, which stays queued for
+   * the server: its own answer to it is then dropped (and compared).
+   */
+  answerFirstLine(response: { id: string | number }): Promise<void> {
+    const text = `${JSON.stringify(response)}\n`;
+    this.earlyAnswer = { id: response.id, text };
+    this.output.write(text);
+    return this.output.flush();
+  }
+
+  /** Starts delivering messages: the SDK's deserializer (from server.ts, which loads the SDK). */
   attach(deserialize: (line: string) => JSONRPCMessage): void {
     this.deserialize = deserialize;
   }
@@ -54,7 +80,14 @@ export class StdioTransport implements Transport {
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
-    this.output.write(`${JSON.stringify(message)}\n`);
+    const text = `${JSON.stringify(message)}\n`;
+    const early = this.earlyAnswer;
+    if (early !== null && "id" in message && message.id === early.id && !("method" in message)) {
+      this.earlyAnswer = null;
+      if (text !== early.text) this.onerror?.(new Error("the SDK's answer to initialize differs from the early answer already sent"));
+      return;
+    }
+    this.output.write(text);
     await this.output.flush();
   }
 
@@ -79,6 +112,7 @@ export class StdioTransport implements Transport {
       if (!this.closed) this.fail(error instanceof Error ? error : new Error(String(error)));
     } finally {
       this.inputEnded = true;
+      this.wakeFirstLine?.();
     }
   }
 
@@ -97,6 +131,7 @@ export class StdioTransport implements Transport {
       this.lines.push(this.buffer.toString("utf8", 0, index).replace(/\r$/, ""));
       this.buffer = this.buffer.subarray(index + 1);
     }
+    if (this.lines.length > 0) this.wakeFirstLine?.();
     this.deliver();
   }
 
@@ -119,6 +154,7 @@ export class StdioTransport implements Transport {
   private fail(error: Error): void {
     if (!this.started) {
       this.earlyErrors.push(error);
+      this.wakeFirstLine?.();
     } else {
       this.onerror?.(error);
     }
