@@ -3,7 +3,6 @@
  * Flags win over environment variables (decisions §2). Every invalid value
  * is a startup refusal raised here, before any store is opened.
  */
-import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -180,17 +179,26 @@ export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
  * remembered per store location under the private root for PROBE_TRUST_MS,
  * so CLI calls do not pay for it each time; a failed one is never cached.
  * The embedded store is this project's own code and is not probed.
+ *
+ * A trusted S3 store is opened on its first use (DeferredStore): opening it
+ * loads the AWS SDK (~20 ms) and sends nothing, so nothing the start could
+ * refuse is put off, and `serve` answers the handshake without it.
  */
 export async function openVerifiedStore(config: RuntimeConfig, now: () => number = Date.now): Promise<ObjectStore> {
-  const store = await openStore(config.store);
-  if (config.store.kind !== "s3") return store;
-  const marker = join(config.privateRoot, "probes", `${createHash("sha256").update(storeIdentity(config.store)).digest("hex").slice(0, 32)}.json`);
+  if (config.store.kind !== "s3") return openStore(config.store);
+  // Bun's hasher, not node:crypto's createHash, which costs ~2 ms to load; the same digest.
+  const digest = new Bun.CryptoHasher("sha256").update(storeIdentity(config.store)).digest("hex");
+  const marker = join(config.privateRoot, "probes", `${digest.slice(0, 32)}.json`);
   try {
     const passedAt = (JSON.parse(readFileSync(marker, "utf8")) as { passedAt?: unknown }).passedAt;
-    if (typeof passedAt === "number" && now() - passedAt >= 0 && now() - passedAt < PROBE_TRUST_MS) return store;
+    if (typeof passedAt === "number" && now() - passedAt >= 0 && now() - passedAt < PROBE_TRUST_MS) {
+      const spec = config.store;
+      return new DeferredStore(spec.kind, () => openStore(spec));
+    }
   } catch {
     /* no marker, or an unreadable one: probe */
   }
+  const store = await openStore(config.store);
   const { probeStore } = await import("../store/probe.ts");
   const result = await probeStore(store);
   if (!result.ok) {
@@ -204,6 +212,33 @@ export async function openVerifiedStore(config: RuntimeConfig, now: () => number
     /* an unwritable cache only means probing again next time */
   }
   return store;
+}
+
+/** A store opened on its first use; `open()` opens it ahead of that (serve does, once the handshake is answered). */
+export class DeferredStore implements ObjectStore {
+  private opened: Promise<ObjectStore> | null = null;
+
+  constructor(
+    readonly kind: string,
+    private readonly openNow: () => Promise<ObjectStore>,
+  ) {}
+
+  open(): Promise<ObjectStore> {
+    this.opened ??= this.openNow();
+    return this.opened;
+  }
+
+  get: ObjectStore["get"] = async (key) => (await this.open()).get(key);
+  putIfAbsent: ObjectStore["putIfAbsent"] = async (key, body) => (await this.open()).putIfAbsent(key, body);
+  putIfMatch: ObjectStore["putIfMatch"] = async (key, body, etag) => (await this.open()).putIfMatch(key, body, etag);
+  list: ObjectStore["list"] = async (prefix) => (await this.open()).list(prefix);
+  delete: ObjectStore["delete"] = async (key) => (await this.open()).delete(key);
+
+  async close(): Promise<void> {
+    const opened = this.opened;
+    if (opened === null) return;
+    await (await opened.catch(() => null))?.close();
+  }
 }
 
 export async function openStore(spec: StoreSpec): Promise<ObjectStore> {

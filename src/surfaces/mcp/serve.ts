@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
-import { engineDeps, preparePrivateRoot, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
+import { DeferredStore, engineDeps, preparePrivateRoot, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
 import type { TextSink } from "../stdio.ts";
 import { earlyInitializeResponse, serverIdentity } from "./handshake.ts";
 import { StdioTransport } from "./stdio.ts";
@@ -69,6 +69,9 @@ export async function serve(options: ServeOptions): Promise<void> {
   // Loads the MCP SDK and, through the tools' code, the engine.
   const { createMcpServer, deserializeMessage } = await import("./server.ts");
   const deps = engineDeps(config, options.store);
+  // A store left unopened at start (a trusted S3 store) opens now, not in the first call;
+  // a failure there surfaces in that call, as every store failure does.
+  if (options.store instanceof DeferredStore) options.store.open().catch(() => {});
   const { server, idle, busy } = createMcpServer({
     identity,
     sets: config.pathSets,
