@@ -25,7 +25,7 @@ export class StdioTransport implements Transport {
 
   private readonly reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> };
   private buffer: Buffer | undefined;
-  /** Complete lines read before the SDK's deserializer was attached. */
+  /** Complete lines not yet delivered (all of them until the server starts listening). */
   private readonly lines: string[] = [];
   private deserialize: ((line: string) => JSONRPCMessage) | null = null;
   private started = false;
@@ -66,7 +66,7 @@ export class StdioTransport implements Transport {
     return this.output.flush();
   }
 
-  /** Starts delivering messages: the SDK's deserializer (from server.ts, which loads the SDK). */
+  /** The SDK's deserializer (from server.ts, which loads the SDK), for start() to deliver messages with. */
   attach(deserialize: (line: string) => JSONRPCMessage): void {
     this.deserialize = deserialize;
   }
