@@ -5,7 +5,9 @@
  * of its streams pointed at stderr, since its basic reporter writes info to
  * stdout otherwise.
  */
-import { type ConsolaReporter, createConsola, type LogObject } from "consola";
+// consola/core, not consola: the package's main entry builds a default
+// instance on Node's process.stdout at import, ~9 ms of every start.
+import { type ConsolaReporter, createConsola, type LogObject } from "consola/core";
 import { scrubText } from "../contract/scrub.ts";
 
 export type LogFields = Record<string, unknown>;
@@ -18,6 +20,7 @@ export interface Log {
 
 export interface LogSink {
   write(text: string): void;
+  /** Read at the first record, not before: a getter may defer a costly terminal check. */
   isTTY?: boolean;
 }
 
@@ -60,7 +63,14 @@ function textReporter(sink: LogSink, clean: (value: unknown) => unknown): Consol
 /** `secrets`: the process's own credentials, which no record may carry. */
 export function createLog(sink: LogSink, secrets: readonly string[] = []): Log {
   const clean = cleaner(secrets);
-  const consola = createConsola({ reporters: [sink.isTTY ? textReporter(sink, clean) : jsonReporter(sink, clean)], level: 3 });
+  let reporter: ConsolaReporter | undefined;
+  const chosen: ConsolaReporter = {
+    log: (obj, ctx) => {
+      reporter ??= sink.isTTY ? textReporter(sink, clean) : jsonReporter(sink, clean);
+      reporter.log(obj, ctx);
+    },
+  };
+  const consola = createConsola({ reporters: [chosen], level: 3 });
   return {
     info: (msg, fields) => consola.info(msg, fields),
     warn: (msg, fields) => consola.warn(msg, fields),

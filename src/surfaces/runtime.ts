@@ -3,14 +3,13 @@
  * Flags win over environment variables (decisions §2). Every invalid value
  * is a startup refusal raised here, before any store is opened.
  */
-import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
 import type { PathSets } from "../contract/results.ts";
 import { StartupRefusal } from "../contract/startup.ts";
-import { DEFAULT_COMMIT_RETRIES, type EngineDeps } from "../engine/engine.ts";
+import type { EngineDeps } from "../engine/engine.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { openSqliteStore } from "../store/sqlite.ts";
 import { isAtOrBelow, realpathLoose } from "./paths.ts";
@@ -24,7 +23,8 @@ export interface RuntimeConfig {
   pathSets: PathSets;
   privateRoot: string;
   workspaceRoot: string | null;
-  commitRetries: number;
+  /** Absent: the engine's default, applied by engineDeps (so resolving a configuration does not load the engine). */
+  commitRetries?: number;
 }
 
 /** The configuration flags every subcommand accepts, by their long names. */
@@ -125,9 +125,9 @@ function parseStore(flags: ConfigFlags, env: Env, cwd: string, home: string): St
   throw invalid("the store must be s3://BUCKET[/PREFIX] or sqlite:PATH");
 }
 
-function parseRetries(flags: ConfigFlags, env: Env): number {
+function parseRetries(flags: ConfigFlags, env: Env): number | undefined {
   const raw = nonEmpty(flags["commit-retries"]) ?? nonEmpty(env.SLIVINGDOC_COMMIT_RETRIES);
-  if (raw === undefined) return DEFAULT_COMMIT_RETRIES;
+  if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw) || Number(raw) > MAX_COMMIT_RETRIES) {
     throw invalid(`--commit-retries must be a whole number from 0 to ${MAX_COMMIT_RETRIES}`);
   }
@@ -153,7 +153,7 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   if (store.kind === "sqlite" && workspaceRoot !== null && isAtOrBelow(workspaceRoot, store.file)) {
     throw invalid("the store file is inside the workspace root; keep it outside the notebook");
   }
-  return { store, pathSets, privateRoot, workspaceRoot, commitRetries };
+  return { store, pathSets, privateRoot, workspaceRoot, ...(commitRetries !== undefined ? { commitRetries } : {}) };
 }
 
 /**
@@ -179,17 +179,26 @@ export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
  * remembered per store location under the private root for PROBE_TRUST_MS,
  * so CLI calls do not pay for it each time; a failed one is never cached.
  * The embedded store is this project's own code and is not probed.
+ *
+ * A trusted S3 store is opened on its first use (DeferredStore): opening it
+ * loads the AWS SDK (~20 ms) and sends nothing, so nothing the start could
+ * refuse is put off, and `serve` answers the handshake without it.
  */
 export async function openVerifiedStore(config: RuntimeConfig, now: () => number = Date.now): Promise<ObjectStore> {
-  const store = await openStore(config.store);
-  if (config.store.kind !== "s3") return store;
-  const marker = join(config.privateRoot, "probes", `${createHash("sha256").update(storeIdentity(config.store)).digest("hex").slice(0, 32)}.json`);
+  if (config.store.kind !== "s3") return openStore(config.store);
+  // Bun's hasher, not node:crypto's createHash, which costs ~2 ms to load; the same digest.
+  const digest = new Bun.CryptoHasher("sha256").update(storeIdentity(config.store)).digest("hex");
+  const marker = join(config.privateRoot, "probes", `${digest.slice(0, 32)}.json`);
   try {
     const passedAt = (JSON.parse(readFileSync(marker, "utf8")) as { passedAt?: unknown }).passedAt;
-    if (typeof passedAt === "number" && now() - passedAt >= 0 && now() - passedAt < PROBE_TRUST_MS) return store;
+    if (typeof passedAt === "number" && now() - passedAt >= 0 && now() - passedAt < PROBE_TRUST_MS) {
+      const spec = config.store;
+      return new DeferredStore(spec.kind, () => openStore(spec));
+    }
   } catch {
     /* no marker, or an unreadable one: probe */
   }
+  const store = await openStore(config.store);
   const { probeStore } = await import("../store/probe.ts");
   const result = await probeStore(store);
   if (!result.ok) {
@@ -203,6 +212,33 @@ export async function openVerifiedStore(config: RuntimeConfig, now: () => number
     /* an unwritable cache only means probing again next time */
   }
   return store;
+}
+
+/** A store opened on its first use; `open()` opens it ahead of that (serve does, once the handshake is answered). */
+export class DeferredStore implements ObjectStore {
+  private opened: Promise<ObjectStore> | null = null;
+
+  constructor(
+    readonly kind: string,
+    private readonly openNow: () => Promise<ObjectStore>,
+  ) {}
+
+  open(): Promise<ObjectStore> {
+    this.opened ??= this.openNow();
+    return this.opened;
+  }
+
+  get: ObjectStore["get"] = async (key) => (await this.open()).get(key);
+  putIfAbsent: ObjectStore["putIfAbsent"] = async (key, body) => (await this.open()).putIfAbsent(key, body);
+  putIfMatch: ObjectStore["putIfMatch"] = async (key, body, etag) => (await this.open()).putIfMatch(key, body, etag);
+  list: ObjectStore["list"] = async (prefix) => (await this.open()).list(prefix);
+  delete: ObjectStore["delete"] = async (key) => (await this.open()).delete(key);
+
+  async close(): Promise<void> {
+    const opened = this.opened;
+    if (opened === null) return;
+    await (await opened.catch(() => null))?.close();
+  }
 }
 
 export async function openStore(spec: StoreSpec): Promise<ObjectStore> {
@@ -227,14 +263,27 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
-export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDeps {
+/** Creates the private root if needed; its real path. */
+export function preparePrivateRoot(config: RuntimeConfig): string {
   mkdirSync(config.privateRoot, { recursive: true, mode: 0o700 });
+  return realpathSync(config.privateRoot);
+}
+
+/**
+ * The engine's dependencies. This loads the engine (isomorphic-git and all):
+ * callers about to run it call this, and not before — `serve` only once the
+ * handshake is answered (docs/performance.md, S8).
+ */
+export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDeps {
+  const privateRoot = preparePrivateRoot(config);
+  // A synchronous import on first use, not a static one: see above.
+  const { DEFAULT_COMMIT_RETRIES } = require("../engine/engine.ts") as typeof import("../engine/engine.ts");
   return {
     store,
     storeId: storeIdentity(config.store),
-    privateRoot: realpathSync(config.privateRoot),
+    privateRoot,
     self: { pid: process.pid, isAlive: isProcessAlive },
-    commitRetries: config.commitRetries,
+    commitRetries: config.commitRetries ?? DEFAULT_COMMIT_RETRIES,
     pathSets: config.pathSets,
   };
 }

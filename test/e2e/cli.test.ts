@@ -7,6 +7,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
+import { DEFAULT_COMMIT_RETRIES } from "../../src/engine/engine.ts";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { engineDeps, resolveConfig } from "../../src/surfaces/runtime.ts";
 import { read, write } from "../support/fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-cli-"));
@@ -144,6 +147,21 @@ describe("gc", () => {
     expect(read(join(root, "gc-check"), "a.md")).toBe("a\n");
     const bad = await run("gc", "--grace", "soon");
     expect([bad.code, bad.stderr]).toEqual([2, "slivingdoc: invalid configuration: --grace must be a duration such as 90s, 30m, 1h or 2d\n"]);
+  });
+});
+
+describe("configuration", () => {
+  test("commit retries: the engine's default unless configured (applied when the engine is loaded)", async () => {
+    const store = openSqliteStore(join(root, "retries.db"));
+    try {
+      const deps = (flags: Record<string, string>, extra: Record<string, string> = {}) =>
+        engineDeps(resolveConfig(flags, { HOME: join(root, "home"), XDG_STATE_HOME: join(root, "state"), ...extra }, root), store).commitRetries;
+      expect(deps({})).toBe(DEFAULT_COMMIT_RETRIES);
+      expect(deps({ "commit-retries": "0" })).toBe(0);
+      expect(deps({}, { SLIVINGDOC_COMMIT_RETRIES: "7" })).toBe(7);
+    } finally {
+      await store.close();
+    }
   });
 });
 

@@ -8,20 +8,22 @@ import { type ArgsDef, type CommandDef, defineCommand, renderUsage } from "citty
 import { DomainError } from "../../contract/errors.ts";
 import { errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
 import { scrubText } from "../../contract/scrub.ts";
-import { collectGarbage, DEFAULT_GRACE_MS } from "../../engine/gc.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
 import { createLog, type Log, SILENT_LOG } from "../log.ts";
-import { serve } from "../mcp/serve.ts";
-import { runOperation } from "../operation.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { type ConfigFlags, type Env, engineDeps, openVerifiedStore, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../runtime.ts";
+import type { TextSink } from "../stdio.ts";
 import { renderError, renderSuccess } from "./render.ts";
+
+// The engine, the MCP server and gc are imported where a command needs them,
+// not here: every start would otherwise load all of them (docs/performance.md, S8).
 
 export interface CliIo {
   argv: string[];
-  stdin?: NodeJS.ReadableStream;
-  stdoutStream?: NodeJS.WritableStream;
+  /** The MCP protocol's input and output, for `serve`. */
+  protocol?: () => { input: ReadableStream<Uint8Array>; output: TextSink };
+  /** Read only when needed: finding out loads node:tty. */
   stderrIsTTY?: boolean;
   env: Env;
   cwd: string;
@@ -226,6 +228,7 @@ async function runGc(parsed: Parsed, io: CliIo): Promise<number> {
     io.stderr(`${new StartupRefusal(parsed.positionals.length > 0 ? "argument refusal" : "invalid configuration", why).diagnostic()}\n`);
     return EXIT_CODES.STARTUP;
   }
+  const { collectGarbage, DEFAULT_GRACE_MS } = await import("../../engine/gc.ts");
   const graceMs = match ? Number(match[1]) * UNIT_MS[match[2] ?? "s"]! : DEFAULT_GRACE_MS;
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
@@ -277,13 +280,15 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
     io.stderr(`${new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`).diagnostic()}\n`);
     return EXIT_CODES.STARTUP;
   }
-  if (!io.stdin || !io.stdoutStream) throw new Error("serve needs the process's stdio");
+  if (!io.protocol) throw new Error("serve needs the process's stdio");
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
   const { config, store } = started;
-  const log = createLog({ write: io.stderr, isTTY: io.stderrIsTTY === true }, runtimeSecrets(io.env));
+  // isTTY is read at the first record, after the handshake (it loads node:tty).
+  const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
+  const { serve } = await import("../mcp/serve.ts");
   try {
-    await serve({ config, store, version: io.version, log, env: io.env, stdin: io.stdin, stdout: io.stdoutStream });
+    await serve({ config, store, version: io.version, log, env: io.env, ...io.protocol() });
   } finally {
     await store.close();
   }
@@ -313,6 +318,7 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
   if (typeof started === "number") return started;
   const { config, store } = started;
   const progress = terminalProgress(io);
+  const { runOperation } = await import("../operation.ts");
   try {
     const args: Record<string, string> = {};
     if (parsed.positionals[0] !== undefined) args.path = parsed.positionals[0];

@@ -2,15 +2,20 @@
  * `slivingdoc serve`: the MCP server over stdio. Stdout carries only
  * protocol messages; logs go to stderr. The server exits when stdin closes,
  * so a host that goes away never leaves it orphaned.
+ *
+ * Start-up is short because the MCP SDK, the engine and the tools' code are
+ * loaded only after a plain `initialize` has been answered (handshake.ts):
+ * a host waits for that answer, not for the first tool call.
  */
 import { mkdirSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
-import { engineDeps, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
-import { createMcpServer } from "./server.ts";
+import { DeferredStore, engineDeps, preparePrivateRoot, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
+import type { TextSink } from "../stdio.ts";
+import { earlyInitializeResponse, serverIdentity } from "./handshake.ts";
+import { StdioTransport } from "./stdio.ts";
 
 export interface ServeOptions {
   config: RuntimeConfig;
@@ -18,8 +23,9 @@ export interface ServeOptions {
   version: string;
   log: Log;
   env: Record<string, string | undefined>;
-  stdin: NodeJS.ReadableStream;
-  stdout: NodeJS.WritableStream;
+  /** The protocol's input (stdin) and output (stdout). */
+  input: ReadableStream<Uint8Array>;
+  output: TextSink;
 }
 
 /**
@@ -44,10 +50,30 @@ const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 export async function serve(options: ServeOptions): Promise<void> {
   const { config, log } = options;
   const root = notebookRoot(config, options.env);
+  // Before the handshake, as ever: a private root that cannot be made ends the start.
+  preparePrivateRoot(config);
+  const identity = serverIdentity(options.version, root.dir, config.pathSets);
+  const transport = new StdioTransport(options.input, options.output);
+  const first = await transport.firstLine();
+  if (first !== null) {
+    let request: unknown;
+    try {
+      request = JSON.parse(first);
+    } catch {
+      /* not JSON: the SDK's deserializer reports it below */
+    }
+    const response = earlyInitializeResponse(request, identity);
+    // A failed write means the host is gone; stdin's end then stops the server.
+    if (response !== null) await transport.answerFirstLine(response).catch(() => {});
+  }
+  // Loads the MCP SDK and, through the tools' code, the engine.
+  const { createMcpServer, deserializeMessage } = await import("./server.ts");
   const deps = engineDeps(config, options.store);
+  // A store left unopened at start (a trusted S3 store) opens now, not in the first call;
+  // a failure there surfaces in that call, as every store failure does.
+  if (options.store instanceof DeferredStore) options.store.open().catch(() => {});
   const { server, idle, busy } = createMcpServer({
-    version: options.version,
-    notebookDir: root.dir,
+    identity,
     sets: config.pathSets,
     operation: {
       deps,
@@ -58,13 +84,14 @@ export async function serve(options: ServeOptions): Promise<void> {
       requireAbsolute: true,
     },
   });
-  const transport = new StdioServerTransport(options.stdin as never, options.stdout as never);
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();
   });
   transport.onerror = (error) => log.warn("transport error", { error: String(error) });
-  await server.connect(transport);
+  transport.attach(deserializeMessage);
+  // Logged before connecting: connecting delivers the lines already read, which may log.
   log.info("server started", { version: options.version, notebook: root.dir, store: options.store.kind });
+  await server.connect(transport);
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -81,8 +108,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       await server.close();
     })();
   };
-  options.stdin.once("end", stop);
-  options.stdin.once("close", stop);
+  void transport.ended.then(stop);
   await closed;
   log.info("server stopped", {});
   // An untouched session directory is removed; one with a checkout stays, since it may hold unpublished edits.

@@ -11,16 +11,20 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { deserializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { errorText, type PathSets, successText } from "../../contract/results.ts";
-import { inputSchema, serverInstructions, TOOL_NAMES, type ToolName, toolDescription } from "../../contract/tools.ts";
+import { inputSchema, TOOL_NAMES, type ToolName, toolDescription } from "../../contract/tools.ts";
 import { type OperationContext, runOperation } from "../operation.ts";
+import type { ServerIdentity } from "./handshake.ts";
+
+/** The SDK's parser of one stdio line, for the transport (stdio.ts), which is loaded before the SDK. */
+export { deserializeMessage };
 
 export interface McpServerOptions {
-  version: string;
-  /** The server's notebook directory: the default of both tools. */
-  notebookDir: string;
+  /** Name, version, capabilities and instructions (naming the notebook directory), as the early handshake gives them. */
+  identity: ServerIdentity;
   sets: PathSets;
   operation: OperationContext;
 }
@@ -46,13 +50,8 @@ export interface SlivingdocServer {
 }
 
 export function createMcpServer(options: McpServerOptions): SlivingdocServer {
-  const server = new Server(
-    { name: "slivingdoc", version: options.version },
-    {
-      capabilities: { tools: {} },
-      instructions: serverInstructions(options.notebookDir, options.sets),
-    },
-  );
+  const { identity } = options;
+  const server = new Server(identity.info, { capabilities: identity.capabilities, instructions: identity.instructions });
   const tools = toolList(options.sets);
   let inFlight = 0;
   const waiting: Array<() => void> = [];
