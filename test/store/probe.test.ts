@@ -115,16 +115,34 @@ function ignoringConditions(inner: ObjectStore, ignore: { ifNoneMatch: boolean; 
  * writing unconditionally: right for one writer at a time, wrong for
  * concurrent ones (they all see the condition hold). Only a race shows it.
  */
-function checkThenWrite(inner: ObjectStore): ObjectStore {
+function checkThenWrite(inner: ObjectStore, writers: number): ObjectStore {
+  // The writers of a race all check before any of them writes: the
+  // interleaving that breaks such a store, made certain instead of left to
+  // timing (on a loaded machine a late writer's check could see an earlier
+  // write, and the race then had fewer winners than writers).
+  let arrived: Array<() => void> = [];
+  const allChecked = (body: Uint8Array) =>
+    new TextDecoder().decode(body).startsWith("probe race ")
+      ? new Promise<void>((resolve) => {
+          arrived.push(resolve);
+          if (arrived.length === writers) {
+            for (const go of arrived) go();
+            arrived = [];
+          }
+        })
+      : Promise.resolve();
   return {
     kind: `check-then-write(${inner.kind})`,
     get: (k) => inner.get(k),
     async putIfAbsent(k, b) {
-      if ((await inner.get(k)) !== null) return { ok: false };
+      const exists = (await inner.get(k)) !== null;
+      await allChecked(b);
+      if (exists) return { ok: false };
       return overwrite(inner, k, b);
     },
     async putIfMatch(k, b, e) {
       const current = await inner.get(k);
+      await allChecked(b);
       if (current === null || current.etag !== e) return { ok: false };
       return overwrite(inner, k, b);
     },
@@ -293,7 +311,7 @@ for (const [name, fresh] of backends) {
 
     test("a store whose conditions hold one writer at a time but not under concurrency is refused by the race", async () => {
       const inner = fresh();
-      const result = await probeStore(checkThenWrite(inner), { writers: 6 });
+      const result = await probeStore(checkThenWrite(inner, 6), { writers: 6 });
       expect(result.ok).toBe(false);
       // Every one of the 6 writers saw the condition hold and wrote.
       if (!result.ok) expect(result.cause).toBe("concurrent conditional writers (compare-and-swap): 6 winners");
