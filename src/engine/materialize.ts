@@ -78,8 +78,8 @@ function writeNew(file: string, bytes: Uint8Array): boolean {
 
 /**
  * Write one visible file. `fresh`: the journal records it as absent before,
- * so it may be written in place (see the top of this file); recovery writes
- * never are, since their journal says nothing of what they put back.
+ * so it may be written in place (see the top of this file). Recovery's writes
+ * never are: no journal records what they put back.
  */
 function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<string>, fresh: boolean): void {
   const file = join(root, path);
@@ -90,7 +90,8 @@ function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<s
     mkdirSync(dir, { recursive: true });
     made.add(dir);
   }
-  // Something appeared there since the scan: replace it like any other file.
+  // In place when nothing is there; something that appeared since the scan
+  // is replaced like any other file.
   if (fresh && writeNew(file, bytes)) return;
   // Write beside the destination and rename: a reader never sees half a file.
   const tmp = join(dir, partialName());
