@@ -8,8 +8,28 @@
  * content of every file that holds what the interrupted operation wrote —
  * and leaves alone any file changed since — so the visible directory and
  * the baseline agree again and no unpublished edit is lost.
+ *
+ * A file that replaces another is written beside it and renamed over it, so
+ * the old content survives a crash. A file that did not exist before is
+ * written in place, which spares a rename per file on a cold pull: it is
+ * created exclusively (so it cannot be someone else's file), and a crash
+ * can leave it only half written — a prefix of its new content, which
+ * recovery recognises as ours and removes.
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import type { Baseline, CheckoutState } from "./checkout-state.ts";
@@ -39,7 +59,29 @@ function partialName(): string {
   return `.slivingdoc-partial-${hex}`;
 }
 
-async function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<string>): Promise<void> {
+/** Create `file` with `bytes`, or return false when something already exists there. */
+function writeNew(file: string, bytes: Uint8Array): boolean {
+  let fd: number;
+  try {
+    fd = openSync(file, "wx");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw e;
+  }
+  try {
+    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
+}
+
+/**
+ * Write one visible file. `fresh`: the journal records it as absent before,
+ * so it may be written in place (see the top of this file). Recovery's writes
+ * never are: no journal records what they put back.
+ */
+function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<string>, fresh: boolean): void {
   const file = join(root, path);
   const dir = dirname(file);
   // One mkdir per directory, not per file: a cold pull writes thousands.
@@ -48,6 +90,9 @@ async function writeVisible(root: string, path: string, bytes: Uint8Array, made:
     mkdirSync(dir, { recursive: true });
     made.add(dir);
   }
+  // In place when nothing is there; something that appeared since the scan
+  // is replaced like any other file.
+  if (fresh && writeNew(file, bytes)) return;
   // Write beside the destination and rename: a reader never sees half a file.
   const tmp = join(dir, partialName());
   writeFileSync(tmp, bytes);
@@ -71,9 +116,10 @@ async function apply(
   root: string,
   git: GitStore,
   writes: FileWrite[],
-  pick: (w: FileWrite) => string | null,
+  forward: boolean,
   afterWrite: () => Promise<void> | void = () => {},
 ): Promise<void> {
+  const pick = (w: FileWrite) => (forward ? w.after : w.before);
   for (const w of writes) {
     if (pick(w) === null) {
       removeVisible(root, w.path);
@@ -84,7 +130,7 @@ async function apply(
   for (const w of writes) {
     const oid = pick(w);
     if (oid !== null) {
-      await writeVisible(root, w.path, await git.readBlob(oid), made);
+      writeVisible(root, w.path, await git.readBlob(oid), made, forward && w.before === null);
       await afterWrite();
     }
   }
@@ -128,7 +174,7 @@ export async function materialize(
       state.writeJournal({ version: 1, target, writes });
       stage = "materialize";
       await hooks.onStage("materialize");
-      await apply(state.dir, state.git, writes, (w) => w.after, hooks.afterWrite);
+      await apply(state.dir, state.git, writes, true, hooks.afterWrite);
     }
     stage = "baseline";
     await hooks.onStage("baseline");
@@ -161,8 +207,8 @@ export async function materialize(
   return writes;
 }
 
-/** The blob id of what is on disk at `path` now, or null if no regular file is there. */
-function currentId(root: string, path: string): string | null | undefined {
+/** What is on disk at `path` now: null if nothing, undefined if not a regular file. */
+function current(root: string, path: string): Uint8Array | null | undefined {
   const file = join(root, path);
   try {
     const st = lstatSync(file);
@@ -170,7 +216,26 @@ function currentId(root: string, path: string): string | null | undefined {
   } catch {
     return null;
   }
-  return blobId(readFileSync(file));
+  return readFileSync(file);
+}
+
+/**
+ * Whether the interrupted operation's write of `w` is on disk and must be
+ * undone: the file holds its new content, or — for a file that did not
+ * exist before and was written in place — a proper prefix of it, which is
+ * what a crash in the middle of that write leaves (an empty file included).
+ * Anything else there was changed since and is kept.
+ */
+async function mustUndo(state: CheckoutState, w: FileWrite): Promise<boolean> {
+  if (w.after === w.before) return false;
+  const now = current(state.dir, w.path);
+  if (now === undefined) return false;
+  if (now === null) return w.after === null;
+  if (w.after === null) return false;
+  if (blobId(now) === w.after) return true;
+  if (w.before !== null) return false;
+  const after = await state.git.readBlob(w.after);
+  return now.length < after.length && Buffer.from(after.buffer, after.byteOffset, now.length).equals(now);
 }
 
 function removePartials(root: string, dir: string): void {
@@ -194,11 +259,9 @@ export async function recoverInterrupted(state: CheckoutState): Promise<boolean>
   const completed =
     baseline !== null && baseline.head === journal.target.head && baseline.generation === journal.target.generation;
   if (!completed) {
-    const rollback = journal.writes.filter((w) => {
-      const now = currentId(state.dir, w.path);
-      return now !== undefined && now === w.after && w.after !== w.before;
-    });
-    await apply(state.dir, state.git, rollback, (w) => w.before);
+    const rollback: FileWrite[] = [];
+    for (const w of journal.writes) if (await mustUndo(state, w)) rollback.push(w);
+    await apply(state.dir, state.git, rollback, false);
   }
   const dirs = new Set(journal.writes.map((w) => dirname(w.path)));
   for (const dir of dirs) if (existsSync(join(state.dir, dir))) removePartials(state.dir, dir);

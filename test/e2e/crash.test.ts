@@ -137,3 +137,58 @@ test("SIGKILL after a conflicting pull wrote its markers but before the baseline
   expect(e?.files).toEqual([{ path: "x.md", reason: "TEXT_CONFLICT", ranges: [{ start: 2, end: 6 }] }]);
   expect(read(a, "x.md")).toBe("one\n<<<<<<< local\nTWO by a\n=======\nTWO by b\n>>>>>>> accepted\nthree\n");
 });
+
+/**
+ * Files absent before a pull are written in place (materialize.ts), so a
+ * kill in the middle of one leaves it half written: a prefix of its new
+ * content, empty if the kill came right after it was created. Recovery must
+ * take that for the crashed write, not for a local edit to keep.
+ */
+describe("SIGKILL in the middle of writing a new file", () => {
+  /** a has a local edit; b adds two files; a's pull is killed once it wrote new-1.md (old.md's removal is write 1). */
+  async function killedWhileAdding(name: string) {
+    const { dir, run, crash } = crashWorld(name);
+    const a = dir("a");
+    const b = dir("b");
+    await run((d) => pull(d, a));
+    write(a, "old.md", "to be deleted\n");
+    write(a, "shared.md", "one\ntwo\n");
+    await run((d) => commit(d, a, "seed"));
+    await run((d) => pull(d, b));
+    write(b, "new-1.md", "new from b\nwith a second line\n");
+    write(b, "new-2.md", "another from b\n");
+    rmSync(join(b, "old.md"));
+    await run((d) => commit(d, b, "b"));
+    write(a, "shared.md", "one by a\ntwo\n");
+    await crash("pull", a, "write:2");
+    expect(read(a, "new-1.md")).toBe("new from b\nwith a second line\n");
+    return { a, run };
+  }
+
+  test("a prefix of the new content and an empty file are removed, and the next pull converges", async () => {
+    const { a, run } = await killedWhileAdding("half-new");
+    write(a, "new-1.md", "new from b\nwith a");
+    write(a, "new-2.md", "");
+    const pulled = await run((d) => pull(d, a));
+    expect(pulled.generation).toBe(2);
+    expect(read(a, "new-1.md")).toBe("new from b\nwith a second line\n");
+    expect(read(a, "new-2.md")).toBe("another from b\n");
+    expect(read(a, "shared.md")).toBe("one by a\ntwo\n");
+    expect(read(a, "old.md")).toBeNull();
+    // Nothing half written was taken for a local edit: there is nothing to publish but a's own.
+    expect((await run((d) => commit(d, a, "after"))).files).toEqual([{ path: "shared.md", insertions: 1, deletions: 1 }]);
+  });
+
+  test("a file changed since into anything but a prefix is a local edit, and is kept", async () => {
+    const { a, run } = await killedWhileAdding("edited-new");
+    write(a, "new-1.md", "new from b\nrewritten by a\n");
+    const e = await run((d) => pull(d, a)).then(
+      () => null,
+      (err: { reason: string; files: Array<{ path: string }> }) => err,
+    );
+    expect(e?.reason).toBe("MERGE_CONFLICT");
+    expect(e?.files.map((f) => f.path)).toEqual(["new-1.md"]);
+    expect(read(a, "new-1.md")).toContain("rewritten by a\n");
+    expect(read(a, "new-2.md")).toBe("another from b\n");
+  });
+});

@@ -27,10 +27,21 @@ export function mergeText(base: string, ours: string, theirs: string): { text: s
  * needed to get them.
  */
 export function diffStat(a: string, b: string): { insertions: number; deletions: number } {
+  // Against nothing, every line counts: a file added or removed, which is
+  // every file of a cold pull, needs no diff.
+  if (a === "") return { insertions: countLines(b), deletions: 0 };
+  if (b === "") return { insertions: 0, deletions: countLines(a) };
   const env = doDiff(splitLines(a), splitLines(b));
   let deletions = 0;
   let insertions = 0;
   for (let i = 0; i < env.xdf1.nrec; i++) if (env.xdf1.rchg[i + 1]) deletions++;
   for (let i = 0; i < env.xdf2.nrec; i++) if (env.xdf2.rchg[i + 1]) insertions++;
   return { insertions, deletions };
+}
+
+/* How many records splitLines would make of `text`, without making them. */
+function countLines(text: string): number {
+  let n = 0;
+  for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", nl + 1)) n++;
+  return text.length > 0 && !text.endsWith("\n") ? n + 1 : n;
 }

@@ -30,32 +30,44 @@ function makePair(rnd: () => number, index: number): [string, string] {
   return [trim(a.join("")), trim(b.join(""))];
 }
 
+/* Every pair whose diffStat differs from git's numstat (empty when all agree). */
+function disagreements(pairs: Array<[string, string]>): unknown[] {
+  const root = mkdtempSync(join(tmpdir(), "xdiff-stat-"));
+  const env = isolatedGitEnv(root);
+  try {
+    const failures: unknown[] = [];
+    pairs.forEach(([a, b], i) => {
+      writeFileSync(join(root, "a"), a);
+      writeFileSync(join(root, "b"), b);
+      const proc = Bun.spawnSync(["git", "diff", "--no-index", "--numstat", "a", "b"], { cwd: root, env });
+      if (proc.exitCode !== 0 && proc.exitCode !== 1) throw new Error(proc.stderr.toString());
+      const out = proc.stdout.toString().trim();
+      const m = out === "" ? ["", "0", "0"] : /^(\d+)\t(\d+)\t/.exec(out);
+      if (!m) throw new Error(`unexpected numstat output: ${out}`);
+      const want = { insertions: Number(m[1]), deletions: Number(m[2]) };
+      const got = diffStat(a, b);
+      if (got.insertions !== want.insertions || got.deletions !== want.deletions) {
+        failures.push({ seed: SEED, pair: i, want, got, a, b });
+      }
+    });
+    return failures;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 describe("diffStat agrees with git diff --numstat", () => {
   test(`${PAIRS} seeded pairs (seed ${SEED})`, () => {
     const rnd = mulberry32(SEED);
-    const root = mkdtempSync(join(tmpdir(), "xdiff-stat-"));
-    const env = isolatedGitEnv(root);
-    try {
-      const failures: unknown[] = [];
-      for (let i = 0; i < PAIRS; i++) {
-        const [a, b] = makePair(rnd, i);
-        writeFileSync(join(root, "a"), a);
-        writeFileSync(join(root, "b"), b);
-        const proc = Bun.spawnSync(["git", "diff", "--no-index", "--numstat", "a", "b"], { cwd: root, env });
-        if (proc.exitCode !== 0 && proc.exitCode !== 1) throw new Error(proc.stderr.toString());
-        const out = proc.stdout.toString().trim();
-        const m = out === "" ? ["", "0", "0"] : /^(\d+)\t(\d+)\t/.exec(out);
-        if (!m) throw new Error(`unexpected numstat output: ${out}`);
-        const want = { insertions: Number(m[1]), deletions: Number(m[2]) };
-        const got = diffStat(a, b);
-        if (got.insertions !== want.insertions || got.deletions !== want.deletions) {
-          failures.push({ seed: SEED, pair: i, want, got, a, b });
-        }
-      }
-      expect(failures.slice(0, 3)).toEqual([]);
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
+    const pairs = Array.from({ length: PAIRS }, (_, i) => makePair(rnd, i));
+    expect(disagreements(pairs).slice(0, 3)).toEqual([]);
+  });
+
+  test("a file added or removed (one side empty), which diffStat counts without diffing", () => {
+    const rnd = mulberry32(SEED ^ 0xadd);
+    const texts = [...Array.from({ length: 16 }, (_, i) => makePair(rnd, i)[0]), "\n", "\n\n", "x", "x\ny", "\r\n", "a\r\nb"];
+    const pairs = texts.flatMap((t): Array<[string, string]> => [["", t], [t, ""]]);
+    expect(disagreements(pairs).slice(0, 3)).toEqual([]);
   });
 
   test("identical and empty inputs", () => {
