@@ -156,7 +156,7 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
       const next = { generation: manifest.generation, head, tree: built.tree };
       await materializeInto(session, merge.result, next, { operation: "commit", remoteAccepted: "yes" });
       await deps.onStage("diffstat");
-      const files = await treeDiffStat(git, accepted.files, merge.result);
+      const files = await treeDiffStat(git, accepted.files, merge.result, session.lineCounts);
       return { path: session.dir, generation: manifest.generation, files };
     }
     if (attempt >= deps.commitRetries) {

@@ -14,6 +14,7 @@ import { type Baseline, CheckoutState, type ProcessIdentity, registeredCheckouts
 import { type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
 import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
 import { scanNotebook } from "./scan.ts";
+import { lineCount } from "./diffstat.ts";
 import { StatCache } from "./stat-cache.ts";
 import { sameTree } from "./tree-merge.ts";
 
@@ -93,6 +94,8 @@ export interface Session {
   oursContents: Map<string, Uint8Array>;
   /** The stat cache as of the scan; materialize adds the files it writes. */
   statCache: StatCache;
+  /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
+  lineCounts: Map<string, number>;
   baseline: Baseline | null;
 }
 
@@ -147,7 +150,7 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
   try {
     await recoverInterrupted(state);
     const baseline = state.readBaseline();
-    return { deps: full, dir, state, git: state.git, ours: new Map(), oursContents: new Map(), statCache: StatCache.empty(), baseline };
+    return { deps: full, dir, state, git: state.git, ours: new Map(), oursContents: new Map(), statCache: StatCache.empty(), lineCounts: new Map(), baseline };
   } catch (e) {
     state.release();
     throw e;
@@ -196,7 +199,8 @@ export async function materializeInto(session: Session, to: FlatTree, target: Ba
   const b = session.baseline;
   // Already there (a call that found nothing to do): no file to write, no state to replace.
   if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(session.ours, to)) return;
-  const writes = await materialize(session.state, session.ours, to, target, session.deps, recovery);
+  const written = (oid: string, bytes: Uint8Array) => session.lineCounts.set(oid, lineCount(bytes));
+  const writes = await materialize(session.state, session.ours, to, target, { ...session.deps, written }, recovery);
   if (writes.length === 0) return;
   session.statCache.recordWrites(session.dir, writes, session.deps.now().getTime());
   try {

@@ -118,6 +118,7 @@ async function apply(
   writes: FileWrite[],
   forward: boolean,
   afterWrite: () => Promise<void> | void = () => {},
+  written: (oid: string, bytes: Uint8Array) => void = () => {},
 ): Promise<void> {
   const pick = (w: FileWrite) => (forward ? w.after : w.before);
   for (const w of writes) {
@@ -130,7 +131,9 @@ async function apply(
   for (const w of writes) {
     const oid = pick(w);
     if (oid !== null) {
-      writeVisible(root, w.path, await git.readBlob(oid), made, forward && w.before === null);
+      const bytes = await git.readBlob(oid);
+      writeVisible(root, w.path, bytes, made, forward && w.before === null);
+      written(oid, bytes);
       await afterWrite();
     }
   }
@@ -140,6 +143,8 @@ export interface MaterializeHooks {
   onStage: (stage: string) => Promise<void> | void;
   /** After each visible file is written or removed; crash tests stop the process here. */
   afterWrite?: () => Promise<void> | void;
+  /** Each blob written, with its bytes, while they are at hand (the diffstat counts their lines). */
+  written?: (oid: string, bytes: Uint8Array) => void;
 }
 
 /** Where a failure after local mutation began is reported (errors.md RECOVERY_FAILURE). */
@@ -174,7 +179,7 @@ export async function materialize(
       state.writeJournal({ version: 1, target, writes });
       stage = "materialize";
       await hooks.onStage("materialize");
-      await apply(state.dir, state.git, writes, true, hooks.afterWrite);
+      await apply(state.dir, state.git, writes, true, hooks.afterWrite, hooks.written);
     }
     stage = "baseline";
     await hooks.onStage("baseline");

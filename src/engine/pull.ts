@@ -68,7 +68,7 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
     );
     if (merge.conflicts.length > 0) throw conflictError(merge.conflicts, "pull");
     await session.deps.onStage("diffstat");
-    const files = await treeDiffStat(session.git, session.ours, merge.result);
+    const files = await treeDiffStat(session.git, session.ours, merge.result, session.lineCounts);
     return { path: session.dir, generation: accepted.generation, files };
   } finally {
     closeSession(session);

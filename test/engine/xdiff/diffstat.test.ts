@@ -4,6 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { lineCount } from "../../../src/engine/diffstat.ts";
 import { diffStat } from "../../../src/engine/xdiff/index.ts";
 import { mulberry32, isolatedGitEnv } from "../../support/seeded.ts";
 
@@ -68,6 +69,12 @@ describe("diffStat agrees with git diff --numstat", () => {
     const texts = [...Array.from({ length: 16 }, (_, i) => makePair(rnd, i)[0]), "\n", "\n\n", "x", "x\ny", "\r\n", "a\r\nb"];
     const pairs = texts.flatMap((t): Array<[string, string]> => [["", t], [t, ""]]);
     expect(disagreements(pairs).slice(0, 3)).toEqual([]);
+  });
+
+  test("lineCount (a pull's count of a file it writes) is what diffStat counts for an added file", () => {
+    const rnd = mulberry32(SEED ^ 0x11e5);
+    const texts = [...Array.from({ length: 24 }, (_, i) => makePair(rnd, i)[1]), "", "\n", "x", "x\ny", "\r\n", "a\r\nb", "日本\n語"];
+    for (const t of texts) expect(lineCount(new TextEncoder().encode(t))).toBe(diffStat("", t).insertions);
   });
 
   test("identical and empty inputs", () => {
