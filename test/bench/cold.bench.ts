@@ -7,7 +7,12 @@
  * S4 — on the pulled checkout, a commit and a pull with nothing changed,
  *      each against `git status` on the same tree (≤ 2×).
  *
- * The C git side is measured once per run and shared by both stores' rows.
+ * The two sides alternate, clone and pull, each rep: every timed side
+ * follows the removal of the other's 10,000 files. The order matters here:
+ * on this machine's ext4 (no journal) creating files right after many were
+ * deleted costs several times more (the inode allocator skips recently
+ * freed inodes), so timing one side after the other's clean-up, and not the
+ * other way round, measured the file system rather than the code.
  */
 import { join } from "node:path";
 import * as L from "./lib.ts";
@@ -16,32 +21,32 @@ import type { Row } from "./report.ts";
 export const COLD_FILES = 10_000;
 const BYTES_PER_FILE = 4096;
 
-interface GitCold {
-  clone: number[];
-  status: number[];
-  bytes: number;
+interface GitWorld {
+  dir: string;
+  url: string;
+  work: string;
+  env: Record<string, string>;
 }
 
-let gitSide: Promise<GitCold> | null = null;
-
-async function measureGit(files: Map<string, string>, reps: number, statusReps: number): Promise<GitCold> {
+function gitWorld(files: Map<string, string>): GitWorld {
   const dir = L.tempDir("cold-git");
-  try {
-    const w = L.gitWorld(dir, files);
-    const clone: number[] = [];
-    for (let i = 0; i < reps; i++) {
-      const target = join(dir, `clone-${i}`);
-      clone.push(await L.timeProcess("git", ["clone", "-q", w.url, target], { cwd: dir, env: w.env }));
-      L.removeDir(target);
-    }
-    // `git status` with a warm index, as a user runs it between edits.
-    await L.timeProcess("git", ["status", "--porcelain"], { cwd: w.work, env: w.env });
-    const status: number[] = [];
-    for (let i = 0; i < statusReps; i++) status.push(await L.timeProcess("git", ["status", "--porcelain"], { cwd: w.work, env: w.env }));
-    return { clone, status, bytes: L.treeBytes(files) };
-  } finally {
-    L.removeDir(dir);
-  }
+  return { dir, ...L.gitWorld(dir, files) };
+}
+
+/** One timed `git clone`, then its removal. */
+async function timeClone(w: GitWorld, i: number): Promise<number> {
+  const target = join(w.dir, `clone-${i}`);
+  const ms = await L.timeProcess("git", ["clone", "-q", w.url, target], { cwd: w.dir, env: w.env });
+  L.removeDir(target);
+  return ms;
+}
+
+/** `git status` with a warm index, as a user runs it between edits. */
+async function timeStatus(w: GitWorld, reps: number): Promise<number[]> {
+  await L.timeProcess("git", ["status", "--porcelain"], { cwd: w.work, env: w.env });
+  const status: number[] = [];
+  for (let i = 0; i < reps; i++) status.push(await L.timeProcess("git", ["status", "--porcelain"], { cwd: w.work, env: w.env }));
+  return status;
 }
 
 export async function coldScenarios(loc: L.Location, reps: number, noopReps: number): Promise<Row[]> {
@@ -49,19 +54,21 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
   const files = L.notebookFiles(COLD_FILES, BYTES_PER_FILE, 3);
   const store = loc.open();
   let server: L.Server | null = null;
+  let git: GitWorld | null = null;
   try {
     const t = await L.timed(() => L.seedNotebook(L.engineDepsFor(store, loc, join(root, "seed-private")), join(root, "seed"), files));
     L.log(`  seeded ${COLD_FILES} files on ${loc.label} in ${(t.ms / 1000).toFixed(1)} s`);
     L.removeDir(join(root, "seed"));
     L.removeDir(join(root, "seed-private"));
-    // The C git side runs after the seed, never at the same time as a measured call.
-    gitSide ??= measureGit(files, reps, noopReps);
-    const git = await gitSide;
+    git = gitWorld(files);
+    const gitBytes = L.treeBytes(files);
 
+    const clones: number[] = [];
     const pulls: number[] = [];
     const peaks: number[] = [];
     const profiles: L.Completion[] = [];
     for (let i = 0; i < reps; i++) {
+      clones.push(await timeClone(git, i));
       server = await L.startServer(loc, {
         privateRoot: join(root, `private-${i}`),
         workspace: join(root, `ws-${i}`),
@@ -78,6 +85,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         L.removeDir(join(root, `private-${i}`));
       }
     }
+    const status = await timeStatus(git, noopReps);
 
     // S4 on the last pulled checkout. One call of each first, not counted:
     // the first commit after a cold pull writes every scanned blob into
@@ -97,10 +105,10 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
     const pullProfile = L.stageMedians(noop.filter((c) => c.tool === "notes_pull"));
 
     const pullM = L.median(pulls);
-    const cloneM = L.median(git.clone);
-    const statusM = L.median(git.status);
+    const cloneM = L.median(clones);
+    const statusM = L.median(status);
     const peakM = L.median(peaks);
-    const mb = (git.bytes / 1e6).toFixed(0);
+    const mb = (gitBytes / 1e6).toFixed(0);
     return [
       {
         scenario: "S3",
@@ -115,7 +123,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         met: pullM / cloneM <= 1.5,
         samples: reps,
         values: pulls,
-        comparisonValues: git.clone,
+        comparisonValues: clones,
         profile: L.stageMedians(profiles),
       },
       {
@@ -131,7 +139,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         met: L.median(noopCommit) / statusM <= 2,
         samples: noopReps,
         values: noopCommit,
-        comparisonValues: git.status,
+        comparisonValues: status,
         profile: commitProfile,
       },
       {
@@ -161,7 +169,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         met: L.median(noopPull) / statusM <= 2,
         samples: noopReps,
         values: noopPull,
-        comparisonValues: git.status,
+        comparisonValues: status,
         profile: pullProfile,
       },
       {
@@ -185,6 +193,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
     await server?.close();
     await store.close();
     await loc.dispose();
+    if (git) L.removeDir(git.dir);
     L.removeDir(root);
   }
 }
