@@ -35,24 +35,24 @@ function describeState(m: Manifest): string {
   return `${m.packs.length} packs, ${(bytes / 1e6).toFixed(1)} MB`;
 }
 
-/** Cold pulls through fresh servers; returns the durations and the stage records. */
-async function coldPulls(loc: L.Location, root: string, tag: string, reps: number): Promise<{ ms: number[]; records: L.Completion[] }> {
-  const ms: number[] = [];
-  const records: L.Completion[] = [];
-  for (let i = 0; i < reps; i++) {
-    const ws = join(root, `${tag}-ws-${i}`);
-    const priv = join(root, `${tag}-private-${i}`);
-    const server = await L.startServer(loc, { privateRoot: priv, workspace: ws, home: join(root, "home") });
-    try {
-      ms.push((await L.timed(() => server.call("notes_pull", {}))).ms);
-      records.push(...server.completions);
-    } finally {
-      await server.close();
-      L.removeDir(ws);
-      L.removeDir(priv);
-    }
+interface Pulls {
+  ms: number[];
+  records: L.Completion[];
+}
+
+/** One cold pull through a fresh server, added to `into`; its files are removed after. */
+async function coldPull(loc: L.Location, root: string, tag: string, into: Pulls): Promise<void> {
+  const ws = join(root, `${tag}-ws-${into.ms.length}`);
+  const priv = join(root, `${tag}-private-${into.ms.length}`);
+  const server = await L.startServer(loc, { privateRoot: priv, workspace: ws, home: join(root, "home") });
+  try {
+    into.ms.push((await L.timed(() => server.call("notes_pull", {}))).ms);
+    into.records.push(...server.completions);
+  } finally {
+    await server.close();
+    L.removeDir(ws);
+    L.removeDir(priv);
   }
-  return { ms, records };
 }
 
 export async function historyScenario(
@@ -86,8 +86,14 @@ export async function historyScenario(
     const original = await manifestOf(long);
     const oneState = describeState((await manifestOf(one)).manifest);
     const longState = describeState(original.manifest);
-    const baseline = await coldPulls(oneLoc, root, "one", reps);
-    const asIs = await coldPulls(longLoc, root, "long", reps);
+    // Alternating, so that each side's pulls meet the same file-system state
+    // (each follows the removal of the other's files; see cold.bench.ts).
+    const baseline: Pulls = { ms: [], records: [] };
+    const asIs: Pulls = { ms: [], records: [] };
+    for (let i = 0; i < reps; i++) {
+      await coldPull(oneLoc, root, "one", baseline);
+      await coldPull(longLoc, root, "long", asIs);
+    }
 
     // Sanity: the compacted notebook still pulls to the writer's tree.
     const check = join(root, "check");
@@ -97,7 +103,7 @@ export async function historyScenario(
     }
 
     const b = L.median(baseline.ms);
-    const row = (scenario: string, what: string, pulls: { ms: number[]; records: L.Completion[] }, state: string, note?: string): Row => {
+    const row = (scenario: string, what: string, pulls: Pulls, state: string, note?: string): Row => {
       const m = L.median(pulls.ms);
       return {
         scenario,
