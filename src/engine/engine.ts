@@ -185,9 +185,10 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
   session.ours = ours;
   session.oursContents = contents;
   session.statCache = cache;
+  // Nothing new: the cache, in memory and on disk, already says all of this.
+  if (!changed) return;
   cache.recordScan(scanned, ours, takenMs);
-  // Nothing new: the cache on disk already says all of this.
-  if (changed) session.state.saveStatCache(cache);
+  session.state.saveStatCache(cache);
 }
 
 /**
