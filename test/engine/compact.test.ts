@@ -1,11 +1,12 @@
 /**
  * Compaction on the real embedded store: the pack list is bounded, every
- * file and (by default) every commit of the history survive, C git accepts
- * the compacted pack, and a shorter history keeps only the newest commits.
+ * file survives, the newest 32 commits (by default; every commit with
+ * `history: "all"`) survive, C git accepts the compacted pack, and a
+ * shorter history keeps only the newest commits.
  *
- * Compaction is not wired into commit yet, so these tests publish the
- * compacted list as gc would: the same head and generation, a fresh
- * publication id, one conditional write.
+ * These tests publish the compacted list as gc would: the same head and
+ * generation, a fresh publication id, one conditional write
+ * (compaction-in-commits.test.ts covers commits that compact).
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
@@ -91,11 +92,11 @@ describe("compaction", () => {
     expect(await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs })).toBeNull();
   });
 
-  test("40 commits: one base plus the newest packs, every file and every commit kept, C git agrees", async () => {
+  test("40 commits, history \"all\": one base plus the newest packs, every file and every commit kept, C git agrees", async () => {
     const a = await history(40);
     const before = await current(world.store);
     expect(before.manifest.packs).toHaveLength(41);
-    const result = await compactAndPublish({ maxPacks: 32, keepRecent: 8 });
+    const result = await compactAndPublish({ maxPacks: 32, keepRecent: 8, history: "all" });
     expect(result).not.toBeNull();
     const after = await current(world.store);
     expect(after.manifest.packs).toHaveLength(9);
@@ -139,6 +140,22 @@ describe("compaction", () => {
     expect(read(c, "dir0/file0.md")).toBe(read(a, "dir0/file0.md"));
   });
 
+  test("by default the newest 32 commits are kept: in the base and the kept packs together", async () => {
+    await history(40);
+    await compactAndPublish({});
+    const after = await current(world.store);
+    expect(after.manifest.packs).toHaveLength(9);
+    const git = await maintenanceCache("check");
+    const ids = after.manifest.packs.flatMap((p) => packObjectIds(git, p.sha256));
+    const repo = await cGitRepo(after.manifest);
+    try {
+      const types = spawnSync("git", ["cat-file", "--batch-check=%(objecttype)"], { cwd: repo, encoding: "utf8", env: isolatedGitEnv(repo), input: `${ids.join("\n")}\n` });
+      expect(types.stdout.split("\n").filter((t) => t === "commit")).toHaveLength(32);
+    } finally {
+      rmSync(repo, { recursive: true, force: true });
+    }
+  });
+
   test("with history: N the base keeps the newest N commits; a cold pull still works", async () => {
     const a = await history(40);
     await compactAndPublish({ maxPacks: 32, keepRecent: 0, history: 5 });
@@ -165,7 +182,7 @@ describe("compaction", () => {
     const { manifest, etag } = await current(world.store);
     const [id] = readdirSync(join(world.privateRoot, "checkouts"));
     const git = await GitStore.open(join(world.privateRoot, "checkouts", id!, "git"));
-    const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs });
+    const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { history: "all" } });
     expect(result!.packs).toHaveLength(9);
     const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result!.packs };
     expect((await world.store.putIfMatch(MANIFEST_KEY, serializeManifest(next), etag)).ok).toBe(true);
