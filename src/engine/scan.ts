@@ -53,9 +53,9 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
   const invalid: ErrorFile[] = [];
   const bad = (path: string) => invalid.push({ path, reason: "INVALID_CONTENT", ranges: [] });
 
-  // Each directory is listed, its entries stat'ed once and visited in git's
-  // path order (a directory sorts as if its name ended in "/"), so the
-  // result comes out sorted without sorting every path at the end.
+  // Each directory is listed, its entries stat'ed once and visited in path
+  // order (a directory sorts as if its name ended in "/"), so the result
+  // comes out sorted without sorting every path at the end.
   const walk = (absDir: string, relDir: string) => {
     let names: string[];
     try {
@@ -76,6 +76,11 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
       }
       names = names.filter((name) => valid.has(name));
     }
+    // In path order: names sort natively (UTF-16 order, as paths compare
+    // everywhere here); only a directory, which sorts as "name/", can need
+    // the second, keyed sort below.
+    names.sort();
+    let hasDirectory = false;
     const entries: Array<{ name: string; key: string; st: Stats }> = [];
     for (const name of names) {
       // Hidden names are rare: test the cheap first character before the patterns.
@@ -89,9 +94,11 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
       } catch {
         continue; // Removed since the listing: not there.
       }
-      entries.push({ name, key: st.isDirectory() ? `${name}/` : name, st });
+      const isDirectory = st.isDirectory();
+      hasDirectory ||= isDirectory;
+      entries.push({ name, key: isDirectory ? `${name}/` : name, st });
     }
-    entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    if (hasDirectory) entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     for (const { name, st } of entries) {
       const rel = relDir + name;
       const abs = `${absDir}/${name}`;
