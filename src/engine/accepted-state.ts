@@ -19,6 +19,8 @@ export interface AcceptedState {
   tree: string | null;
   files: FlatTree;
   trees: Set<string>;
+  /** Tree ids by directory prefix (git-store.ts BuiltTree). */
+  dirs: Map<string, string>;
 }
 
 export async function readManifest(store: ObjectStore): Promise<{ manifest: Manifest | null; etag: string | null }> {
@@ -39,7 +41,7 @@ export async function loadAcceptedState(store: ObjectStore, git: GitStore): Prom
   let { manifest, etag } = await readManifest(store);
   for (let reread = 0; ; reread++) {
     if (manifest === null) {
-      return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set() };
+      return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set(), dirs: new Map() };
     }
     try {
       await fetchPacks(store, git, manifest);
@@ -61,7 +63,7 @@ async function loadTree(store: ObjectStore, git: GitStore, manifest: Manifest, e
   const readHead = async () => {
     const tree = await git.commitTree(manifest.head);
     const read = await git.readFlatTree(tree);
-    return { manifest, etag, generation: manifest.generation, head: manifest.head, tree, files: read.files, trees: read.trees };
+    return { manifest, etag, generation: manifest.generation, head: manifest.head, tree, files: read.files, trees: read.trees, dirs: read.dirs };
   };
   try {
     return await readHead();

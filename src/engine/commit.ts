@@ -101,7 +101,9 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     }
 
     await deps.onStage("pack");
-    const built = await git.writeFlatTree(merge.result);
+    // Only the directories that differ from the accepted tree are built.
+    const { tree, files, trees, dirs } = accepted;
+    const built = await git.writeFlatTree(merge.result, tree === null ? undefined : { tree, files, trees, dirs });
     const head = await git.writeCommit({ tree: built.tree, parent: accepted.head, message, when: deps.now() });
     const newObjects = [head, ...[...built.trees].filter((t) => !accepted.trees.has(t))];
     const known = new Set(accepted.files.values());

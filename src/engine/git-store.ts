@@ -23,6 +23,8 @@ export interface BuiltTree {
   tree: string;
   /** Every tree object id of the tree, root included. */
   trees: Set<string>;
+  /** The tree id of each directory by its prefix ("" for the root, "a/b/" below). */
+  dirs: Map<string, string>;
 }
 
 export interface ReadTree extends BuiltTree {
@@ -68,7 +70,7 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
 }
 
 function copyOf(read: ReadTree): ReadTree {
-  return { tree: read.tree, trees: new Set(read.trees), files: new Map(read.files) };
+  return { tree: read.tree, trees: new Set(read.trees), dirs: new Map(read.dirs), files: new Map(read.files) };
 }
 
 interface SharedReader {
@@ -164,13 +166,19 @@ export class GitStore {
     return this.writeObject("blob", bytes);
   }
 
-  /** Build the git trees of a flat notebook tree, bottom-up (kept in memory until packed). */
-  async writeFlatTree(files: FlatTree): Promise<BuiltTree> {
+  /**
+   * Build the git trees of a flat notebook tree, bottom-up (kept in memory
+   * until packed). With `base` (a tree read or built before), a directory
+   * in which no path differs from it keeps its tree id and is not built
+   * again: a commit of one file rebuilds only the directories on its path.
+   */
+  async writeFlatTree(files: FlatTree, base?: ReadTree): Promise<BuiltTree> {
     interface Dir {
+      prefix: string;
       files: Map<string, string>;
       dirs: Map<string, Dir>;
     }
-    const root: Dir = { files: new Map(), dirs: new Map() };
+    const root: Dir = { prefix: "", files: new Map(), dirs: new Map() };
     for (const [path, oid] of files) {
       const parts = path.split("/");
       let dir = root;
@@ -178,15 +186,36 @@ export class GitStore {
         const part = parts[i]!;
         let next = dir.dirs.get(part);
         if (!next) {
-          next = { files: new Map(), dirs: new Map() };
+          next = { prefix: `${dir.prefix}${part}/`, files: new Map(), dirs: new Map() };
           dir.dirs.set(part, next);
         }
         dir = next;
       }
       dir.files.set(parts[parts.length - 1]!, oid);
     }
+    // The directories on the path of any difference from the base.
+    const changed = new Set<string>([""]);
+    const touch = (path: string) => {
+      for (let i = path.indexOf("/"); i >= 0; i = path.indexOf("/", i + 1)) changed.add(path.slice(0, i + 1));
+    };
+    if (base) {
+      for (const [path, oid] of files) if (base.files.get(path) !== oid) touch(path);
+      for (const path of base.files.keys()) if (!files.has(path)) touch(path);
+    }
     const trees = new Set<string>();
+    const dirs = new Map<string, string>();
     const build = (dir: Dir): string => {
+      const kept = base && !changed.has(dir.prefix) ? base.dirs.get(dir.prefix) : undefined;
+      if (kept !== undefined) {
+        // Unchanged: the base's subtree, and its own subtrees, as they are.
+        for (const [prefix, oid] of base!.dirs) {
+          if (prefix.startsWith(dir.prefix)) {
+            dirs.set(prefix, oid);
+            trees.add(oid);
+          }
+        }
+        return kept;
+      }
       // Sort keys computed once: git's order compares names as bytes, a tree as if it ended in "/".
       const entries: Array<{ key: Buffer; name: Buffer; isTree: boolean; oid: string }> = [];
       for (const [name, oid] of dir.files) {
@@ -203,11 +232,12 @@ export class GitStore {
       }
       const oid = this.keep("tree", Buffer.concat(parts));
       trees.add(oid);
+      dirs.set(dir.prefix, oid);
       return oid;
     };
     const tree = build(root);
-    remember(recentTrees, `${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), files: new Map(files) });
-    return { tree, trees };
+    remember(recentTrees, `${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), dirs: new Map(dirs), files: new Map(files) });
+    return { tree, trees, dirs };
   }
 
   /**
@@ -354,10 +384,12 @@ export class GitStore {
   private async readFlatTreeObjects(tree: string): Promise<ReadTree> {
     const files: FlatTree = new Map();
     const trees = new Set<string>();
+    const dirs = new Map<string, string>();
     const walk = async (oid: string, prefix: string) => {
       const { type, object } = await this.read(oid);
       if (type !== "tree") throw new MissingObjectError("not a tree");
       trees.add(oid);
+      dirs.set(prefix, oid);
       const buf = Buffer.from(object);
       let i = 0;
       while (i < buf.length) {
@@ -374,7 +406,7 @@ export class GitStore {
       }
     };
     await walk(tree, "");
-    return { tree, trees, files };
+    return { tree, trees, dirs, files };
   }
 
   /** A real git packfile holding exactly `oids` (undeltified, which git accepts). */
