@@ -258,12 +258,26 @@ export function registeredCheckouts(privateRoot: string): string[] {
   }
   const dirs: string[] = [];
   for (const id of ids) {
+    const file = join(base, id, "state.json");
+    // Every call checks every checkout: parse each state file only when it changed.
+    const identity = fileIdentity(file);
+    const known = knownCheckouts.get(file);
+    if (identity !== null && known?.identity === identity) {
+      dirs.push(known.checkout);
+      continue;
+    }
     try {
-      const parsed = StateSchema.safeParse(readJson(join(base, id, "state.json")));
-      if (parsed.success) dirs.push(parsed.data.checkout);
+      const parsed = StateSchema.safeParse(readJson(file));
+      if (parsed.success) {
+        dirs.push(parsed.data.checkout);
+        if (identity !== null) knownCheckouts.set(file, { identity, checkout: parsed.data.checkout });
+      }
     } catch {
       /* unreadable state is the business of its own checkout */
     }
   }
   return dirs;
 }
+
+/** The checkout directory each state file named when this process last parsed it (state files are replaced, never edited). */
+const knownCheckouts = new Map<string, { identity: string; checkout: string }>();
