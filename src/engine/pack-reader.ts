@@ -113,17 +113,18 @@ export function indexUndeltifiedPack(pack: Uint8Array): Buffer | null {
   return idx;
 }
 
-/** What a pack's index and pack file look like on disk; a change means they were rewritten. */
+/**
+ * What a pack's index looks like on disk; a change means it was rewritten.
+ * The pack file itself needs no check: a rewritten one reads as damage
+ * through the index's offsets, as it would for a reader opened afresh.
+ */
 function identityOf(dir: string, idxName: string): string {
-  const ids = [idxName, idxName.replace(/\.idx$/, ".pack")].map((name) => {
-    try {
-      const st = fs.statSync(join(dir, name));
-      return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-    } catch {
-      return "absent";
-    }
-  });
-  return ids.join("/");
+  try {
+    const st = fs.statSync(join(dir, idxName));
+    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  } catch {
+    return "absent";
+  }
 }
 
 export class PackReader {
