@@ -92,7 +92,9 @@ async function loadTree(store: ObjectStore, git: GitStore, manifest: Manifest, e
 
 async function fetchPacks(store: ObjectStore, git: GitStore, manifest: Manifest): Promise<void> {
   const missing = manifest.packs.filter((p) => !git.hasPack(p.sha256));
-  // Bounded parallelism: enough to hide latency, few enough for small machines.
+  // Bounded parallelism: enough to hide latency (a cold pull after a long
+  // history fetches a base and up to 31 small packs), few enough for small
+  // machines; only one pack, the base, can be large.
   const queue = [...missing];
   const worker = async () => {
     for (let p = queue.shift(); p; p = queue.shift()) {
@@ -123,7 +125,7 @@ async function fetchPacks(store: ObjectStore, git: GitStore, manifest: Manifest)
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(4, missing.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(8, missing.length) }, worker));
 }
 
 /** A listed pack is absent; `invalid` is the error to report if a re-read does not explain it. */
