@@ -2,8 +2,7 @@
  * What every operation needs, injected (no globals): the store, where the
  * private state lives, who we are, and the hooks tests and logs use.
  */
-import { realpathSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdirSync, realpathSync } from "node:fs";
 import { relative, resolve, sep } from "node:path";
 import { DomainError } from "../contract/errors.ts";
 import type { CompactionPolicy } from "./compact.ts";
@@ -125,7 +124,7 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
   refuseNesting(full, requested);
   if (create) {
     try {
-      await mkdir(path, { recursive: true });
+      mkdirSync(path, { recursive: true }); // synchronous: see GitStore.open
     } catch (cause) {
       throw new DomainError("LOCAL_STATE", "The notebook directory could not be created.", { cause });
     }
