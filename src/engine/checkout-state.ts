@@ -191,6 +191,18 @@ export class CheckoutState {
     return cache;
   }
 
+  /**
+   * Keep `cache` for this process's next calls without writing it: for
+   * changes that only make more entries trusted, where the file on disk
+   * stays right for any other process. Written when there is no file yet.
+   */
+  keepStatCache(cache: StatCache): void {
+    const file = join(this.stateDir, "stat-cache.json");
+    const identity = fileIdentity(file);
+    if (identity === null) this.saveStatCache(cache);
+    else keptStatCaches.set(file, { identity, cache: cache.clone() });
+  }
+
   saveStatCache(cache: StatCache): void {
     const file = join(this.stateDir, "stat-cache.json");
     // Not fsync'ed: it is only a speed-up, and a torn file does not parse.

@@ -168,16 +168,21 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
   const scanned = scanNotebook(session.dir, cache.known);
   const ours: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
+  // Read again: files the cache could not vouch for. Changed: files whose
+  // stamp or content differs from what the cache records (or the set of
+  // paths differs) — what the cache on disk must learn.
+  let reread = false;
   let changed = cache.size !== scanned.size;
   for (const [path, file] of scanned) {
     if (file.oid !== null) {
       ours.set(path, file.oid);
       continue;
     }
-    changed = true;
+    reread = true;
     // A file that still hashes to its recorded blob is already stored.
     let oid = blobId(file.bytes);
     if (oid !== cache.recorded(path)) oid = await session.git.writeBlob(file.bytes);
+    changed ||= !cache.records(path, file.stamp, oid);
     ours.set(path, oid);
     contents.set(oid, file.bytes);
   }
@@ -185,9 +190,13 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
   session.oursContents = contents;
   session.statCache = cache;
   // Nothing new: the cache, in memory and on disk, already says all of this.
-  if (!changed) return;
+  if (!reread && !changed) return;
   cache.recordScan(scanned, ours, takenMs);
-  session.state.saveStatCache(cache);
+  // Only racily clean files read again, unchanged: the new stamp times make
+  // them trusted next time, which the process keeps in memory; the file on
+  // disk, older, is still right (it only trusts fewer entries).
+  if (changed) session.state.saveStatCache(cache);
+  else session.state.keepStatCache(cache);
 }
 
 /**

@@ -101,6 +101,14 @@ export class StatCache {
     };
   }
 
+  /** Whether the entry for `path` has this very stamp and blob (trusted or not). */
+  records(path: string, stamp: FileStamp, oid: string): boolean {
+    const e = this.entries.get(path);
+    if (!e || e.oid !== oid) return false;
+    const s = e.stamp;
+    return s.size === stamp.size && s.mtimeMs === stamp.mtimeMs && s.ctimeMs === stamp.ctimeMs && s.ino === stamp.ino;
+  }
+
   /** The blob id last recorded for `path`, trusted or not: that blob is in the object cache. */
   recorded(path: string): string | null {
     return this.entries.get(path)?.oid ?? null;

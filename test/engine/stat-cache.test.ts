@@ -125,3 +125,31 @@ test("the copy a process keeps is used only while the file on disk is the one it
     state.release();
   }
 });
+
+test("a racily clean file read again unchanged is trusted from then on, without rewriting the cache file", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  await pull(world.deps(), a);
+  write(a, "note.md", "alpha\n");
+  await commit(world.deps(), a, "seed"); // stamped within the racy window
+  const deps = world.deps();
+  const state = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(a), self: deps.self });
+  const file = join(state.stateDir, "stat-cache.json");
+  const stampOfFile = () => {
+    const st = lstatSync(file);
+    return `${st.ino}:${st.mtimeMs}:${st.size}`;
+  };
+  const before = stampOfFile();
+  state.release();
+  // Well past the window: the file is read again, found unchanged, and its entry re-stamped.
+  await pull(world.deps({ now: () => new Date(Date.now() + 10_000) }), a);
+  expect(stampOfFile()).toBe(before);
+  const again = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(a), self: deps.self });
+  try {
+    const st = lstatSync(join(a, "note.md"));
+    const stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
+    expect(again.loadStatCache().known("note.md", stamp)).not.toBeNull();
+  } finally {
+    again.release();
+  }
+});
