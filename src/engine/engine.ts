@@ -199,6 +199,8 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
   else session.state.keepStatCache(cache);
 }
 
+const FEW_WRITES = 32;
+
 /**
  * Make the visible directory `to` and move the baseline to `target`
  * (materialize.ts), then remember the written files in the stat cache so the
@@ -213,7 +215,11 @@ export async function materializeInto(session: Session, to: FlatTree, target: Ba
   if (writes.length === 0) return;
   session.statCache.recordWrites(session.dir, writes, session.deps.now().getTime());
   try {
-    session.state.saveStatCache(session.statCache);
+    // A few files written (a warm pull): another process reading them again
+    // costs less than rewriting the whole cache file on every such call, so
+    // only this process's copy learns them. A cold pull's are written out.
+    if (writes.length <= FEW_WRITES) session.state.keepStatCache(session.statCache);
+    else session.state.saveStatCache(session.statCache);
   } catch {
     /* only a speed-up: the next scan reads those files instead */
   }

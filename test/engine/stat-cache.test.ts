@@ -153,3 +153,32 @@ test("a racily clean file read again unchanged is trusted from then on, without 
     again.release();
   }
 });
+
+test("a pull that writes a few files keeps them in this process's cache; another process reads them again, right", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  const b = world.checkout("b");
+  await pull(world.deps(), a);
+  for (let i = 0; i < 5; i++) write(a, `n${i}.md`, `note ${i}\n`);
+  await commit(world.deps(), a, "five");
+  await pull(world.deps(), b);
+  const deps = world.deps();
+  const cacheFile = async () => {
+    const state = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(b), self: deps.self });
+    state.release();
+    return join(state.stateDir, "stat-cache.json");
+  };
+  const file = await cacheFile();
+  const before = lstatSync(file).mtimeMs;
+  write(a, "n1.md", "note 1, edited by a\n");
+  await commit(world.deps(), a, "edit");
+  await pull(world.deps(), b);
+  expect(lstatSync(file).mtimeMs).toBe(before);
+  // The file on disk does not know the pulled version; whoever reads it sees the truth.
+  const onDisk = StatCache.load(file);
+  const st = lstatSync(join(b, "n1.md"));
+  expect(onDisk.known("n1.md", { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino })).toBeNull();
+  write(b, "n2.md", "note 2, edited by b\n");
+  const r = await commit(world.deps(), b, "b's edit");
+  expect(r.files).toEqual([{ path: "n2.md", insertions: 1, deletions: 1 }]);
+});
