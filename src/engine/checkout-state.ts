@@ -98,7 +98,25 @@ function readJson(file: string): unknown | undefined {
  * replaces the file, which changes its inode and times, so a kept copy is
  * used only while the file on disk is the very one it came from.
  */
-const keptStatCaches = new Map<string, { identity: string; cache: StatCache }>();
+const keptStatCaches = new Map<string, { identity: string; cache: StatCache; unsaved: boolean }>();
+
+/**
+ * Write out what `keepStatCache` kept in memory only, for the processes that
+ * come next: the CLI calls this before it exits, a server when it stops. A
+ * file another process replaced meanwhile is left alone (it knows at least
+ * as much). Failures are ignored: the cache is only a speed-up.
+ */
+export function flushStatCaches(): void {
+  for (const [file, kept] of keptStatCaches) {
+    if (!kept.unsaved || fileIdentity(file) !== kept.identity) continue;
+    try {
+      writeAtomic(file, kept.cache.serialize(), false);
+      kept.unsaved = false;
+    } catch {
+      /* the next process reads those files again */
+    }
+  }
+}
 
 function fileIdentity(file: string): string | null {
   try {
@@ -187,7 +205,7 @@ export class CheckoutState {
     const kept = keptStatCaches.get(file);
     if (kept && kept.identity === identity) return kept.cache.clone();
     const cache = StatCache.load(file);
-    keptStatCaches.set(file, { identity, cache: cache.clone() });
+    keptStatCaches.set(file, { identity, cache: cache.clone(), unsaved: false });
     return cache;
   }
 
@@ -200,7 +218,7 @@ export class CheckoutState {
     const file = join(this.stateDir, "stat-cache.json");
     const identity = fileIdentity(file);
     if (identity === null) this.saveStatCache(cache);
-    else keptStatCaches.set(file, { identity, cache: cache.clone() });
+    else keptStatCaches.set(file, { identity, cache: cache.clone(), unsaved: true });
   }
 
   saveStatCache(cache: StatCache): void {
@@ -209,7 +227,7 @@ export class CheckoutState {
     writeAtomic(file, cache.serialize(), false);
     const identity = fileIdentity(file);
     if (identity === null) keptStatCaches.delete(file);
-    else keptStatCaches.set(file, { identity, cache: cache.clone() });
+    else keptStatCaches.set(file, { identity, cache: cache.clone(), unsaved: false });
   }
 
   release(): void {

@@ -9,7 +9,7 @@ import type { CompactionPolicy } from "./compact.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./blob-id.ts";
-import { type Baseline, CheckoutState, type ProcessIdentity, registeredCheckouts } from "./checkout-state.ts";
+import { type Baseline, CheckoutState, flushStatCaches, type ProcessIdentity, registeredCheckouts } from "./checkout-state.ts";
 import { type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
 import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
 import { scanNotebook } from "./scan.ts";
@@ -169,10 +169,10 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
   const ours: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
   // Read again: files the cache could not vouch for. Changed: files whose
-  // stamp or content differs from what the cache records (or the set of
-  // paths differs) — what the cache on disk must learn.
+  // stamp or content differs from what the cache records, or that came or
+  // went — what the cache must learn.
   let reread = false;
-  let changed = cache.size !== scanned.size;
+  let changed = Math.abs(cache.size - scanned.size);
   for (const [path, file] of scanned) {
     if (file.oid !== null) {
       ours.set(path, file.oid);
@@ -182,7 +182,7 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
     // A file that still hashes to its recorded blob is already stored.
     let oid = blobId(file.bytes);
     if (oid !== cache.recorded(path)) oid = await session.git.writeBlob(file.bytes);
-    changed ||= !cache.records(path, file.stamp, oid);
+    if (!cache.records(path, file.stamp, oid)) changed++;
     ours.set(path, oid);
     contents.set(oid, file.bytes);
   }
@@ -190,16 +190,25 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
   session.oursContents = contents;
   session.statCache = cache;
   // Nothing new: the cache, in memory and on disk, already says all of this.
-  if (!reread && !changed) return;
+  if (!reread && changed === 0) return;
   cache.recordScan(scanned, ours, takenMs);
-  // Only racily clean files read again, unchanged: the new stamp times make
-  // them trusted next time, which the process keeps in memory; the file on
-  // disk, older, is still right (it only trusts fewer entries).
-  if (changed) session.state.saveStatCache(cache);
-  else session.state.keepStatCache(cache);
+  keepOrSave(session, changed);
 }
 
-const FEW_WRITES = 32;
+/**
+ * A few changed entries (a warm call: the files just edited or pulled, or
+ * racily clean ones re-stamped) go into the process's copy of the stat
+ * cache only: rewriting the file for the whole notebook on every call cost
+ * more than another process reading those files again. More are written at
+ * once; the rest when the process ends (flushKeptState). The file on disk is
+ * right either way — an older one only trusts fewer entries.
+ */
+function keepOrSave(session: Session, changed: number): void {
+  if (changed <= FEW_CHANGES) session.state.keepStatCache(session.statCache);
+  else session.state.saveStatCache(session.statCache);
+}
+
+const FEW_CHANGES = 32;
 
 /**
  * Make the visible directory `to` and move the baseline to `target`
@@ -215,11 +224,7 @@ export async function materializeInto(session: Session, to: FlatTree, target: Ba
   if (writes.length === 0) return;
   session.statCache.recordWrites(session.dir, writes, session.deps.now().getTime());
   try {
-    // A few files written (a warm pull): another process reading them again
-    // costs less than rewriting the whole cache file on every such call, so
-    // only this process's copy learns them. A cold pull's are written out.
-    if (writes.length <= FEW_WRITES) session.state.keepStatCache(session.statCache);
-    else session.state.saveStatCache(session.statCache);
+    keepOrSave(session, writes.length);
   } catch {
     /* only a speed-up: the next scan reads those files instead */
   }
@@ -229,6 +234,11 @@ export async function materializeInto(session: Session, to: FlatTree, target: Ba
 export async function oursBytes(session: Session, path: string): Promise<Uint8Array> {
   const oid = session.ours.get(path)!;
   return session.oursContents.get(oid) ?? (await session.git.readBlob(oid));
+}
+
+/** Before the process ends: write out what only its memory holds (stat caches). */
+export function flushKeptState(): void {
+  flushStatCaches();
 }
 
 export function closeSession(session: Session): void {

@@ -8,6 +8,7 @@ import { lstatSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CheckoutState } from "../../src/engine/checkout-state.ts";
 import { commit } from "../../src/engine/commit.ts";
+import { flushKeptState } from "../../src/engine/engine.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { FileStamp } from "../../src/engine/scan.ts";
 import { StatCache } from "../../src/engine/stat-cache.ts";
@@ -181,4 +182,26 @@ test("a pull that writes a few files keeps them in this process's cache; another
   write(b, "n2.md", "note 2, edited by b\n");
   const r = await commit(world.deps(), b, "b's edit");
   expect(r.files).toEqual([{ path: "n2.md", insertions: 1, deletions: 1 }]);
+});
+
+test("what a process kept in memory only is written out when it ends (flushKeptState)", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  const b = world.checkout("b");
+  await pull(world.deps(), a);
+  write(a, "n.md", "one\n");
+  await commit(world.deps(), a, "one");
+  await pull(world.deps(), b);
+  write(a, "n.md", "two\n");
+  await commit(world.deps(), a, "two");
+  const later = world.deps({ now: () => new Date(Date.now() + 10_000) });
+  await pull(later, b); // one file written: kept in memory only
+  const state = await CheckoutState.open({ privateRoot: later.privateRoot, storeId: later.storeId, dir: realpathSync(b), self: later.self });
+  state.release();
+  const file = join(state.stateDir, "stat-cache.json");
+  const st = lstatSync(join(b, "n.md"));
+  const stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
+  expect(StatCache.load(file).known("n.md", stamp)).toBeNull();
+  flushKeptState();
+  expect(StatCache.load(file).known("n.md", stamp)).not.toBeNull();
 });

@@ -291,6 +291,8 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
     await serve({ config, store, version: io.version, log, env: io.env, ...io.protocol() });
   } finally {
     await store.close();
+    // As in execute(): the server's calls kept some state in memory only.
+    (await import("../../engine/engine.ts")).flushKeptState();
   }
   return EXIT_CODES.OK;
 }
@@ -346,5 +348,7 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
     return exitCodeFor(outcome.envelope.code);
   } finally {
     await store.close();
+    // This process ends here: what the engine kept in memory goes to disk for the next one.
+    (await import("../../engine/engine.ts")).flushKeptState();
   }
 }
