@@ -34,6 +34,31 @@ export async function readManifest(store: ObjectStore): Promise<{ manifest: Mani
   return { manifest: parseManifest(object.body), etag: object.etag };
 }
 
+/**
+ * The accepted state this process last saw of each store (read, or
+ * published by its own commit), with the ETag of `current` then: a commit
+ * from a checkout still at that state can build on it and publish with
+ * `If-Match` on that ETag without reading `current` first — the
+ * conditional write itself says whether it is still current (commit.ts).
+ */
+const lastSeen = new Map<string, AcceptedState>();
+const KEPT_STATES = 8;
+
+export function rememberAccepted(storeId: string, state: AcceptedState): void {
+  if (state.manifest === null || state.etag === null) return;
+  lastSeen.delete(storeId);
+  lastSeen.set(storeId, { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) });
+  if (lastSeen.size > KEPT_STATES) lastSeen.delete(lastSeen.keys().next().value!);
+}
+
+/** The state last seen of `storeId` if its head is `head` and this cache holds all its packs; else null. */
+export function lastAccepted(storeId: string, head: string | null, git: GitStore): AcceptedState | null {
+  const state = lastSeen.get(storeId);
+  if (!state || state.head === null || state.head !== head || !state.manifest) return null;
+  if (!state.manifest.packs.every((p) => git.hasPack(p.sha256))) return null;
+  return { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) };
+}
+
 /** How many times a read starts over when packs vanish under a newer manifest. */
 const REREADS = 3;
 

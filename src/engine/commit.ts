@@ -11,7 +11,7 @@ import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import { type AcceptedState, loadAcceptedState, readManifest } from "./accepted-state.ts";
+import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
@@ -83,15 +83,26 @@ async function refuseMarkers(session: Session, base: FlatTree): Promise<void> {
 async function publish(session: Session, base: FlatTree, message: string): Promise<OperationOutcome> {
   const { deps, git } = session;
   const store = deps.store;
+  // The state this checkout was last brought to, as this process saw it: a
+  // guess that `current` has not moved since. The conditional write checks
+  // the guess; a wrong one costs an orphan pack and the read it skipped.
+  let guess = deps.guessCurrent ? lastAccepted(deps.storeId, session.baseline?.head ?? null, git) : null;
   for (let attempt = 0; ; attempt++) {
     await deps.onStage("fetch");
-    const accepted = await loadAcceptedState(store, git);
+    const accepted = guess ?? (await loadAcceptedState(store, git));
+    if (guess === null) rememberAccepted(deps.storeId, accepted);
     await deps.onStage("merge");
     const merge = await mergeTrees(git, base, session.ours, accepted.files, session.oursContents);
     const target = { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
     if (merge.conflicts.length > 0) {
       await materializeInto(session, merge.result, target, { operation: "commit", remoteAccepted: "no" });
       throw conflictError(merge.conflicts, "commit");
+    }
+    if (guess !== null && sameTree(merge.result, accepted.files)) {
+      // Nothing to publish against the guess: the store may have news.
+      guess = null;
+      attempt--;
+      continue;
     }
     if (sameTree(merge.result, accepted.files)) {
       // Nothing to publish: a synchronisation, which brings the checkout to
@@ -148,7 +159,20 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     };
     await deps.onStage("publish");
     const landed = await conditionalReplace(store, accepted, manifest);
-    if (landed) {
+    if (landed !== false) {
+      if (landed.etag !== null) {
+        const { tree: builtTree, trees: builtTrees, dirs: builtDirs } = built;
+        rememberAccepted(deps.storeId, {
+          manifest,
+          etag: landed.etag,
+          generation: manifest.generation,
+          head,
+          tree: builtTree,
+          files: merge.result,
+          trees: builtTrees,
+          dirs: builtDirs,
+        });
+      }
       try {
         await importOurs();
       } catch {
@@ -160,6 +184,12 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
       await deps.onStage("diffstat");
       const files = await treeDiffStat(git, accepted.files, merge.result, session.lineCounts);
       return { path: session.dir, generation: manifest.generation, files };
+    }
+    if (guess !== null) {
+      // The guess was stale: not a lost race, so no backoff and no retry spent.
+      guess = null;
+      attempt--;
+      continue;
     }
     if (attempt >= deps.commitRetries) {
       throw new DomainError(
@@ -174,17 +204,18 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
 }
 
 /**
- * One conditional write of `current`; true if our manifest is now accepted.
+ * One conditional write of `current`: false if our manifest was not
+ * accepted, else the ETag it left (null when others published since).
  * When the response is lost or ambiguous, read `current` back and prove the
  * outcome (lessons-from-peers: never guess). Every later manifest keeps our
  * pack, so its presence proves we landed even after others published.
  */
-async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, manifest: Manifest): Promise<boolean> {
+async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, manifest: Manifest): Promise<{ etag: string | null } | false> {
   const body = serializeManifest(manifest);
   try {
     const result =
       accepted.etag === null ? await store.putIfAbsent(MANIFEST_KEY, body) : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
-    if (result.ok) return true;
+    if (result.ok) return { etag: result.etag };
   } catch (cause) {
     if (!(cause instanceof StoreError) || cause.outcome !== "unknown") {
       throw new DomainError("MANIFEST_WRITE", "The manifest write failed; nothing was published.", { cause });
@@ -204,8 +235,8 @@ async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, m
     );
   }
   const ours = manifest.packs[manifest.packs.length - 1]!.key;
-  if (now.manifest && (now.manifest.publication === manifest.publication || now.manifest.packs.some((p) => p.key === ours))) {
-    return true;
-  }
+  if (now.manifest?.publication === manifest.publication) return { etag: now.etag };
+  // Landed, and others published since: their ETag is not ours to remember.
+  if (now.manifest?.packs.some((p) => p.key === ours)) return { etag: null };
   return false;
 }

@@ -29,6 +29,12 @@ export interface EngineDeps {
   pathSets?: PathSets;
   /** How long an operation waits for another one on the same checkout (default 30 s). */
   lockTimeoutMs?: number;
+  /**
+   * Whether a commit from a checkout at the state this process last saw may
+   * publish without reading `current` first (commit.ts). Default true; fault
+   * tests aimed at that read turn it off.
+   */
+  guessCurrent?: boolean;
   /** When a commit compacts the pack list (compact.ts); false never does (tests of compaction itself). */
   compaction?: Partial<CompactionPolicy> | false;
   now?: () => Date;
@@ -103,6 +109,7 @@ function withDefaults(deps: EngineDeps): Session["deps"] {
     pathSets: NO_PATH_SETS,
     lockTimeoutMs: 30_000,
     compaction: {},
+    guessCurrent: true,
     now: () => new Date(),
     sleep: (ms) => Bun.sleep(ms),
     random: Math.random,

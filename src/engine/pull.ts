@@ -5,7 +5,7 @@
  * and the baseline moves to the accepted state.
  */
 import type { OperationOutcome } from "../contract/results.ts";
-import { loadAcceptedState } from "./accepted-state.ts";
+import { loadAcceptedState, rememberAccepted } from "./accepted-state.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, scanOurs } from "./engine.ts";
 import { type FlatTree, MissingObjectError } from "./git-store.ts";
@@ -21,6 +21,7 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
     // Fetching first also repairs a cache that lost accepted history, so a
     // baseline that was once accepted can be read again below.
     let accepted = await loadAcceptedState(session.deps.store, session.git);
+    rememberAccepted(session.deps.storeId, accepted);
     await session.deps.onStage("merge");
     let base: FlatTree;
     try {

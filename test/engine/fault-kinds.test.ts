@@ -110,7 +110,8 @@ test("a corrupted read of current or of a pack: STORAGE_INTEGRITY, nothing mater
     write(fresh, "mine.md", "unpublished\n");
     write(a, "x.md", `x ${reason}\n`);
     const before = await snapshotStore(world.store);
-    const runs = [() => pull(world.deps({ store }), fresh), ...(commitToo ? [() => commit(world.deps({ store }), a, "m")] : [])];
+    // The commit must read `current` to meet the fault, not publish on the state it last saw.
+    const runs = [() => pull(world.deps({ store }), fresh), ...(commitToo ? [() => commit(world.deps({ store, guessCurrent: false }), a, "m")] : [])];
     for (const run of runs) {
       const e = await refusal(run);
       expect<string[]>([e.code, e.reason, e.action]).toEqual(["STORAGE_INTEGRITY", reason, "OPERATOR"]);

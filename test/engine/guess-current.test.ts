@@ -1,0 +1,99 @@
+/**
+ * A commit from a checkout at the state this process last saw publishes
+ * without reading `current` first: it builds on that state and lets the
+ * conditional write (If-Match on the ETag it saw) say whether it is still
+ * current. These tests hold the guess to the protocol: it skips the read
+ * only when it can, a stale guess loses nothing and costs no retry, and a
+ * commit with nothing to publish still brings in what others published.
+ */
+import { afterEach, expect, test } from "bun:test";
+import { commit } from "../../src/engine/commit.ts";
+import { newPublicationId, serializeManifest } from "../../src/engine/manifest.ts";
+import { pull } from "../../src/engine/pull.ts";
+import type { StoreOperation } from "../../src/store/object-store.ts";
+import { faultyStore } from "../support/faulty-store.ts";
+import { makeWorld, read, readCurrent, type World, write } from "../support/fixture.ts";
+
+let world: World;
+afterEach(async () => {
+  await world?.close();
+});
+
+/** The store, with every operation on `current` recorded. */
+function watched(w: World) {
+  const ops: StoreOperation[] = [];
+  const store = faultyStore(w.store, (op, key) => {
+    if (key === "current") ops.push(op);
+    return null;
+  });
+  return { store, ops };
+}
+
+test("in sync with what this process saw: one conditional write of current, no read", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  await pull(world.deps(), a);
+  write(a, "one.md", "one\n");
+  await commit(world.deps(), a, "one");
+  write(a, "one.md", "one, two\n");
+  const { store, ops } = watched(world);
+  const out = await commit(world.deps({ store }), a, "two");
+  expect(out.generation).toBe(2);
+  expect(ops).toEqual(["putIfMatch"]);
+  expect((await readCurrent(world.store)).manifest.generation).toBe(2);
+  // And the next commit guesses from the state this one published.
+  write(a, "one.md", "one, two, three\n");
+  ops.length = 0;
+  expect((await commit(world.deps({ store }), a, "three")).generation).toBe(3);
+  expect(ops).toEqual(["putIfMatch"]);
+});
+
+test("a stale guess (current replaced since) loses nothing and spends no retry", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  await pull(world.deps(), a);
+  write(a, "a.md", "from a\n");
+  await commit(world.deps(), a, "a");
+  // Another process replaces current, as gc's fence does: same state, new
+  // publication, new ETag. (Another checkout of this process would update
+  // the guess itself; the multi-process race tests cover real publishers.)
+  const { manifest, etag } = await readCurrent(world.store);
+  const fenced = { ...manifest, publication: newPublicationId() };
+  expect((await world.store.putIfMatch("current", serializeManifest(fenced), etag)).ok).toBe(true);
+  write(a, "a.md", "from a, again\n");
+  const { store, ops } = watched(world);
+  const out = await commit(world.deps({ store, commitRetries: 0 }), a, "a again");
+  expect(out.generation).toBe(2);
+  // The lost write, the read that proves it lost (commit.ts), the fresh read, the write.
+  expect(ops).toEqual(["putIfMatch", "get", "get", "putIfMatch"]);
+  const c = world.checkout("c");
+  await pull(world.deps(), c);
+  expect(read(c, "a.md")).toBe("from a, again\n");
+});
+
+test("with nothing to publish, a commit still reads current and brings in what others published", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  const b = world.checkout("b");
+  await pull(world.deps(), a);
+  write(a, "a.md", "from a\n");
+  await commit(world.deps(), a, "a");
+  await pull(world.deps(), b);
+  write(b, "b.md", "from b\n");
+  await commit(world.deps(), b, "b");
+  const out = await commit(world.deps(), a, "nothing");
+  expect(out.generation).toBe(2);
+  expect(read(a, "b.md")).toBe("from b\n");
+});
+
+test("guessCurrent: false reads current first, as every commit did before", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  await pull(world.deps(), a);
+  write(a, "one.md", "one\n");
+  await commit(world.deps(), a, "one");
+  write(a, "one.md", "one, two\n");
+  const { store, ops } = watched(world);
+  await commit(world.deps({ store, guessCurrent: false }), a, "two");
+  expect(ops).toEqual(["get", "putIfMatch"]);
+});
