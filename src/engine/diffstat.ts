@@ -19,11 +19,14 @@ export function lineCount(bytes: Uint8Array): number {
 export async function treeDiffStat(git: GitStore, from: FlatTree, to: FlatTree, lines: Map<string, number> = new Map()): Promise<FileStat[]> {
   const read = async (oid: string | undefined) => (oid === undefined ? "" : (decodeText(await git.readBlob(oid)) ?? ""));
   const stats: FileStat[] = [];
-  const paths = [...new Set([...from.keys(), ...to.keys()])].sort();
+  // Only the paths that differ, sorted: most calls change a few files of many.
+  const paths: string[] = [];
+  for (const [path, oid] of from) if (to.get(path) !== oid) paths.push(path);
+  for (const path of to.keys()) if (!from.has(path)) paths.push(path);
+  paths.sort();
   for (const path of paths) {
     const a = from.get(path);
     const b = to.get(path);
-    if (a === b) continue;
     const added = a === undefined && b !== undefined ? lines.get(b) : undefined;
     if (added !== undefined) {
       stats.push({ path, insertions: added, deletions: 0 });

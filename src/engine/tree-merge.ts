@@ -40,7 +40,8 @@ export async function mergeTrees(
   // Nothing changed here since the baseline: the result is the accepted
   // state as it stands (a valid tree, so no clash to resolve either). The
   // common case of every pull, and of every commit when nothing changed.
-  if (sameTree(ours, base)) return { result: new Map(theirs), conflicts: [] };
+  // (Trees are never changed once built, so the result may be that very map.)
+  if (sameTree(ours, base)) return { result: theirs, conflicts: [] };
   const result: FlatTree = new Map();
   const conflicts = new Map<string, ErrorFile>();
   const paths = new Set([...base.keys(), ...ours.keys(), ...theirs.keys()]);
