@@ -29,14 +29,19 @@ function watched(w: World) {
   return { store, ops };
 }
 
-test("in sync with what this process saw: one conditional write of current, no read", async () => {
+/** A checkout that committed once (so this process saw that state) and has an edit to publish. */
+async function committedOnceThenEdited() {
   world = makeWorld();
   const a = world.checkout("a");
   await pull(world.deps(), a);
   write(a, "one.md", "one\n");
   await commit(world.deps(), a, "one");
   write(a, "one.md", "one, two\n");
-  const { store, ops } = watched(world);
+  return { a, ...watched(world) };
+}
+
+test("in sync with what this process saw: one conditional write of current, no read", async () => {
+  const { a, store, ops } = await committedOnceThenEdited();
   const out = await commit(world.deps({ store }), a, "two");
   expect(out.generation).toBe(2);
   expect(ops).toEqual(["putIfMatch"]);
@@ -87,13 +92,7 @@ test("with nothing to publish, a commit still reads current and brings in what o
 });
 
 test("guessCurrent: false reads current first, as every commit did before", async () => {
-  world = makeWorld();
-  const a = world.checkout("a");
-  await pull(world.deps(), a);
-  write(a, "one.md", "one\n");
-  await commit(world.deps(), a, "one");
-  write(a, "one.md", "one, two\n");
-  const { store, ops } = watched(world);
+  const { a, store, ops } = await committedOnceThenEdited();
   await commit(world.deps({ store, guessCurrent: false }), a, "two");
   expect(ops).toEqual(["get", "putIfMatch"]);
 });

@@ -8,7 +8,7 @@ import { lstatSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CheckoutState } from "../../src/engine/checkout-state.ts";
 import { commit } from "../../src/engine/commit.ts";
-import { flushKeptState } from "../../src/engine/engine.ts";
+import { type EngineDeps, flushKeptState } from "../../src/engine/engine.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { FileStamp } from "../../src/engine/scan.ts";
 import { StatCache } from "../../src/engine/stat-cache.ts";
@@ -21,6 +21,11 @@ afterEach(async () => {
 
 const stamp = (over: Partial<FileStamp> = {}): FileStamp => ({ size: 5, mtimeMs: 1_000_000_000, ctimeMs: 1_000_000_000, ino: 7, ...over });
 const OID = "a".repeat(40);
+
+/** The private state of the checkout at `dir`, as the engine opens it (release it after). */
+function openState(deps: EngineDeps, dir: string): Promise<CheckoutState> {
+  return CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(dir), self: deps.self });
+}
 
 function cacheWith(s: FileStamp, takenMs: number): StatCache {
   const c = StatCache.empty();
@@ -108,7 +113,7 @@ test("the copy a process keeps is used only while the file on disk is the one it
   const a = world.checkout("a");
   await pull(world.deps(), a);
   const deps = world.deps();
-  const state = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(a), self: deps.self });
+  const state = await openState(deps, a);
   try {
     state.saveStatCache(cacheWith(stamp(), 10_000_000_000));
     expect(state.loadStatCache().recorded("f.md")).toBe(OID);
@@ -134,7 +139,7 @@ test("a racily clean file read again unchanged is trusted from then on, without 
   write(a, "note.md", "alpha\n");
   await commit(world.deps(), a, "seed"); // stamped within the racy window
   const deps = world.deps();
-  const state = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(a), self: deps.self });
+  const state = await openState(deps, a);
   const file = join(state.stateDir, "stat-cache.json");
   const stampOfFile = () => {
     const st = lstatSync(file);
@@ -145,7 +150,7 @@ test("a racily clean file read again unchanged is trusted from then on, without 
   // Well past the window: the file is read again, found unchanged, and its entry re-stamped.
   await pull(world.deps({ now: () => new Date(Date.now() + 10_000) }), a);
   expect(stampOfFile()).toBe(before);
-  const again = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(a), self: deps.self });
+  const again = await openState(deps, a);
   try {
     const st = lstatSync(join(a, "note.md"));
     const stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
@@ -165,7 +170,7 @@ test("a pull that writes a few files keeps them in this process's cache; another
   await pull(world.deps(), b);
   const deps = world.deps();
   const cacheFile = async () => {
-    const state = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(b), self: deps.self });
+    const state = await openState(deps, b);
     state.release();
     return join(state.stateDir, "stat-cache.json");
   };
@@ -196,7 +201,7 @@ test("what a process kept in memory only is written out when it ends (flushKeptS
   await commit(world.deps(), a, "two");
   const later = world.deps({ now: () => new Date(Date.now() + 10_000) });
   await pull(later, b); // one file written: kept in memory only
-  const state = await CheckoutState.open({ privateRoot: later.privateRoot, storeId: later.storeId, dir: realpathSync(b), self: later.self });
+  const state = await openState(later, b);
   state.release();
   const file = join(state.stateDir, "stat-cache.json");
   const st = lstatSync(join(b, "n.md"));
