@@ -98,24 +98,45 @@ function readJson(file: string): unknown | undefined {
  * replaces the file, which changes its inode and times, so a kept copy is
  * used only while the file on disk is the very one it came from.
  */
-const keptStatCaches = new Map<string, { identity: string; cache: StatCache; unsaved: boolean }>();
+const keptStatCaches = new Map<string, KeptStatCache>();
+interface KeptStatCache {
+  identity: string;
+  cache: StatCache;
+  /** Holds changes the file on disk does not (keepStatCache). */
+  unsaved: boolean;
+}
+
+/** As many checkouts as a server is likely to serve at once; the least recent beyond are written out and dropped. */
+const KEPT_STAT_CACHES = 16;
+
+function keep(file: string, kept: KeptStatCache): void {
+  keptStatCaches.delete(file);
+  keptStatCaches.set(file, kept); // most recently used last
+  for (const [oldest, old] of keptStatCaches) {
+    if (keptStatCaches.size <= KEPT_STAT_CACHES) break;
+    writeOut(oldest, old);
+    keptStatCaches.delete(oldest);
+  }
+}
+
+/** Write a kept cache's unsaved changes, unless another process replaced the file since (it knows at least as much). */
+function writeOut(file: string, kept: KeptStatCache): void {
+  if (!kept.unsaved || fileIdentity(file) !== kept.identity) return;
+  try {
+    writeAtomic(file, kept.cache.serialize(), false);
+    kept.unsaved = false;
+    kept.identity = fileIdentity(file) ?? "";
+  } catch {
+    /* only a speed-up: the next process reads those files again */
+  }
+}
 
 /**
  * Write out what `keepStatCache` kept in memory only, for the processes that
- * come next: the CLI calls this before it exits, a server when it stops. A
- * file another process replaced meanwhile is left alone (it knows at least
- * as much). Failures are ignored: the cache is only a speed-up.
+ * come next: the CLI calls this before it exits, a server when it stops.
  */
 export function flushStatCaches(): void {
-  for (const [file, kept] of keptStatCaches) {
-    if (!kept.unsaved || fileIdentity(file) !== kept.identity) continue;
-    try {
-      writeAtomic(file, kept.cache.serialize(), false);
-      kept.unsaved = false;
-    } catch {
-      /* the next process reads those files again */
-    }
-  }
+  for (const [file, kept] of keptStatCaches) writeOut(file, kept);
 }
 
 function fileIdentity(file: string): string | null {
@@ -203,9 +224,12 @@ export class CheckoutState {
     // A server answers many calls on one checkout: parsing the cache of
     // 10,000 files again each time would cost more than the scan it saves.
     const kept = keptStatCaches.get(file);
-    if (kept && kept.identity === identity) return kept.cache.clone();
+    if (kept && kept.identity === identity) {
+      keep(file, kept);
+      return kept.cache.clone();
+    }
     const cache = StatCache.load(file);
-    keptStatCaches.set(file, { identity, cache: cache.clone(), unsaved: false });
+    keep(file, { identity, cache: cache.clone(), unsaved: false });
     return cache;
   }
 
@@ -218,7 +242,7 @@ export class CheckoutState {
     const file = join(this.stateDir, "stat-cache.json");
     const identity = fileIdentity(file);
     if (identity === null) this.saveStatCache(cache);
-    else keptStatCaches.set(file, { identity, cache: cache.clone(), unsaved: true });
+    else keep(file, { identity, cache: cache.clone(), unsaved: true });
   }
 
   saveStatCache(cache: StatCache): void {
@@ -227,7 +251,7 @@ export class CheckoutState {
     writeAtomic(file, cache.serialize(), false);
     const identity = fileIdentity(file);
     if (identity === null) keptStatCaches.delete(file);
-    else keptStatCaches.set(file, { identity, cache: cache.clone(), unsaved: false });
+    else keep(file, { identity, cache: cache.clone(), unsaved: false });
   }
 
   release(): void {

@@ -6,6 +6,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { lstatSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { blobId } from "../../src/engine/blob-id.ts";
 import { CheckoutState } from "../../src/engine/checkout-state.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { type EngineDeps, flushKeptState } from "../../src/engine/engine.ts";
@@ -209,4 +210,25 @@ test("what a process kept in memory only is written out when it ends (flushKeptS
   expect(StatCache.load(file).known("n.md", stamp)).toBeNull();
   flushKeptState();
   expect(StatCache.load(file).known("n.md", stamp)).not.toBeNull();
+});
+
+test("a process keeps the caches of 16 checkouts; the least recent beyond are written out first", async () => {
+  world = makeWorld();
+  const w = world.checkout("w");
+  await pull(world.deps(), w);
+  write(w, "n.md", "one\n");
+  await commit(world.deps(), w, "one");
+  const readers = Array.from({ length: 17 }, (_, i) => world.checkout(`r${i}`));
+  for (const r of readers) await pull(world.deps(), r);
+  write(w, "n.md", "two\n");
+  await commit(world.deps(), w, "two");
+  // Each pull writes one file: kept in memory only, until the 17th pushes the first out.
+  for (const r of readers) await pull(world.deps(), r);
+  const fileOf = async (dir: string) => {
+    const state = await openState(world.deps(), dir);
+    state.release();
+    return join(state.stateDir, "stat-cache.json");
+  };
+  expect(StatCache.load(await fileOf(readers[0]!)).recorded("n.md")).toBe(blobId(new TextEncoder().encode("two\n")));
+  expect(StatCache.load(await fileOf(readers[16]!)).recorded("n.md")).toBe(blobId(new TextEncoder().encode("one\n")));
 });
