@@ -5,11 +5,13 @@
  *   <privateRoot>/checkouts/<id>/journal.json present only while visible files are being rewritten
  *   <privateRoot>/checkouts/<id>/git/         the object cache (see git-store.ts)
  *   <privateRoot>/checkouts/<id>/lock         held by the one operation running on this checkout
+ *   <privateRoot>/checkouts/<id>/stat-cache.json  the stat cache (stat-cache.ts); only a speed-up
  *
  * `<id>` hashes the store identity and the checkout's real path, so the same
  * directory used with two stores keeps two baselines. Every file is replaced
  * atomically (write a temporary file, fsync, rename), so a crash leaves the
- * old or the new state, never a torn one.
+ * old or the new state, never a torn one — except the stat cache, written
+ * without fsync: a torn one does not parse, and is simply rebuilt.
  */
 import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
