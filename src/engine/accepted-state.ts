@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { DomainError } from "../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import { BadPackError, type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
+import { keepRecent } from "./kept.ts";
 import { MANIFEST_KEY, type Manifest, parseManifest } from "./manifest.ts";
 
 export interface AcceptedState {
@@ -44,11 +45,14 @@ export async function readManifest(store: ObjectStore): Promise<{ manifest: Mani
 const lastSeen = new Map<string, AcceptedState>();
 const KEPT_STATES = 8;
 
+/** A copy whose maps the caller may not change and the kept one cannot. */
+function copyOf(state: AcceptedState): AcceptedState {
+  return { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) };
+}
+
 export function rememberAccepted(storeId: string, state: AcceptedState): void {
   if (state.manifest === null || state.etag === null) return;
-  lastSeen.delete(storeId);
-  lastSeen.set(storeId, { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) });
-  if (lastSeen.size > KEPT_STATES) lastSeen.delete(lastSeen.keys().next().value!);
+  keepRecent(lastSeen, storeId, copyOf(state), KEPT_STATES);
 }
 
 /** The state last seen of `storeId` if its head is `head` and this cache holds all its packs; else null. */
@@ -56,7 +60,7 @@ export function lastAccepted(storeId: string, head: string | null, git: GitStore
   const state = lastSeen.get(storeId);
   if (!state || state.head === null || state.head !== head || !state.manifest) return null;
   if (!state.manifest.packs.every((p) => git.hasPack(p.sha256))) return null;
-  return { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) };
+  return copyOf(state);
 }
 
 /** How many times a read starts over when packs vanish under a newer manifest. */

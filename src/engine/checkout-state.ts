@@ -20,6 +20,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
 import { GitStore } from "./git-store.ts";
+import { fileIdentity, keepRecent } from "./kept.ts";
 import { StatCache } from "./stat-cache.ts";
 
 const hex40 = z.string().regex(/^[0-9a-f]{40}$/);
@@ -100,6 +101,7 @@ function readJson(file: string): unknown | undefined {
  * replaces the file, which changes its inode and times, so a kept copy is
  * used only while the file on disk is the very one it came from.
  */
+const STAT_CACHE_FILE = "stat-cache.json";
 const keptStatCaches = new Map<string, KeptStatCache>();
 interface KeptStatCache {
   identity: string;
@@ -112,13 +114,10 @@ interface KeptStatCache {
 const KEPT_STAT_CACHES = 16;
 
 function keep(file: string, kept: KeptStatCache): void {
-  keptStatCaches.delete(file);
-  keptStatCaches.set(file, kept); // most recently used last
-  for (const [oldest, old] of keptStatCaches) {
-    if (keptStatCaches.size <= KEPT_STAT_CACHES) break;
+  keepRecent(keptStatCaches, file, kept, KEPT_STAT_CACHES, (oldest, old) => {
     writeOut(oldest, old);
-    keptStatCaches.delete(oldest);
-  }
+    return true;
+  });
 }
 
 /** Write a kept cache's unsaved changes, unless another process replaced the file since (it knows at least as much). */
@@ -139,15 +138,6 @@ function writeOut(file: string, kept: KeptStatCache): void {
  */
 export function flushStatCaches(): void {
   for (const [file, kept] of keptStatCaches) writeOut(file, kept);
-}
-
-function fileIdentity(file: string): string | null {
-  try {
-    const st = lstatSync(file);
-    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-  } catch {
-    return null;
-  }
 }
 
 export function checkoutId(storeId: string, dir: string): string {
@@ -176,7 +166,7 @@ export class CheckoutState {
     try {
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
-      const gitStore = await GitStore.open(join(stateDir, "git"), () => rmSync(join(stateDir, "stat-cache.json"), { force: true }));
+      const gitStore = await GitStore.open(join(stateDir, "git"), () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
       return new CheckoutState(options.dir, options.storeId, stateDir, gitStore, lockFile);
     } catch (cause) {
       rmSync(lockFile, { force: true });
@@ -218,9 +208,13 @@ export class CheckoutState {
     rmSync(join(this.stateDir, "journal.json"), { force: true });
   }
 
+  private get statCacheFile(): string {
+    return join(this.stateDir, STAT_CACHE_FILE);
+  }
+
   /** The stat cache of the visible files (stat-cache.ts); empty when absent or unreadable. */
   loadStatCache(): StatCache {
-    const file = join(this.stateDir, "stat-cache.json");
+    const file = this.statCacheFile;
     const identity = fileIdentity(file);
     if (identity === null) return StatCache.empty();
     // A server answers many calls on one checkout: parsing the cache of
@@ -241,14 +235,14 @@ export class CheckoutState {
    * stays right for any other process. Written when there is no file yet.
    */
   keepStatCache(cache: StatCache): void {
-    const file = join(this.stateDir, "stat-cache.json");
+    const file = this.statCacheFile;
     const identity = fileIdentity(file);
     if (identity === null) this.saveStatCache(cache);
     else keep(file, { identity, cache: cache.clone(), unsaved: true });
   }
 
   saveStatCache(cache: StatCache): void {
-    const file = join(this.stateDir, "stat-cache.json");
+    const file = this.statCacheFile;
     // Not fsync'ed: it is only a speed-up, and a torn file does not parse.
     writeAtomic(file, cache.serialize(), false);
     const identity = fileIdentity(file);

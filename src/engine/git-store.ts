@@ -14,6 +14,7 @@ import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
+import { keepRecent } from "./kept.ts";
 import { indexUndeltifiedPack, PackReader, packEntry, writePack } from "./pack-reader.ts";
 
 /** Notebook-relative slash path → blob id. */
@@ -64,9 +65,7 @@ const recentTrees = new Map<string, ReadTree>();
 const recentCommits = new Map<string, string>();
 
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > RECENT_TREES) map.delete(map.keys().next().value!);
+  keepRecent(map, key, value, RECENT_TREES);
 }
 
 function copyOf(read: ReadTree): ReadTree {
@@ -85,17 +84,14 @@ const KEPT_READERS = 8;
 const sharedReaders = new Map<string, SharedReader>();
 
 function acquireReader(gitdir: string): SharedReader {
-  let shared = sharedReaders.get(gitdir);
-  if (shared) sharedReaders.delete(gitdir);
-  shared ??= { gitdir, reader: new PackReader(gitdir), users: 0 };
-  sharedReaders.set(gitdir, shared); // most recently used last
+  const shared = sharedReaders.get(gitdir) ?? { gitdir, reader: new PackReader(gitdir), users: 0 };
   shared.users++;
-  for (const [dir, old] of sharedReaders) {
-    if (sharedReaders.size <= KEPT_READERS) break;
-    if (old.users > 0) continue;
-    sharedReaders.delete(dir);
+  // A reader in use stays; an evicted one is closed now, or by its last user (releaseReader).
+  keepRecent(sharedReaders, gitdir, shared, KEPT_READERS, (_, old) => {
+    if (old.users > 0) return false;
     old.reader.close();
-  }
+    return true;
+  });
   return shared;
 }
 

@@ -13,6 +13,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { deflateSync, inflateSync } from "node:zlib";
+import { fileIdentity } from "./kept.ts";
 
 export const PACK_TYPES = ["", "commit", "tree", "blob", "tag"];
 
@@ -113,24 +114,10 @@ export function indexUndeltifiedPack(pack: Uint8Array): Buffer | null {
   return idx;
 }
 
-/**
- * What a pack's index looks like on disk; a change means it was rewritten.
- * The pack file itself needs no check: a rewritten one reads as damage
- * through the index's offsets, as it would for a reader opened afresh.
- */
-function identityOf(dir: string, idxName: string): string {
-  try {
-    const st = fs.statSync(join(dir, idxName));
-    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-  } catch {
-    return "absent";
-  }
-}
-
 export class PackReader {
   private readonly packed = new Map<string, PackedAt>();
   /** The indexed packs: index file name → the open pack file and what both files looked like then. */
-  private readonly packs = new Map<string, { fd: number; identity: string }>();
+  private readonly packs = new Map<string, { fd: number; identity: string | null }>();
   private listed = false;
 
   constructor(private readonly gitdir: string) {}
@@ -146,7 +133,9 @@ export class PackReader {
    * Bring the map up to date with the pack directory: index the packs added
    * since (by this process or another), and start over when one was removed.
    * Pack names are content addresses, so a known pack needs reading again
-   * only if its files were replaced or written to (damage, or a repair) —
+   * only if its index file was replaced or written to (damage, or a repair;
+   * a rewritten pack file reads as damage through the index's offsets, as it
+   * would for a reader opened afresh) —
    * a server keeps one reader per cache across calls. Returns true when it
    * started over, so what was read through it before may be stale.
    * `verify: false` skips that check, for a caller that only added a pack.
@@ -156,7 +145,7 @@ export class PackReader {
     const names = new Set(fs.readdirSync(dir).filter((name) => /^pack-.+\.idx$/.test(name)));
     let restarted = false;
     for (const [name, pack] of this.packs) {
-      if (!names.has(name) || (verify && identityOf(dir, name) !== pack.identity)) {
+      if (!names.has(name) || (verify && fileIdentity(join(dir, name)) !== pack.identity)) {
         this.close();
         restarted = true;
         break;
@@ -168,7 +157,7 @@ export class PackReader {
   }
 
   private add(dir: string, name: string): void {
-    const identity = identityOf(dir, name);
+    const identity = fileIdentity(join(dir, name));
     const idx = fs.readFileSync(join(dir, name));
     if (idx.length < 8 + 256 * 4 || idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) return;
     const count = idx.readUInt32BE(8 + 255 * 4);

@@ -1,0 +1,34 @@
+/**
+ * What a process keeps between calls (docs/performance.md, "What a process
+ * keeps between calls"): bounded maps in least-recently-used order, and the
+ * identity of a file on disk, by which a copy kept of it is known to still
+ * be the file's.
+ */
+import { statSync } from "node:fs";
+
+/**
+ * Put `key` last (most recently used) in `map`, then drop the least recent
+ * entries beyond `bound`. `release` is asked before each drop: it does the
+ * clean-up and returns false for an entry that must stay (still in use).
+ */
+export function keepRecent<K, V>(map: Map<K, V>, key: K, value: V, bound: number, release: (key: K, value: V) => boolean = () => true): void {
+  map.delete(key);
+  map.set(key, value);
+  for (const [oldKey, oldValue] of map) {
+    if (map.size <= bound) break;
+    if (release(oldKey, oldValue)) map.delete(oldKey);
+  }
+}
+
+/**
+ * A file's inode, size and times, or null when it is absent: a file
+ * replaced (rename) or written to since changes it.
+ */
+export function fileIdentity(file: string): string | null {
+  try {
+    const st = statSync(file);
+    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  } catch {
+    return null;
+  }
+}
