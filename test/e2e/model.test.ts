@@ -82,12 +82,16 @@ afterAll(async () => {
 });
 
 const CHECKOUTS = 3;
-/** Every checkout edits the shared files and its own two. */
+/** Every checkout edits the shared files and its own two; file 5 is "the file this checkout edited last", as people do. */
 const fileName = (c: number, f: number) => (f < 3 ? `s${f}.md` : `c${c}-${f - 3}.md`);
-const FILES = 5;
+const FILES = 6;
+const LAST = 5;
+const target = (m: Readonly<Model>, c: number, f: number): string | null => (f === LAST ? m.co[c]!.lastEdited : fileName(c, f));
 
 interface Checkout {
   alts: Alt[];
+  /** The file the test last edited here. */
+  lastEdited: string | null;
   /** Files whose content on disk is not known until the next completed call (after a kill). */
   uncertain: Set<string>;
 }
@@ -110,6 +114,8 @@ interface Stats {
   publications: number;
   gcs: number;
   rmrf: number;
+  /** Killed commits whose publication landed. */
+  landedKills: number;
 }
 
 interface Real {
@@ -206,7 +212,7 @@ async function completed(m: Model, r: Real, c: number, op: "pull" | "commit", re
   if (matching.some((p) => p.exit === 4)) r.stats.conflicts++;
   if (store.generation > m.store.generation) r.stats.publications++;
   m.store = store;
-  m.co[c] = { alts: dedupe(matching.map((p) => ({ ...p.alt }))), uncertain: new Set() };
+  m.co[c] = { alts: dedupe(matching.map((p) => ({ ...p.alt }))), uncertain: new Set(), lastEdited: co.lastEdited };
   // An agent resolves conflict blocks at once, keeping both sides.
   for (const [path, text] of visible) {
     if (!hasMarkers(text)) continue;
@@ -222,27 +228,32 @@ class Edit implements Cmd {
   constructor(
     readonly c: number,
     readonly f: number,
-    readonly how: "append" | "replace" | "rewrite",
+    /** append a line, replace line `at`, drop line `at`, or rewrite the whole file */
+    readonly how: "append" | "replace" | "drop" | "rewrite",
     readonly at: number,
   ) {}
   check(m: Readonly<Model>): boolean {
-    return editable(m as Model, this.c, fileName(this.c, this.f));
+    const path = target(m, this.c, this.f);
+    return path !== null && editable(m as Model, this.c, path);
   }
   async run(m: Model, r: Real): Promise<void> {
     r.stats.commands++;
-    const path = fileName(this.c, this.f);
+    const path = target(m, this.c, this.f)!;
     const token = nextToken(m, this.c);
     const cur = m.co[this.c]!.alts[0]!.visible.get(path);
     let lines = cur === undefined ? [] : cur.split("\n").slice(0, -1);
     if (this.how === "append" || lines.length === 0) lines.push(token);
     else if (this.how === "replace") lines[this.at % lines.length] = token;
+    else if (this.how === "drop" && lines.length > 1) lines.splice(this.at % lines.length, 1);
     else lines = [token];
     const text = lines.map((l) => `${l}\n`).join("");
     writeFileSync(join(r.dirs[this.c]!, path), text);
     apply(m, r, this.c, (v) => v.set(path, text));
+    m.co[this.c]!.lastEdited = path;
   }
   toString(): string {
-    return `edit(c${this.c}, ${fileName(this.c, this.f)}, ${this.how}${this.how === "replace" ? ` line ${this.at}` : ""})`;
+    const at = this.how === "replace" || this.how === "drop" ? ` line ${this.at}` : "";
+    return `edit(c${this.c}, ${this.f === LAST ? "the file it edited last" : fileName(this.c, this.f)}, ${this.how}${at})`;
   }
 }
 
@@ -304,7 +315,7 @@ class RemoveCheckout implements Cmd {
     r.stats.rmrf++;
     rmSync(r.dirs[this.c]!, { recursive: true, force: true });
     // The user's act: unpublished edits go with the directory; the store keeps everything.
-    m.co[this.c] = { alts: [{ pulled: false, base: new Map(), visible: new Map() }], uncertain: new Set() };
+    m.co[this.c] = { alts: [{ pulled: false, base: new Map(), visible: new Map() }], uncertain: new Set(), lastEdited: null };
   }
   toString(): string {
     return `rm -rf c${this.c}`;
@@ -335,8 +346,9 @@ class Kill implements Cmd {
     /** Where in the measured duration the kill lands, 0..1. */
     readonly at: number,
   ) {}
-  check(): boolean {
-    return true;
+  check(m: Readonly<Model>): boolean {
+    // A commit with nothing to publish is a pull: kill commits that publish (or conflict).
+    return this.op === "pull" || m.co[this.c]!.alts.some((a) => a.pulled && !sameTree(a.base, a.visible));
   }
   async run(m: Model, r: Real): Promise<void> {
     r.stats.commands++;
@@ -363,9 +375,12 @@ class Kill implements Cmd {
           outcomes.map((o) => `  allowed: generation ${o.store.generation} ${showTree(o.store.tree)}`).join("\n"),
       );
     }
-    if (store.generation > m.store.generation) r.stats.publications++;
+    if (store.generation > m.store.generation) {
+      r.stats.publications++;
+      r.stats.landedKills++;
+    }
     m.store = store;
-    m.co[this.c] = { alts: dedupe(possible.map((o) => o.alt)), uncertain };
+    m.co[this.c] = { alts: dedupe(possible.map((o) => o.alt)), uncertain, lastEdited: co.lastEdited };
   }
   toString(): string {
     return `kill ${this.op}(c${this.c}) at ${(this.at * 100).toFixed(0)}%`;
@@ -392,15 +407,16 @@ class Gc implements Cmd {
 }
 
 const co = fc.integer({ min: 0, max: CHECKOUTS - 1 });
-const file = fc.integer({ min: 0, max: FILES - 1 });
-const edit = fc.tuple(co, file, fc.constantFrom("append" as const, "replace" as const, "rewrite" as const), fc.nat(7)).map(([c, f, how, at]) => new Edit(c, f, how, at));
+const file = fc.oneof({ arbitrary: fc.constant(LAST), weight: 1 }, { arbitrary: fc.integer({ min: 0, max: LAST - 1 }), weight: 1 });
+const named = fc.integer({ min: 0, max: LAST - 1 });
+const edit = fc.tuple(co, file, fc.constantFrom("append" as const, "replace" as const, "drop" as const, "rewrite" as const), fc.nat(7)).map(([c, f, how, at]) => new Edit(c, f, how, at));
 const allCommands: Array<[string, fc.Arbitrary<Cmd>]> = [
   ["edit", edit],
   ["edit", edit],
   ["edit", edit],
   ["edit", edit],
-  ["delete", fc.tuple(co, file).map(([c, f]) => new Delete(c, f))],
-  ["rename", fc.tuple(co, file, file).map(([c, f, g]) => new Rename(c, f, g))],
+  ["delete", fc.tuple(co, named).map(([c, f]) => new Delete(c, f))],
+  ["rename", fc.tuple(co, named, named).map(([c, f, g]) => new Rename(c, f, g))],
   ["call", co.map((c) => new Call(c, "pull"))],
   ["call", co.map((c) => new Call(c, "pull"))],
   ["call", co.map((c) => new Call(c, "commit"))],
@@ -443,7 +459,7 @@ function newReal(kind: Kind, parent: string, n: number, stats: Stats, duration: 
 function newModel(): Model {
   return {
     store: { tree: new Map(), generation: 0 },
-    co: Array.from({ length: CHECKOUTS }, () => ({ alts: [{ pulled: false, base: new Map(), visible: new Map() }], uncertain: new Set<string>() })),
+    co: Array.from({ length: CHECKOUTS }, () => ({ alts: [{ pulled: false, base: new Map(), visible: new Map() }], uncertain: new Set<string>(), lastEdited: null })),
     token: 0,
   };
 }
@@ -451,7 +467,7 @@ function newModel(): Model {
 async function runModel(kind: Kind): Promise<void> {
   const parent = scratchDir(`model-${kind}`);
   scratches.push(parent);
-  const stats: Stats = { runs: 0, commands: 0, calls: 0, kills: 0, finishedFirst: 0, conflicts: 0, publications: 0, gcs: 0, rmrf: 0 };
+  const stats: Stats = { runs: 0, commands: 0, calls: 0, kills: 0, finishedFirst: 0, conflicts: 0, publications: 0, gcs: 0, rmrf: 0, landedKills: 0 };
   const git = new GitMerge(join(parent, "merge-file"));
   // Measure first: kill instants are drawn over the calls' measured durations.
   const duration = { commit: 0, pull: 0 };
@@ -491,7 +507,7 @@ async function runModel(kind: Kind): Promise<void> {
     );
   } finally {
     console.log(
-      `model ${kind}: seed ${SEED}, runs ${stats.runs}, commands ${stats.commands}, calls checked ${stats.calls}, kills ${stats.kills} (finished before the kill ${stats.finishedFirst}), conflicts ${stats.conflicts}, publications ${stats.publications}, gc ${stats.gcs}, rm -rf ${stats.rmrf}, measured ms ${JSON.stringify({ commit: Math.round(duration.commit), pull: Math.round(duration.pull) })}, ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      `model ${kind}: seed ${SEED}, runs ${stats.runs}, commands ${stats.commands}, calls checked ${stats.calls}, kills ${stats.kills} (of commits that had landed ${stats.landedKills}; finished before the kill ${stats.finishedFirst}), conflicts ${stats.conflicts}, publications ${stats.publications}, gc ${stats.gcs}, rm -rf ${stats.rmrf}, measured ms ${JSON.stringify({ commit: Math.round(duration.commit), pull: Math.round(duration.pull) })}, ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
   }
   expect(stats.kills).toBeGreaterThan(0);
