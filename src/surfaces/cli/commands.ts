@@ -14,6 +14,7 @@ import { createLog, type Log, SILENT_LOG } from "../log.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { type ConfigFlags, type Env, engineDeps, openVerifiedStore, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../runtime.ts";
 import type { TextSink } from "../stdio.ts";
+import { escapeControls } from "./quote.ts";
 import { renderError, renderSuccess } from "./render.ts";
 
 // The engine, the MCP server and gc are imported where a command needs them,
@@ -166,7 +167,7 @@ export async function runCli(io: CliIo): Promise<number> {
   }
   const command = subCommands[first];
   if (!command) {
-    io.stderr(`slivingdoc: argument refusal: unknown command "${first}"; the commands are ${Object.keys(subCommands).join(", ")}\n`);
+    io.stderr(`slivingdoc: argument refusal: unknown command "${escapeControls(first)}"; the commands are ${Object.keys(subCommands).join(", ")}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (rest.includes("--help") || rest.includes("-h")) {
@@ -185,7 +186,7 @@ export async function runCli(io: CliIo): Promise<number> {
     }
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
+    io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (first === "serve") return runServe(parsed, io);
@@ -225,7 +226,7 @@ async function runGc(parsed: Parsed, io: CliIo): Promise<number> {
   const match = typeof grace === "string" ? DURATION.exec(grace) : null;
   if (parsed.positionals.length > 0 || (grace !== undefined && match === null)) {
     const why = parsed.positionals.length > 0 ? `gc takes no path; got ${parsed.positionals.join(" ")}` : "--grace must be a duration such as 90s, 30m, 1h or 2d";
-    io.stderr(`${new StartupRefusal(parsed.positionals.length > 0 ? "argument refusal" : "invalid configuration", why).diagnostic()}\n`);
+    io.stderr(`${escapeControls(new StartupRefusal(parsed.positionals.length > 0 ? "argument refusal" : "invalid configuration", why).diagnostic())}\n`);
     return EXIT_CODES.STARTUP;
   }
   const { collectGarbage, DEFAULT_GRACE_MS } = await import("../../engine/gc.ts");
@@ -270,14 +271,14 @@ async function startUp(parsed: Parsed, io: CliIo): Promise<{ config: RuntimeConf
     return { config, store: await openVerifiedStore(config) };
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
+    io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
     return EXIT_CODES.STARTUP;
   }
 }
 
 async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   if (parsed.positionals.length > 0) {
-    io.stderr(`${new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`).diagnostic()}\n`);
+    io.stderr(`${escapeControls(new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`).diagnostic())}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (!io.protocol) throw new Error("serve needs the process's stdio");
@@ -308,7 +309,7 @@ function causeLog(io: CliIo): Log {
     info(msg, fields) {
       const outcome = String(fields?.outcome ?? "");
       if (fields?.cause !== undefined && /INTERNAL|ENGINE_FAILED/.test(outcome)) {
-        io.stderr(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}\n`, runtimeSecrets(io.env)));
+        io.stderr(`${escapeControls(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}`, runtimeSecrets(io.env)))}\n`);
       }
     },
   };
