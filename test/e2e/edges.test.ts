@@ -107,3 +107,148 @@ describe("names in human output are quoted as git quotes them", () => {
     }
   });
 });
+
+/** Make `depth` nested directories of 200-byte names under `dir` (by relative steps: their absolute path outgrows PATH_MAX) and a file in the deepest. */
+function deepTree(dir: string, depth: number, file: string): string {
+  const names = Array.from({ length: depth }, (_, i) => String.fromCharCode(97 + i).repeat(200));
+  // chdir by one name at a time: no call ever sees the whole path (sh's cd would build it).
+  const script = `const fs = require("node:fs"); const [dir, file, ...names] = process.argv.slice(1);
+    process.chdir(dir); for (const n of names) { fs.mkdirSync(n); process.chdir(n); } fs.writeFileSync(file, "deep\\n");`;
+  // Node, not Bun: Bun resolves relative paths against getcwd(), which fails this deep.
+  const r = Bun.spawnSync(["node", "-e", script, dir, file, ...names]);
+  if (r.exitCode !== 0) throw new Error(`could not build the deep tree: ${r.stderr.toString()}`);
+  return `${names.join("/")}/${file}`;
+}
+
+/** rm(1) walks any depth; fs.rmSync stops at PATH_MAX. */
+function removeDeep(dir: string): void {
+  Bun.spawnSync(["rm", "-rf", dir]);
+}
+
+describe("paths too long for the file system are refused by name, never skipped", () => {
+  test("a file whose absolute path is over 4,096 bytes", async () => {
+    const dir = join(root, "long");
+    expect((await cli("pull", dir)).code).toBe(0);
+    try {
+      // 20 directories of 200 bytes: the directories can be listed, the file's absolute path cannot be opened.
+      const deep = deepTree(dir, 20, `${"f".repeat(120)}.md`);
+      expect(Buffer.byteLength(join(dir, deep))).toBeGreaterThan(4096);
+      writeFileSync(join(dir, "short.md"), "short\n");
+      const r = await cli("commit", "-m", "long", "--json", dir);
+      expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+      const e = JSON.parse(r.stdout);
+      expect([e.code, e.reason, e.action]).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES"]);
+      expect(e.files).toEqual([{ path: deep, reason: "INVALID_CONTENT", ranges: [] }]);
+      expect(e.message).toContain("too long for the file system");
+      expect(e.message).toContain("shorter path");
+      // Nothing was published: the short file waits for the next commit.
+      removeDeep(join(dir, "a".repeat(200)));
+      const after = await cli("commit", "-m", "short", "--json", dir);
+      expect(after.code).toBe(0);
+      expect(JSON.parse(after.stdout).files).toEqual([{ path: "short.md", insertions: 1, deletions: 0 }]);
+    } finally {
+      removeDeep(dir);
+    }
+  });
+
+  test("a directory too deep to be listed at all is named itself", async () => {
+    const dir = join(root, "deeper");
+    expect((await cli("pull", dir)).code).toBe(0);
+    try {
+      const deep = deepTree(dir, 22, "deep.md");
+      const segments = deep.split("/");
+      // The first directory whose absolute path is over the limit cannot even be stat'ed.
+      let depth = 0;
+      while (Buffer.byteLength(join(dir, ...segments.slice(0, depth + 1))) < 4096) depth++;
+      const named = segments.slice(0, depth + 1).join("/");
+      const r = await cli("commit", "-m", "deep", "--json", dir);
+      expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+      const e = JSON.parse(r.stdout);
+      expect(e.reason).toBe("INVALID_CONTENT");
+      expect(e.files).toEqual([{ path: named, reason: "INVALID_CONTENT", ranges: [] }]);
+      const human = await cli("commit", "-m", "deep", dir);
+      expect(human.stderr).toContain(`\n  ${named} · INVALID_CONTENT\n`);
+      expect(human.stderr).toContain("next: edit the files, then commit (EDIT_FILES)");
+    } finally {
+      removeDeep(dir);
+    }
+  });
+});
+
+describe("files and directories that cannot be read are refused by name", () => {
+  // Permissions bind only an unprivileged process: as root, the binary runs as
+  // nobody (65534) over a world of its own, so EACCES really happens.
+  const asRoot = process.getuid?.() === 0;
+  const world = mkdtempSync(join(tmpdir(), "slivingdoc-edges-perm-"));
+  afterAll(() => rmSync(world, { recursive: true, force: true }));
+  const worldEnv = {
+    HOME: join(world, "home"),
+    XDG_DATA_HOME: join(world, "data"),
+    XDG_STATE_HOME: join(world, "state"),
+    SLIVINGDOC_STORE: `sqlite:${join(world, "store.db")}`,
+  };
+  const own = (path: string) => {
+    if (asRoot) chownSync(path, 65534, 65534);
+  };
+  own(world);
+  const user = (...args: string[]) => {
+    requireBinary();
+    const prefix = asRoot ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+    return run([...prefix, BINARY, ...args], world, worldEnv);
+  };
+  /** A checkout with one committed file, every entry owned by the user who runs the binary. */
+  const checkout = async (name: string) => {
+    const dir = join(world, name);
+    expect((await user("pull", dir)).code).toBe(0);
+    return dir;
+  };
+  const put = (path: string, content: string, mode?: number) => {
+    mkdirSync(join(path, ".."), { recursive: true });
+    writeFileSync(path, content);
+    own(path);
+    if (mode !== undefined) chmodSync(path, mode);
+  };
+  const dirWithMode = (path: string, mode: number, files: string[]) => {
+    mkdirSync(path);
+    own(path);
+    for (const f of files) put(join(path, f), "inside\n");
+    chmodSync(path, mode);
+  };
+
+  test("a file without read permission (mode 000)", async () => {
+    const dir = await checkout("perm-file");
+    put(join(dir, "secret.md"), "secret\n", 0o000);
+    put(join(dir, "open.md"), "open\n");
+    const r = await user("commit", "-m", "unreadable", "--json", dir);
+    expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    const e = JSON.parse(r.stdout);
+    expect([e.code, e.reason, e.action, e.retryable]).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES", false]);
+    expect(e.files).toEqual([{ path: "secret.md", reason: "INVALID_CONTENT", ranges: [] }]);
+    expect(e.message).toBe("These cannot be read: secret.md. Make them readable (chmod u+rX) or delete them, then call again.");
+    expect(r.stderr).toContain("\n  secret.md · INVALID_CONTENT\n");
+    // Made readable, it is published with the rest.
+    chmodSync(join(dir, "secret.md"), 0o644);
+    const after = await user("commit", "-m", "readable", "--json", dir);
+    expect(after.code).toBe(0);
+    expect(JSON.parse(after.stdout).files.map((f: { path: string }) => f.path)).toEqual(["open.md", "secret.md"]);
+  });
+
+  test("a directory that cannot be listed, and one whose entries cannot be stat'ed", async () => {
+    const dir = await checkout("perm-dir");
+    dirWithMode(join(dir, "locked"), 0o300, ["hidden.md"]); // write and search, no read: no listing
+    dirWithMode(join(dir, "opaque"), 0o600, ["a.md", "b.md"]); // read, no search: names without stat
+    put(join(dir, "fine.md"), "fine\n");
+    const r = await user("commit", "-m", "locked", "--json", dir);
+    expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    const e = JSON.parse(r.stdout);
+    expect([e.reason, e.action]).toEqual(["INVALID_CONTENT", "EDIT_FILES"]);
+    expect(e.files.map((f: { path: string }) => f.path)).toEqual(["locked", "opaque/a.md", "opaque/b.md"]);
+    expect(e.message).toContain("cannot be read: locked, opaque/a.md, opaque/b.md");
+    // A pull refuses the same way, before anything is written.
+    const before = readdirSync(dir).sort();
+    const pulled = await user("pull", "--json", dir);
+    expect(pulled.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    expect(JSON.parse(pulled.stdout).files.length).toBe(3);
+    expect(readdirSync(dir).sort()).toEqual(before);
+  });
+});
