@@ -10,6 +10,9 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, syml
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { runCli } from "../../src/surfaces/cli/commands.ts";
+import { withPacksInGit } from "../support/cgit.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-edges-"));
@@ -250,5 +253,73 @@ describe("files and directories that cannot be read are refused by name", () => 
     expect(pulled.code).toBe(EXIT_CODES.INVALID_REQUEST);
     expect(JSON.parse(pulled.stdout).files.length).toBe(3);
     expect(readdirSync(dir).sort()).toEqual(before);
+  });
+});
+
+describe("a commit message that is not UTF-8 is refused, never stored as U+FFFD", () => {
+  /** The binary with its arguments as bytes: sh hands them over exactly, \NNN being octal (printf). */
+  const cliBytes = (script: string, dir: string) => {
+    requireBinary();
+    return run(["sh", "-c", script, BINARY, dir]);
+  };
+  /** The message of the accepted head, byte for byte, as C git reads it. */
+  const headMessage = async () => {
+    const s = openSqliteStore(join(root, "store.db"));
+    try {
+      return await withPacksInGit(s, ({ repo }) => Bun.spawnSync(["git", "-C", repo, "log", "-1", "--format=%B", "main"]).stdout);
+    } finally {
+      await s.close();
+    }
+  };
+
+  test("invalid bytes after -m, or in --message=, are MESSAGE_INVALID; a real U+FFFD is kept", async () => {
+    const dir = join(root, "messages");
+    expect((await cli("pull", dir)).code).toBe(0);
+    writeFileSync(join(dir, "m.md"), "m\n");
+    const generation = async () => JSON.parse((await cli("pull", "--json", dir)).stdout).generation as number;
+    const before = await generation();
+    for (const script of [
+      `exec "$0" commit -m "$(printf 'bad \\377\\376 bytes')" --json "$1"`,
+      `exec "$0" commit "--message=$(printf 'half \\342\\202')" --json "$1"`,
+    ]) {
+      const r = await cliBytes(script, dir);
+      expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+      const e = JSON.parse(r.stdout);
+      expect([e.code, e.reason, e.action]).toEqual(["INVALID_REQUEST", "MESSAGE_INVALID", "FIX_INPUT"]);
+      expect(e.message).toContain("not UTF-8");
+      expect(r.stderr).toContain("error: INVALID_REQUEST · MESSAGE_INVALID\n");
+    }
+    // Nothing was published by the refusals.
+    expect(await generation()).toBe(before);
+    // U+FFFD typed on purpose (its UTF-8 bytes), next to valid non-ASCII: published, byte for byte.
+    const ok = await cliBytes(`exec "$0" commit -m "$(printf 'real \\357\\277\\275 naïve')" --json "$1"`, dir);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout).files).toEqual([{ path: "m.md", insertions: 1, deletions: 0 }]);
+    expect(JSON.parse(ok.stdout).generation).toBe(before + 1);
+    expect(Buffer.from(await headMessage()).equals(Buffer.from("real \uFFFD naïve\n"))).toBe(true);
+  });
+
+  test("where the command line cannot be read as bytes, a message holding U+FFFD is refused", async () => {
+    const dir = join(root, "no-proc");
+    expect((await cli("pull", dir)).code).toBe(0);
+    writeFileSync(join(dir, "n.md"), "n\n");
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = (message: string, rawArgv: () => Uint8Array[] | null) => ({
+      argv: ["commit", "-m", message, "--json", dir],
+      rawArgv,
+      env: env as Record<string, string | undefined>,
+      cwd: root,
+      stdout: (t: string) => out.push(t),
+      stderr: (t: string) => err.push(t),
+      version: "test",
+    });
+    expect(await runCli(io("plain \uFFFD", () => null))).toBe(EXIT_CODES.INVALID_REQUEST);
+    expect(JSON.parse(out.join(""))).toMatchObject({ reason: "MESSAGE_INVALID", action: "FIX_INPUT" });
+    expect(JSON.parse(out.join("")).message).toContain("cannot tell apart");
+    // Without U+FFFD, the bytes are never needed.
+    out.length = 0;
+    expect(await runCli(io("plain", () => { throw new Error("not needed"); }))).toBe(0);
+    expect(JSON.parse(out.join("")).files).toEqual([{ path: "n.md", insertions: 1, deletions: 0 }]);
   });
 });
