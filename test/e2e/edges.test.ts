@@ -323,3 +323,44 @@ describe("a commit message that is not UTF-8 is refused, never stored as U+FFFD"
     expect(JSON.parse(out.join("")).files).toEqual([{ path: "n.md", insertions: 1, deletions: 0 }]);
   });
 });
+
+describe("nested checkouts: refused among the checkouts one private root knows (docs/cli.md)", () => {
+  test("inside and around, across stores, with the root named by flag, environment or default", async () => {
+    const base = join(root, "nest");
+    const outer = join(base, "outer");
+    const inner = join(outer, "inner");
+    const privateRoot = join(root, "state", "slivingdoc"); // the default: XDG_STATE_HOME/slivingdoc
+    const otherStore = `sqlite:${join(root, "other-store.db")}`;
+    expect((await cli("pull", outer)).code).toBe(0);
+    writeFileSync(join(outer, "outer.md"), "outer\n");
+    const listing = readdirSync(outer).sort();
+    // Another store, the same private root named three ways: each sees the outer checkout.
+    for (const args of [
+      ["--store", otherStore],
+      ["--store", otherStore, "--private-root", privateRoot],
+      ["--private-root", privateRoot],
+    ]) {
+      const r = await cli("pull", "--json", ...args, inner);
+      expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+      expect(JSON.parse(r.stdout)).toMatchObject({ reason: "PATH_OUTSIDE_ROOT", action: "FIX_INPUT" });
+      expect(JSON.parse(r.stdout).message).toContain("inside another checkout");
+    }
+    const viaEnv = await run([BINARY, "pull", "--json", inner], root, { SLIVINGDOC_PRIVATE_ROOT: privateRoot, SLIVINGDOC_STORE: otherStore });
+    expect(JSON.parse(viaEnv.stdout).reason).toBe("PATH_OUTSIDE_ROOT");
+    // Nothing was created for the refused checkout.
+    expect(readdirSync(outer).sort()).toEqual(listing);
+
+    // Around: a checkout of another store, then a pull of a directory containing it.
+    const side = join(base, "side");
+    const sideInner = join(side, "deep", "inner");
+    expect((await cli("pull", "--store", otherStore, sideInner)).code).toBe(0);
+    writeFileSync(join(sideInner, "inner.md"), "inner\n");
+    const around = await cli("pull", "--json", side);
+    expect(around.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    expect(JSON.parse(around.stdout).message).toContain("contains another checkout");
+    // And the outer commit never publishes what sits in a checkout it contains.
+    const commitAround = await cli("commit", "-m", "around", "--json", side);
+    expect(commitAround.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    expect(JSON.parse(commitAround.stdout).reason).toBe("PATH_OUTSIDE_ROOT");
+  });
+});
