@@ -65,6 +65,7 @@ function accessViolation(cause: unknown): Violation | null {
   const code = (cause as { code?: unknown } | null)?.code;
   switch (code) {
     case "ENOENT":
+    case "ENOTDIR":
       return null;
     case "EACCES":
     case "EPERM":

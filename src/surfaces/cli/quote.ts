@@ -50,5 +50,5 @@ export function quotePath(path: string): string {
  */
 export function escapeControls(text: string): string {
   if (!CONTROL.test(text)) return text;
-  return text.replace(CONTROL_ALL, (ch) => (ch === '"' || ch === "\\" ? ch : escape(ch)));
+  return text.replace(CONTROL_ALL, escape);
 }
