@@ -128,7 +128,7 @@ async function fuzz(kind: "sqlite" | "s3"): Promise<void> {
   const envV = { ...env, SLIVINGDOC_STORE: store, SLIVINGDOC_PRIVATE_ROOT: join(scratch, "private-v") };
   const envR = { ...env, SLIVINGDOC_STORE: store, SLIVINGDOC_PRIVATE_ROOT: join(scratch, "private-r") };
   const choose = new Choices(mulberry32(SEED ^ (kind === "s3" ? 0x5e3 : 0)));
-  const counts = { gcs: 0, iterations: 0, kills: 0, finishedFirst: 0, nextCalls: 0, vAcks: 0, rAcks: 0, storeChecks: 0, byOp: {} as Record<string, number> };
+  const counts = { slowestNext: 0, gcs: 0, iterations: 0, kills: 0, finishedFirst: 0, nextCalls: 0, vAcks: 0, rAcks: 0, storeChecks: 0, byOp: {} as Record<string, number> };
   const log: string[] = [];
   const fail = (what: string, r?: RunResult | { answer: unknown }): never => {
     const detail = r ? `\n${"stdout" in r ? `exit ${r.code}\n${r.stdout}\n${r.stderr}` : JSON.stringify(r.answer)}` : "";
@@ -317,6 +317,7 @@ async function fuzz(kind: "sqlite" | "s3"): Promise<void> {
       log.push(`#${i} next ${next}: ${n.ok ? "OK" : "refused"} in ${n.ms.toFixed(0)} ms`);
       if (!n.ok) fail(`V's ${next} after the kill failed`, n.detail);
       duration[next] = duration[next] * 0.8 + n.ms * 0.2;
+      counts.slowestNext = Math.max(counts.slowestNext, n.ms);
       const { g } = expectVisible(`after V's ${next} following the kill`);
       for (const l of r.acked) if (!g.r.includes(l)) fail(`after V's ${next}: R's acknowledged ${l} did not reach V`);
       if (next === "commit") {
@@ -340,7 +341,7 @@ async function fuzz(kind: "sqlite" | "s3"): Promise<void> {
   console.log(
     `crash-fuzz ${kind}: seed ${SEED}, iterations ${counts.iterations}, kills ${counts.kills} (${Object.entries(counts.byOp)
       .map(([k, n]) => `${k} ${n}`)
-      .join(", ")}), finished before the kill ${counts.finishedFirst}, next calls ${counts.nextCalls}, V acknowledged ${counts.vAcks}, R acknowledged ${counts.rAcks}, store checks ${counts.storeChecks}, gc runs ${counts.gcs}, measured ms ${JSON.stringify(Object.fromEntries(Object.entries(duration).map(([k, d]) => [k, Math.round(d)])))}, ${seconds.toFixed(1)} s`,
+      .join(", ")}), finished before the kill ${counts.finishedFirst}, next calls ${counts.nextCalls} (slowest ${Math.round(counts.slowestNext)} ms), V acknowledged ${counts.vAcks}, R acknowledged ${counts.rAcks}, store checks ${counts.storeChecks}, gc runs ${counts.gcs}, measured ms ${JSON.stringify(Object.fromEntries(Object.entries(duration).map(([k, d]) => [k, Math.round(d)])))}, ${seconds.toFixed(1)} s`,
   );
   // The fuzzer really killed: most draws land inside the call.
   expect(counts.kills).toBeGreaterThan(ITERATIONS[kind] / 3);

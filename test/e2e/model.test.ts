@@ -18,7 +18,8 @@
  *   checkout's next completed call must agree with one of the two;
  * - `rm -rf` of a checkout loses its unpublished edits (the user's act) and
  *   nothing else: the store keeps everything, and the directory pulled again
- *   is a new checkout with a full copy;
+ *   is a new checkout with a full copy (made again with files in it first, a
+ *   commit there is PULL_REQUIRED and a pull merges them against nothing);
  * - gc removes nothing the accepted state needs: a fresh pull still gives
  *   the model's store;
  * - no call waits on a dead process (LOCAL_STATE, or a call over 8 s).
@@ -139,10 +140,14 @@ function settled(co: Checkout): boolean {
   return co.alts.length === 1 && co.uncertain.size === 0;
 }
 
-/** Files the test may touch in checkout c: pulled in every alternative, content known. */
+/**
+ * Files the test may touch in checkout c: content known, and the directory a
+ * checkout in every alternative or in none (editing a removed checkout makes
+ * the directory again, with that file: a new checkout to pull).
+ */
 function editable(m: Model, c: number, path: string): boolean {
   const co = m.co[c]!;
-  return co.alts.every((a) => a.pulled) && !co.uncertain.has(path);
+  return new Set(co.alts.map((a) => a.pulled)).size === 1 && !co.uncertain.has(path);
 }
 
 function nextToken(m: Model, c: number): string {
@@ -186,7 +191,8 @@ async function completed(m: Model, r: Real, c: number, op: "pull" | "commit", re
   const co = m.co[c]!;
   const predictions: Prediction[] = co.alts.map((a) => (op === "pull" ? predictPull(r.git, a, m.store) : predictCommit(r.git, a, m.store)));
   const visible = readTree(r.dirs[c]!);
-  const store = op === "commit" && res.code === 0 ? await readStore(r) : m.store;
+  // A commit that answered OK published (or synchronised); one that conflicted must have published nothing.
+  const store = op === "commit" && (res.code === 0 || res.code === 4) ? await readStore(r) : m.store;
   const answer = jsonOf(res);
   const matching = predictions.filter(
     (p) =>
@@ -249,6 +255,7 @@ class Edit implements Cmd {
     else if (this.how === "drop" && lines.length > 1) lines.splice(this.at % lines.length, 1);
     else lines = [token];
     const text = lines.map((l) => `${l}\n`).join("");
+    mkdirSync(r.dirs[this.c]!, { recursive: true });
     writeFileSync(join(r.dirs[this.c]!, path), text);
     apply(m, r, this.c, (v) => v.set(path, text));
     m.co[this.c]!.lastEdited = path;
