@@ -8,7 +8,7 @@
  * Two agents share one notebook. V is the victim: it edits its own file
  * `v.md`, its own files `v-N.md` and its own region of `shared.md`, and its
  * calls are the ones killed. R is the second writer: meanwhile it commits its
- * own file `r.md` and its own region of `shared.md` (three unchanged lines
+ * own file `r.md`, files `r-N.md` it adds and removes, and its own region of `shared.md` (three unchanged lines
  * apart from V's), so no edit of one ever touches the lines of the other. An
  * iteration: V edits; R starts a commit (and now and then an operator starts
  * `gc --grace 0s`); V's call is killed at a random
@@ -137,7 +137,7 @@ async function fuzz(kind: "sqlite" | "s3"): Promise<void> {
 
   // V's truth: what V wrote. R's truth: R's lines, and which of them are acknowledged.
   const v = { md: [] as string[], region: [] as string[], files: new Map<string, string>() };
-  const r = { md: [] as string[], region: [] as string[], acked: new Set<string>() };
+  const r = { md: [] as string[], region: [] as string[], acked: new Set<string>(), files: new Map<string, string>() };
   const writeV = () => {
     writeFileSync(join(V, "v.md"), text(v.md));
     writeRegion(V, "v", v.region);
@@ -201,12 +201,14 @@ async function fuzz(kind: "sqlite" | "s3"): Promise<void> {
   /** V's visible files are exactly what V wrote; R's region holds at least R's acknowledged lines. */
   const expectVisible = (when: string) => {
     const t = readTree(V);
-    const want = new Set(["shared.md", "r.md", "v.md", ...v.files.keys()]);
+    // R's commits have all ended by now: its files are all acknowledged, so V has exactly them.
+    const want = new Set(["shared.md", "r.md", "v.md", ...v.files.keys(), ...r.files.keys()]);
     const extra = [...t.keys()].filter((p) => !want.has(p));
     const missing = [...want].filter((p) => !t.has(p));
     if (extra.length + missing.length > 0) fail(`${when}: V's checkout has files ${JSON.stringify(extra)} it should not, lacks ${JSON.stringify(missing)}`);
     if (t.get("v.md") !== text(v.md)) fail(`${when}: v.md is not what V wrote\n want ${JSON.stringify(text(v.md))}\n have ${JSON.stringify(t.get("v.md"))}`);
     for (const [p, c] of v.files) if (t.get(p) !== c) fail(`${when}: ${p} is not what V wrote: ${JSON.stringify(t.get(p))}`);
+    for (const [p, c] of r.files) if (t.get(p) !== c) fail(`${when}: R's ${p} reached V as ${JSON.stringify(t.get(p))}`);
     const g = regions(t.get("shared.md"));
     if (g === null) fail(`${when}: shared.md lost its frame: ${JSON.stringify(t.get("shared.md"))}`);
     if (g!.v.join("\n") !== v.region.join("\n")) fail(`${when}: V's region of shared.md is not what V wrote\n want ${JSON.stringify(v.region)}\n have ${JSON.stringify(g!.v)}`);
@@ -226,6 +228,8 @@ async function fuzz(kind: "sqlite" | "s3"): Promise<void> {
     const rmd = linesOf(seen.get("r.md"));
     for (const l of r.acked) if (!rmd.includes(l) || !g!.r.includes(l)) fail(`${when}: R's acknowledged line ${l} is missing from the store`);
     if (exact && (rmd.join("\n") !== r.md.join("\n") || g!.r.join("\n") !== r.region.join("\n"))) fail(`${when}: the store's R content is not R's`);
+    const rNames = [...seen.keys()].filter((p) => /^r-\d+\.md$/.test(p)).sort();
+    if (exact && (rNames.join() !== [...r.files.keys()].sort().join() || rNames.some((p) => seen.get(p) !== r.files.get(p)))) fail(`${when}: the store's R files are ${JSON.stringify(rNames)}, R has ${JSON.stringify([...r.files.keys()].sort())}`);
   };
 
   const started = performance.now();
@@ -260,6 +264,17 @@ async function fuzz(kind: "sqlite" | "s3"): Promise<void> {
       r.region.push(rLine);
       writeFileSync(join(R, "r.md"), text(r.md));
       writeRegion(R, "r", r.region);
+      // R adds and removes whole files too: V's killed calls are then creating and removing files.
+      if (choose.chance(0.2)) {
+        const name = `r-${i}.md`;
+        const body = text(Array.from({ length: 40 + choose.int(400) }, (_, k) => `r file ${i} line ${k}`));
+        r.files.set(name, body);
+        writeFileSync(join(R, name), body);
+      } else if (choose.chance(0.15) && r.files.size > 0) {
+        const gone = choose.pick([...r.files.keys()]);
+        r.files.delete(gone);
+        rmSync(join(R, gone));
+      }
       remote = runCli(["commit", "--json", "-m", rLine, R], envR);
     }
 
