@@ -26,8 +26,9 @@
  *
  * Seeded: prints `model STORE: seed S`; on failure fast-check prints the seed,
  * the path and the shortest failing sequence it could shrink to. Replay with
- * SLIVINGDOC_MODEL_SEED=S (and SLIVINGDOC_MODEL_PATH=P for the shrunk case;
- * kill instants still depend on timing). SLIVINGDOC_FUZZ_LONG=1 runs many
+ * SLIVINGDOC_MODEL_SEED=S, and for the shrunk case SLIVINGDOC_MODEL_PATH=P
+ * (fast-check's `path`) and SLIVINGDOC_MODEL_REPLAY=R (the sequence's
+ * `replayPath`); kill instants still depend on timing. SLIVINGDOC_FUZZ_LONG=1 runs many
  * more and longer sequences. Without SLIVINGDOC_TEST_S3_BUCKET the S3 half
  * FAILS — it never skips.
  */
@@ -55,6 +56,7 @@ const env = process.env as Record<string, string>;
 const LONG = env.SLIVINGDOC_FUZZ_LONG === "1";
 const SEED = env.SLIVINGDOC_MODEL_SEED !== undefined ? Number(env.SLIVINGDOC_MODEL_SEED) : Math.floor(Math.random() * 2 ** 31);
 const PATH = env.SLIVINGDOC_MODEL_PATH;
+const REPLAY = env.SLIVINGDOC_MODEL_REPLAY;
 const RUNS = { sqlite: Number(env.SLIVINGDOC_MODEL_RUNS ?? (LONG ? 400 : 14)), s3: Number(env.SLIVINGDOC_MODEL_RUNS ?? (LONG ? 200 : 6)) };
 const MAX_COMMANDS = LONG ? 80 : 50;
 /** Diagnosis only, to look past a known bug: SLIVINGDOC_MODEL_WITHOUT=rm-rf,kill,gc leaves those commands out. */
@@ -502,7 +504,7 @@ async function runModel(kind: Kind): Promise<void> {
   console.log(`model ${kind}: seed ${SEED} (replay with SLIVINGDOC_MODEL_SEED=${SEED})`);
   try {
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: "max", ...(PATH ? { replayPath: PATH } : {}) }), async (cmds) => {
+      fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: "max", ...(REPLAY ? { replayPath: REPLAY } : {}) }), async (cmds) => {
         const r = newReal(kind, parent, ++n, stats, duration, git);
         stats.runs++;
         try {
