@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BINARY, requireBinary } from "../support/mcp.ts";
+import { callTool, initialize, type Served, spawnMcp } from "../support/stdio-mcp.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-stop-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -42,76 +43,9 @@ function seed(env: ReturnType<typeof envFor>, count: number): void {
   cli(seeder, "commit", "-m", "seed", dir);
 }
 
-interface Served {
-  send(message: unknown): void;
-  answer(id: number): Promise<Record<string, any>>;
-  /** Resolves when stderr has a log record with this message. */
-  logged(msg: string): Promise<void>;
-  records(): Array<Record<string, unknown>>;
-  kill(signal: NodeJS.Signals): void;
-  endInput(): void;
-  exited: Promise<number>;
-}
-
 function serve(env: Record<string, string>, args: string[] = []): Served {
   requireBinary();
-  const p = Bun.spawn([BINARY, "serve", ...args], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-  const messages: Array<Record<string, any>> = [];
-  const records: Array<Record<string, unknown>> = [];
-  const waiters: Array<() => void> = [];
-  const wake = () => {
-    for (const w of waiters.splice(0)) w();
-  };
-  const lines = async (stream: ReadableStream<Uint8Array>, each: (line: string) => void) => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const chunk of stream) {
-      buffer += decoder.decode(chunk, { stream: true });
-      for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
-        each(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-      }
-      wake();
-    }
-    wake();
-  };
-  let ended = false;
-  const done = Promise.all([lines(p.stdout, (l) => messages.push(JSON.parse(l))), lines(p.stderr, (l) => records.push(JSON.parse(l)))]).then(() => {
-    ended = true;
-    wake();
-  });
-  const until = async <T>(find: () => T | undefined, what: string): Promise<T> => {
-    for (;;) {
-      const found = find();
-      if (found !== undefined) return found;
-      if (ended) throw new Error(`the server exited without ${what}; its log: ${JSON.stringify(records)}`);
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  return {
-    send(message) {
-      p.stdin.write(`${JSON.stringify(message)}\n`);
-      void p.stdin.flush();
-    },
-    answer: (id) => until(() => messages.find((m) => m.id === id), `answering request ${id}`),
-    logged: async (msg) => {
-      await until(() => records.find((r) => r.msg === msg), `logging "${msg}"`);
-    },
-    records: () => records,
-    kill: (signal) => p.kill(signal),
-    endInput: () => void p.stdin.end(),
-    exited: done.then(() => p.exited),
-  };
-}
-
-async function initialize(s: Served): Promise<void> {
-  s.send({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "stop-test", version: "1" } } });
-  await s.answer(0);
-  s.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-}
-
-function callTool(s: Served, id: number, name: string, args: Record<string, unknown>): void {
-  s.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+  return spawnMcp([BINARY, "serve", ...args], env);
 }
 
 const messagesOf = (s: Served) => s.records().map((r) => r.msg);
