@@ -13,7 +13,8 @@
  *   debootstrap tree is cached as a tarball under
  *   ~/.cache/slivingdoc/container, so it is made once per machine.
  * - podman keeps its storage in a folder of the test's own (--root,
- *   --runroot), removed at the end; nothing touches the machine's images.
+ *   --runroot) beside that cache, removed at the end; nothing touches the
+ *   machine's images.
  * - The build reuses this machine's npm cache and the release build's Bun
  *   runtime cache through build-time volumes, which never enter the image.
  *
@@ -21,7 +22,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 
 const REPO = join(import.meta.dir, "../..");
@@ -138,9 +139,14 @@ export function buildImage(): Podman {
   timed(timings, "install podman, runc, debootstrap", installTools);
   const tarball = timed(timings, "bookworm tree (debootstrap, cached)", baseTarball);
 
-  const dir = mkdtempSync(join(tmpdir(), "slivingdoc-podman-"));
+  // Beside the cache, not in /tmp: inside a CI container /tmp is itself an
+  // overlay, which podman's overlay storage cannot sit on; the home folder
+  // there is a bind mount.
+  mkdirSync(join(cacheDir(), "container"), { recursive: true });
+  const dir = mkdtempSync(join(cacheDir(), "container", "podman-"));
   const conf = join(dir, "containers.conf");
-  writeFileSync(conf, '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n[engine]\nruntime = "runc"\n');
+  // runc (crun fails in sandboxes like this one's), fixed ulimits, and cgroupfs, which needs no systemd.
+  writeFileSync(conf, '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n');
   const env = { ...process.env, CONTAINERS_CONF: conf };
   const base = ["--root", join(dir, "storage"), "--runroot", join(dir, "run")];
   const podman: Podman = {
