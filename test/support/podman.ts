@@ -20,50 +20,21 @@
  *
  * Facts this relies on are in docs/install.md ("Checking the container").
  */
-import { spawnSync } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
+import { CannotRun, ensurePackages, must, run } from "./debian.ts";
 
 const REPO = join(import.meta.dir, "../..");
 export const IMAGE = "localhost/slivingdoc:test";
-const PACKAGES = ["podman", "runc", "debootstrap"];
-const COMMANDS: Record<string, string> = { podman: "podman", runc: "runc", debootstrap: "debootstrap" };
 
 /** Why this machine cannot run the container test; the test fails with it. */
-export class CannotRun extends Error {
-  constructor(why: string) {
-    super(`the container test cannot run on this machine: ${why}. It needs Debian 12 as root with apt-get (podman, runc, debootstrap) — docs/install.md, "Checking the container", says how to run the same checks with Docker.`);
-  }
-}
-
-function run(cmd: string, args: string[], options: { input?: string | Buffer; env?: Record<string, string | undefined>; cwd?: string } = {}): { status: number; stdout: string; stderr: string } {
-  const r = spawnSync(cmd, args, { input: options.input, env: options.env ?? process.env, cwd: options.cwd, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
-  if (r.error) return { status: 127, stdout: "", stderr: String(r.error.message) };
-  return { status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
-}
-
-function must(what: string, r: { status: number; stdout: string; stderr: string }): string {
-  if (r.status !== 0) throw new Error(`${what} failed (exit ${r.status}):\n${(r.stderr || r.stdout).split("\n").slice(-25).join("\n")}`);
-  return r.stdout;
-}
-
-const has = (command: string) => run("sh", ["-c", `command -v ${command}`]).status === 0 || existsSync(`/usr/sbin/${command}`);
+const cannotRun = (why: string) =>
+  new CannotRun("the container test", why, 'It needs Debian 12 as root with apt-get (podman, runc, debootstrap); docs/install.md, "Checking the container", says how to run the same checks with Docker.');
 
 /** podman, runc and debootstrap, installed from Debian when missing. */
 function installTools(): void {
-  const missing = PACKAGES.filter((p) => !has(COMMANDS[p]!));
-  if (missing.length === 0) return;
-  if (process.getuid?.() !== 0) throw new CannotRun(`${missing.join(", ")} missing and this process is not root, so it cannot apt-get install them`);
-  if (!has("apt-get")) throw new CannotRun(`${missing.join(", ")} missing and there is no apt-get`);
-  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  const install = () => run("apt-get", ["install", "-y", "--no-install-recommends", ...missing], { env });
-  let r = install();
-  if (r.status !== 0) {
-    must("apt-get update", run("apt-get", ["update"], { env }));
-    r = install();
-  }
-  if (r.status !== 0) throw new CannotRun(`apt-get install ${missing.join(" ")} failed: ${r.stderr.trim().split("\n").slice(-3).join(" / ")}`);
+  ensurePackages({ podman: "/usr/bin/podman", runc: "/usr/sbin/runc", debootstrap: "/usr/sbin/debootstrap" }, cannotRun);
 }
 
 /** The Debian mirror apt uses here, for debootstrap. */
@@ -135,7 +106,7 @@ function timed<T>(timings: Record<string, number>, step: string, fn: () => T): T
 /** Install the tools, make the base images, build the Dockerfile: the image IMAGE in the test's storage. */
 export function buildImage(): Podman {
   const timings: Record<string, number> = {};
-  if (process.platform !== "linux" || process.arch !== "x64") throw new CannotRun(`this is ${process.platform}-${process.arch}, and the stand-in base images are made for linux-x64`);
+  if (process.platform !== "linux" || process.arch !== "x64") throw cannotRun(`this is ${process.platform}-${process.arch}, and the stand-in base images are made for linux-x64`);
   timed(timings, "install podman, runc, debootstrap", installTools);
   const tarball = timed(timings, "bookworm tree (debootstrap, cached)", baseTarball);
 
@@ -164,9 +135,9 @@ export function buildImage(): Podman {
   try {
     timed(timings, "base images (podman import)", () => {
       const imported = podman.run(["import", tarball, "docker.io/library/debian:12-slim"]);
-      if (imported.status !== 0) throw new CannotRun(`podman cannot import an image here: ${imported.stderr.trim().split("\n").at(-1)}`);
+      if (imported.status !== 0) throw cannotRun(`podman cannot import an image here: ${imported.stderr.trim().split("\n").at(-1)}`);
       const probe = podman.run(["run", "--rm", "--network", "none", "docker.io/library/debian:12-slim", "true"]);
-      if (probe.status !== 0) throw new CannotRun(`podman cannot run a container here: ${probe.stderr.trim().split("\n").at(-1)}`);
+      if (probe.status !== 0) throw cannotRun(`podman cannot run a container here: ${probe.stderr.trim().split("\n").at(-1)}`);
       // node:20-bookworm-slim's stand-in: this machine's node and npm in /usr/local, as the official image has them.
       const extra = join(dir, "node-extra");
       const node = realpathSync(must("which node", run("sh", ["-c", "command -v node"])).trim());
