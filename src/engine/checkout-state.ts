@@ -1,24 +1,33 @@
 /**
  * Private state of one checkout, under the private root (decisions §3):
  *
- *   <privateRoot>/checkouts/<id>/state.json   the baseline: accepted commit, tree, generation
+ *   <privateRoot>/checkouts/<id>/state.json   the baseline: accepted commit, tree, generation; the
+ *                                              directory it belongs to; a publication in flight
  *   <privateRoot>/checkouts/<id>/journal.json present only while visible files are being rewritten
  *   <privateRoot>/checkouts/<id>/git/         the object cache (see git-store.ts)
  *   <privateRoot>/checkouts/<id>/lock         held by the one operation running on this checkout
  *   <privateRoot>/checkouts/<id>/stat-cache.json  the stat cache (stat-cache.ts); only a speed-up
  *
  * `<id>` hashes the store identity and the checkout's real path, so the same
- * directory used with two stores keeps two baselines. Every file is replaced
+ * directory used with two stores keeps two baselines. A path is not a
+ * directory, though: `rm -rf DIR` and a new `DIR` (or a fresh volume mounted
+ * there) have the same path and none of the files the baseline describes.
+ * So the state also records the identity of the directory it was made for
+ * (device, inode, birth time); a directory that is not that one is a new
+ * checkout, whose old state is dropped — else every file missing from it
+ * would count as a local deletion, and the next commit would delete them for
+ * everyone. Every file is replaced
  * atomically (write a temporary file, fsync, rename), so a crash leaves the
  * old or the new state, never a torn one — except the stat cache, written
  * without fsync: a torn one does not parse, and is simply rebuilt.
  */
 import { createHash } from "node:crypto";
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
-import { hostname } from "node:os";
+import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
+import { randomHex } from "../contract/random-hex.ts";
+import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
 import { GitStore } from "./git-store.ts";
 import { fileIdentity, keepRecent } from "./kept.ts";
 import { StatCache } from "./stat-cache.ts";
@@ -33,12 +42,37 @@ const BaselineSchema = z
   })
   .strict();
 
+/**
+ * A commit's publication between its conditional write and the baseline
+ * move: recorded before the write, so the next call on the checkout can
+ * learn whether it landed (publication.ts) when this one dies in between.
+ */
+const PublicationSchema = z
+  .object({
+    /** The manifest's publication id, and the pack the commit uploaded. */
+    publication: z.string(),
+    pack: z.object({ key: z.string(), sha256: z.string() }).strict(),
+    /** The manifest's generation and head commit. */
+    generation: z.number().int().positive(),
+    head: hex40,
+    /**
+     * Where the published tree differs from the visible files the commit
+     * scanned (changes merged in from others, not yet written): each path
+     * with the blob the visible file held then (null = absent).
+     */
+    merged: z.array(z.object({ path: z.string(), oid: hex40.nullable() }).strict()),
+  })
+  .strict();
+
 const StateSchema = z
   .object({
     version: z.literal(1),
     checkout: z.string(),
     store: z.string(),
+    /** The identity of the directory this state was made for (absent in states written before it was recorded). */
+    directory: z.string().optional(),
     baseline: BaselineSchema,
+    publishing: PublicationSchema.optional(),
   })
   .strict();
 
@@ -55,12 +89,8 @@ const JournalSchema = z
 export type Baseline = z.infer<typeof BaselineSchema>;
 export type CheckoutStateFile = z.infer<typeof StateSchema>;
 export type Journal = z.infer<typeof JournalSchema>;
-
-export interface ProcessIdentity {
-  pid: number;
-  /** Whether a process with this id still runs on this host. */
-  isAlive(pid: number): boolean;
-}
+export type Publication = z.infer<typeof PublicationSchema>;
+export type { ProcessIdentity };
 
 export interface OpenCheckoutOptions {
   privateRoot: string;
@@ -73,7 +103,7 @@ export interface OpenCheckoutOptions {
 }
 
 function writeAtomic(file: string, data: string, durable = true): void {
-  const tmp = `${file}.tmp-${Math.random().toString(16).slice(2)}`;
+  const tmp = `${file}.tmp-${randomHex(8)}`;
   const fd = openSync(tmp, "w", 0o600);
   try {
     writeSync(fd, data);
@@ -144,50 +174,127 @@ export function checkoutId(storeId: string, dir: string): string {
   return createHash("sha256").update(`${storeId}\0${dir}`).digest("hex").slice(0, 32);
 }
 
+/**
+ * The identity of a directory: device, inode and birth time. The inode alone
+ * is not enough — a directory removed and made again often gets the same
+ * inode number at once — and the birth time tells them apart where the file
+ * system records one (ext4, XFS, Btrfs, APFS, NTFS, tmpfs). Where it does
+ * not (birth time 0), the inode is all there is (docs/failures.md).
+ */
+function directoryIdentity(dir: string): string {
+  const st = statSync(dir);
+  return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
+}
+
 export class CheckoutState {
+  /** The directory was not the one this state was made for: its old state was dropped (open). */
+  replaced = false;
+
   private constructor(
     readonly dir: string,
     readonly storeId: string,
     readonly stateDir: string,
     readonly git: GitStore,
-    private readonly lockFile: string,
+    private readonly lock: HeldLock,
+    private readonly directory: string,
   ) {}
 
   static async open(options: OpenCheckoutOptions): Promise<CheckoutState> {
     const stateDir = join(options.privateRoot, "checkouts", checkoutId(options.storeId, options.dir));
-    const lockFile = join(stateDir, "lock");
+    let lock: HeldLock;
+    let directory: string;
     try {
-      mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-      await acquireLock(lockFile, options.self, options.lockTimeoutMs ?? 30_000);
+      for (let tries = 0; ; tries++) {
+        mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+        try {
+          lock = await acquireLock(join(stateDir, "lock"), options.self, options.lockTimeoutMs ?? 30_000);
+          break;
+        } catch (e) {
+          // The state of a directory that was gone a moment ago may just have
+          // been removed (registeredCheckouts): make it again.
+          if ((e as NodeJS.ErrnoException).code !== "ENOENT" || tries >= 3) throw e;
+        }
+      }
     } catch (cause) {
       if (cause instanceof DomainError) throw cause;
       throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be opened.", { cause });
     }
     try {
+      directory = directoryIdentity(options.dir);
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
       const gitStore = await GitStore.open(join(stateDir, "git"), () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
-      return new CheckoutState(options.dir, options.storeId, stateDir, gitStore, lockFile);
+      const state = new CheckoutState(options.dir, options.storeId, stateDir, gitStore, lock, directory);
+      state.forgetIfReplaced();
+      return state;
     } catch (cause) {
-      rmSync(lockFile, { force: true });
+      lock.release();
+      if (cause instanceof DomainError) throw cause;
       throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be opened.", { cause });
     }
   }
 
-  /** The baseline, or null for a directory that was never pulled. */
-  readBaseline(): Baseline | null {
+  /**
+   * A directory that is not the one the state was made for is a new
+   * checkout: drop the baseline, the journal (its files are not in this
+   * directory) and the stat cache (inodes are reused). The object cache
+   * stays: it only ever holds objects, and they speed up the fresh pull.
+   */
+  private forgetIfReplaced(): void {
+    const state = this.readState();
+    if (state === null) return;
+    if (state.directory === undefined) {
+      // Written before directories were recorded: this is the directory it knew.
+      this.writeState({ ...state, directory: this.directory });
+      return;
+    }
+    if (state.directory === this.directory) return;
+    for (const name of ["journal.json", STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
+    keptStatCaches.delete(join(this.stateDir, STAT_CACHE_FILE));
+    this.replaced = true;
+  }
+
+  private readState(): CheckoutStateFile | null {
     const raw = readJson(join(this.stateDir, "state.json"));
     if (raw === undefined) return null;
     const parsed = StateSchema.safeParse(raw);
     if (!parsed.success || parsed.data.checkout !== this.dir || parsed.data.store !== this.storeId) {
       throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.", { cause: parsed.error });
     }
-    return parsed.data.baseline;
+    return parsed.data;
   }
 
-  writeBaseline(baseline: Baseline): void {
-    const state: CheckoutStateFile = { version: 1, checkout: this.dir, store: this.storeId, baseline };
+  private writeState(state: CheckoutStateFile): void {
     writeAtomic(join(this.stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+  }
+
+  /** The baseline, or null for a directory that was never pulled. */
+  readBaseline(): Baseline | null {
+    return this.readState()?.baseline ?? null;
+  }
+
+  /** Move the baseline; this also ends a recorded publication (recordPublication). */
+  writeBaseline(baseline: Baseline): void {
+    this.writeState({ version: 1, checkout: this.dir, store: this.storeId, directory: this.directory, baseline });
+  }
+
+  /**
+   * Before a commit's conditional write: what the next call needs to learn
+   * whether it landed, should this process die before the baseline moves.
+   * Durable before the write is sent, like every state file.
+   */
+  recordPublication(baseline: Baseline, publishing: Publication): void {
+    this.writeState({ version: 1, checkout: this.dir, store: this.storeId, directory: this.directory, baseline, publishing });
+  }
+
+  /** A publication recorded by a call that did not live to move the baseline; null when none. */
+  readPublication(): Publication | null {
+    return this.readState()?.publishing ?? null;
+  }
+
+  /** Refresh the lock (checkout-lock.ts): long operations call this as they go. */
+  heartbeat(): void {
+    this.lock.heartbeat();
   }
 
   readJournal(): Journal | null {
@@ -252,52 +359,17 @@ export class CheckoutState {
 
   release(): void {
     this.git.close();
-    rmSync(this.lockFile, { force: true });
+    this.lock.release();
   }
 }
 
 /**
- * One operation per checkout at a time, across processes. The lock file
- * names its holder; a lock left by a process that died on this host is
- * taken over, since a crash must not block the checkout forever.
+ * Real paths of every checkout registered under the private root, for the
+ * nesting check. A checkout whose directory is gone is no checkout: its
+ * state is removed on the way (unless an operation holds it), so states of
+ * removed directories — temporary ones above all — do not pile up and slow
+ * every call down.
  */
-async function acquireLock(file: string, self: ProcessIdentity, timeoutMs: number): Promise<void> {
-  const me = `${self.pid} ${hostname()}`;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const fd = openSync(file, "wx", 0o600);
-      writeSync(fd, me);
-      closeSync(fd);
-      return;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    }
-    let holder = "";
-    try {
-      holder = readFileSync(file, "utf8");
-    } catch {
-      continue; // Released between our attempt and the read: try again.
-    }
-    const [pid, host] = holder.split(" ");
-    if (host === hostname() && pid && !self.isAlive(Number(pid))) {
-      // Stale: its holder died. Rename first so two takers cannot both remove it.
-      try {
-        renameSync(file, `${file}.stale-${self.pid}`);
-        rmSync(`${file}.stale-${self.pid}`, { force: true });
-      } catch {
-        /* another process took it over first */
-      }
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new DomainError("LOCAL_STATE", "Another pull or commit is still running on this checkout; call again when it ends.");
-    }
-    await Bun.sleep(20 + Math.random() * 30);
-  }
-}
-
-/** Real paths of every checkout registered under the private root, for the nesting check. */
 export function registeredCheckouts(privateRoot: string): string[] {
   const base = join(privateRoot, "checkouts");
   let ids: string[];
@@ -308,25 +380,59 @@ export function registeredCheckouts(privateRoot: string): string[] {
   }
   const dirs: string[] = [];
   for (const id of ids) {
+    if (id.startsWith(".")) continue; // being removed (below)
     const file = join(base, id, "state.json");
     // Every call checks every checkout: parse each state file only when it changed.
     const identity = fileIdentity(file);
-    const known = knownCheckouts.get(file);
-    if (identity !== null && known?.identity === identity) {
-      dirs.push(known.checkout);
-      continue;
-    }
-    try {
-      const parsed = StateSchema.safeParse(readJson(file));
-      if (parsed.success) {
-        dirs.push(parsed.data.checkout);
-        if (identity !== null) knownCheckouts.set(file, { identity, checkout: parsed.data.checkout });
+    let checkout = identity !== null && knownCheckouts.get(file)?.identity === identity ? knownCheckouts.get(file)!.checkout : null;
+    if (checkout === null) {
+      try {
+        const parsed = StateSchema.safeParse(readJson(file));
+        if (!parsed.success) continue;
+        checkout = parsed.data.checkout;
+        if (identity !== null) knownCheckouts.set(file, { identity, checkout });
+      } catch {
+        continue; // unreadable state is the business of its own checkout
       }
-    } catch {
-      /* unreadable state is the business of its own checkout */
     }
+    if (exists(checkout)) dirs.push(checkout);
+    else forgetCheckout(base, id);
   }
   return dirs;
+}
+
+function exists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== "ENOENT";
+  }
+}
+
+/**
+ * Remove the state of a checkout whose directory is gone, unless an
+ * operation holds its lock (it may be making the directory again). Renamed
+ * aside first, so a half-removed state is never read as a checkout's.
+ */
+function forgetCheckout(base: string, id: string): void {
+  if (exists(join(base, id, "lock"))) return;
+  const aside = join(base, `.gone-${id}-${randomHex(4)}`);
+  try {
+    renameSync(join(base, id), aside);
+    rmSync(aside, { recursive: true, force: true });
+  } catch {
+    /* another process got there first, or a state file is in use: next time */
+  }
+}
+
+/**
+ * Remove the private state of a checkout whose directory is being removed
+ * (a server's temporary session directory). Call only once nothing in the
+ * directory remains unpublished.
+ */
+export function forgetCheckoutState(privateRoot: string, storeId: string, dir: string): void {
+  forgetCheckout(join(privateRoot, "checkouts"), checkoutId(storeId, dir));
 }
 
 /** The checkout directory each state file named when this process last parsed it (state files are replaced, never edited). */

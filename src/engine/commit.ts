@@ -33,7 +33,12 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
   try {
     // PULL_REQUIRED and UNRESOLVED_MARKERS come before any store access.
     if (session.baseline === null) {
-      throw new DomainError("PULL_REQUIRED", "This directory was never pulled; call pull for it once, then commit. No remote state was touched.");
+      throw new DomainError(
+        "PULL_REQUIRED",
+        session.replaced
+          ? "This directory is not the one that was pulled here (it was removed or replaced); call pull for it once, then commit. No remote state was touched."
+          : "This directory was never pulled; call pull for it once, then commit. No remote state was touched.",
+      );
     }
     await scanOurs(session);
     let base: FlatTree;
@@ -158,6 +163,15 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
       packs,
     };
     await deps.onStage("publish");
+    // Should this process die once the write is sent, the next call learns
+    // from this record whether it landed (publication.ts).
+    session.state.recordPublication(session.baseline!, {
+      publication: manifest.publication,
+      pack: { key, sha256 },
+      generation: manifest.generation,
+      head,
+      merged: mergedIn(session.ours, merge.result),
+    });
     const landed = await conditionalReplace(store, accepted, manifest);
     if (landed !== false) {
       if (landed.etag !== null) {
@@ -201,6 +215,14 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     const cap = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt);
     await deps.sleep(deps.random() * cap);
   }
+}
+
+/** Where `published` differs from the visible files `ours`: each path with what the visible file holds (null = absent). */
+function mergedIn(ours: FlatTree, published: FlatTree): Array<{ path: string; oid: string | null }> {
+  const merged: Array<{ path: string; oid: string | null }> = [];
+  for (const [path, oid] of published) if (ours.get(path) !== oid) merged.push({ path, oid: ours.get(path) ?? null });
+  for (const [path, oid] of ours) if (!published.has(path)) merged.push({ path, oid });
+  return merged;
 }
 
 /**

@@ -3,7 +3,7 @@
  * private state lives, who we are, and the hooks tests and logs use.
  */
 import { mkdirSync, realpathSync } from "node:fs";
-import { relative, resolve, sep } from "node:path";
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import { DomainError } from "../contract/errors.ts";
 import type { CompactionPolicy } from "./compact.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
@@ -12,6 +12,7 @@ import { blobId } from "./blob-id.ts";
 import { type Baseline, CheckoutState, flushStatCaches, type ProcessIdentity, registeredCheckouts } from "./checkout-state.ts";
 import { type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
 import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
+import { settlePublication } from "./publication.ts";
 import { scanNotebook } from "./scan.ts";
 import { lineCount } from "./diffstat.ts";
 import { StatCache } from "./stat-cache.ts";
@@ -56,7 +57,8 @@ export const DEFAULT_COMMIT_RETRIES = 30;
 
 function isInside(parent: string, child: string): boolean {
   const rel = relative(parent, child);
-  return rel !== "" && !rel.startsWith("..") && !rel.startsWith(sep) && rel !== "..";
+  // "..x" is a name inside; only ".." itself or "../…" leads out.
+  return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
 }
 
 /**
@@ -102,6 +104,8 @@ export interface Session {
   /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
   lineCounts: Map<string, number>;
   baseline: Baseline | null;
+  /** The directory is not the one its private state was made for (removed and made again): a new checkout. */
+  replaced: boolean;
 }
 
 function withDefaults(deps: EngineDeps): Session["deps"] {
@@ -153,10 +157,33 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
     self: full.self,
     lockTimeoutMs: full.lockTimeoutMs,
   });
+  // Long operations keep the lock fresh as they go (checkout-lock.ts).
+  const { onStage, afterWrite } = full;
+  full.onStage = (stage) => {
+    state.heartbeat();
+    return onStage(stage);
+  };
+  full.afterWrite = () => {
+    state.heartbeat();
+    return afterWrite();
+  };
   try {
     await recoverInterrupted(state);
+    // A commit that died after its publication, before its baseline moved (publication.ts).
+    await settlePublication(state, full.store);
     const baseline = state.readBaseline();
-    return { deps: full, dir, state, git: state.git, ours: new Map(), oursContents: new Map(), statCache: StatCache.empty(), lineCounts: new Map(), baseline };
+    return {
+      deps: full,
+      dir,
+      state,
+      git: state.git,
+      ours: new Map(),
+      oursContents: new Map(),
+      statCache: StatCache.empty(),
+      lineCounts: new Map(),
+      baseline,
+      replaced: state.replaced,
+    };
   } catch (e) {
     state.release();
     throw e;

@@ -365,6 +365,29 @@ export class GitStore {
     return match[1]!;
   }
 
+  /** The commit's first parent; null for a root commit. */
+  async commitParent(commit: string): Promise<string | null> {
+    const { type, object } = await this.read(commit);
+    if (type !== "commit") throw new MissingObjectError("not a commit");
+    const text = Buffer.from(object).toString("latin1");
+    const end = text.indexOf("\n\n");
+    const headers = end < 0 ? text : text.slice(0, end);
+    return /^parent ([0-9a-f]{40})$/m.exec(headers)?.[1] ?? null;
+  }
+
+  /**
+   * Build the trees of `files` and write them to the cache loose, for a tree
+   * that no pack will carry (a baseline that is not a published tree).
+   */
+  async storeFlatTree(files: FlatTree): Promise<string> {
+    const built = await this.writeFlatTree(files);
+    for (const oid of built.trees) {
+      const object = this.built.get(oid);
+      if (object) await this.writeObject("tree", object.object);
+    }
+    return built.tree;
+  }
+
   /** Read a git tree into a flat notebook tree, with every tree id on the way. */
   async readFlatTree(tree: string): Promise<ReadTree> {
     this.reader(); // as in commitTree

@@ -263,6 +263,22 @@ export function isProcessAlive(pid: number): boolean {
   }
 }
 
+/**
+ * When process `pid` started, as Linux tells it (field 22 of
+ * /proc/PID/stat, in clock ticks since boot): with the id, it names one
+ * process, so a lock held by a process whose id was reused is known stale.
+ * Null elsewhere, where the id alone has to do.
+ */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // The command name (field 2) is in parentheses and may hold spaces.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** Creates the private root if needed; its real path. */
 export function preparePrivateRoot(config: RuntimeConfig): string {
   mkdirSync(config.privateRoot, { recursive: true, mode: 0o700 });
@@ -282,7 +298,7 @@ export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDep
     store,
     storeId: storeIdentity(config.store),
     privateRoot,
-    self: { pid: process.pid, isAlive: isProcessAlive },
+    self: { pid: process.pid, isAlive: isProcessAlive, startTime: processStartTime },
     commitRetries: config.commitRetries ?? DEFAULT_COMMIT_RETRIES,
     pathSets: config.pathSets,
   };

@@ -192,3 +192,81 @@ describe("SIGKILL in the middle of writing a new file", () => {
     expect(read(a, "new-2.md")).toBe("another from b\n");
   });
 });
+
+/**
+ * A commit killed once its publication landed but before its baseline
+ * moved (publication.ts): the next call must learn that it landed, so that
+ * the committed lines are the checkout's baseline, not someone else's
+ * change. Without that, deleting a committed line locally was undone by the
+ * store's copy, and editing it gave a conflict with no other writer.
+ */
+describe("SIGKILL after the publication landed, before the baseline moved", () => {
+  for (const stage of ["materialize", "write:1", "baseline"]) {
+    test(`at ${stage}: a line deleted since stays deleted, and nothing else changes`, async () => {
+      const { dir, run, crash } = crashWorld(`landed-delete-${stage.replace(":", "-")}`);
+      const a = dir("a");
+      const b = dir("b");
+      await run((d) => pull(d, a));
+      write(a, "x.md", "1\n2\n3\n");
+      write(a, "y.md", "y\n");
+      await run((d) => commit(d, a, "seed"));
+      await run((d) => pull(d, b));
+      // Another writer's change, merged into a's publication but not yet written when a dies.
+      write(b, "y.md", "y by b\n");
+      await run((d) => commit(d, b, "b"));
+      write(a, "x.md", "1\n2\n3\nk\n");
+      await crash("commit", a, stage);
+      const generation = await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation);
+      expect(generation).toBe(3); // landed
+
+      write(a, "x.md", "1\n2\n3\n");
+      const committed = await run((d) => commit(d, a, "delete k"));
+      expect(committed.generation).toBe(4);
+      expect(committed.files).toEqual([{ path: "x.md", insertions: 0, deletions: 1 }]);
+      expect(read(a, "x.md")).toBe("1\n2\n3\n");
+      expect(read(a, "y.md")).toBe("y by b\n");
+      const c = dir("c");
+      await run((d) => pull(d, c));
+      expect(read(c, "x.md")).toBe("1\n2\n3\n");
+      expect(read(c, "y.md")).toBe("y by b\n");
+    });
+
+    test(`at ${stage}: a committed line edited since is no conflict`, async () => {
+      const { dir, run, crash } = crashWorld(`landed-edit-${stage.replace(":", "-")}`);
+      const a = dir("a");
+      const b = dir("b");
+      await run((d) => pull(d, a));
+      write(a, "x.md", "1\n2\n3\n");
+      write(a, "y.md", "y\n");
+      await run((d) => commit(d, a, "seed"));
+      await run((d) => pull(d, b));
+      write(b, "z.md", "z by b\n");
+      await run((d) => commit(d, b, "b"));
+      write(a, "x.md", "1\n2\n3\nk\n");
+      write(a, "y.md", "y\nmore\n");
+      await crash("commit", a, stage);
+      write(a, "x.md", "1\n2\n3\nk, edited\n");
+      const committed = await run((d) => commit(d, a, "edit k"));
+      expect(committed.files).toEqual([{ path: "x.md", insertions: 1, deletions: 1 }]);
+      const c = dir("c");
+      await run((d) => pull(d, c));
+      expect(read(c, "x.md")).toBe("1\n2\n3\nk, edited\n");
+      expect(read(c, "y.md")).toBe("y\nmore\n");
+      expect(read(c, "z.md")).toBe("z by b\n");
+      expect(read(a, "z.md")).toBe("z by b\n");
+    });
+  }
+
+  test("killed before the write was sent: the edit is still unpublished, and the next commit publishes it", async () => {
+    const { dir, run, crash } = crashWorld("not-landed");
+    const a = dir("a");
+    await run((d) => pull(d, a));
+    write(a, "x.md", "1\n");
+    await run((d) => commit(d, a, "seed"));
+    write(a, "x.md", "1\nk\n");
+    await crash("commit", a, "publish");
+    expect(await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation)).toBe(1);
+    const committed = await run((d) => commit(d, a, "again"));
+    expect([committed.generation, committed.files]).toEqual([2, [{ path: "x.md", insertions: 1, deletions: 0 }]]);
+  });
+});

@@ -3,9 +3,12 @@
  * remote changed.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { isProcessAlive, processStartTime } from "../../src/surfaces/runtime.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
 
@@ -154,6 +157,30 @@ describe("lost races", () => {
     expect(read(dir, "x.md")).toBe("x\n");
   });
 
+  test("after an unprovable publication that landed, the next call knows it: a line deleted since stays deleted", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "1\n");
+    await commit(world.deps(), dir, "seed");
+    write(dir, "x.md", "1\nk\n");
+    let wrote = false;
+    const dark = faultyStore(world.store, (op, key) => {
+      if (op === "putIfMatch" && key === "current") {
+        wrote = true;
+        return "lose-response";
+      }
+      return wrote && op === "get" ? "fail-before" : null;
+    });
+    const e = await refusal(() => commit(world.deps({ store: dark, guessCurrent: false }), dir, "k"));
+    expect(tokens(e)).toEqual(["STORAGE_FAILURE", "PUBLICATION_UNPROVEN", "PULL", true]);
+    // The user takes the line out again before anything else.
+    write(dir, "x.md", "1\n");
+    const committed = await commit(world.deps(), dir, "no k after all");
+    expect([committed.generation, committed.files]).toEqual([3, [{ path: "x.md", insertions: 0, deletions: 1 }]]);
+    expect(read(dir, "x.md")).toBe("1\n");
+  });
+
   test("a failed manifest read is STORAGE_FAILURE · MANIFEST_READ, retryable, and nothing changes locally", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
@@ -245,8 +272,6 @@ describe("lost races", () => {
     world = makeWorld();
     const a = world.checkout("a");
     await pull(world.deps(), a);
-    const { readdirSync, writeFileSync } = await import("node:fs");
-    const { hostname } = await import("node:os");
     const [id] = readdirSync(`${world.privateRoot}/checkouts`);
     // A live holder: this very process, as another operation would be.
     writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `${process.pid} ${hostname()}`);
@@ -255,5 +280,41 @@ describe("lost races", () => {
     // A lock left by a process that died is taken over.
     writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `999999999 ${hostname()}`);
     expect((await pull(world.deps({ lockTimeoutMs: 200 }), a)).generation).toBe(0);
+  });
+
+  /** A checkout pulled once, and the path of its lock file. */
+  async function lockedCheckout() {
+    world = makeWorld();
+    const a = world.checkout("a");
+    await pull(world.deps(), a);
+    const [id] = readdirSync(`${world.privateRoot}/checkouts`);
+    return { a, lock: `${world.privateRoot}/checkouts/${id}/lock` };
+  }
+  const self = { pid: process.pid, isAlive: isProcessAlive, startTime: processStartTime };
+  const age = (file: string, seconds: number) => utimesSync(file, Date.now() / 1000 - seconds, Date.now() / 1000 - seconds);
+
+  test("an empty lock, left by a process killed between creating and writing it, is taken over once it is a moment old", async () => {
+    const { a, lock } = await lockedCheckout();
+    writeFileSync(lock, "");
+    // Fresh: its writer may be about to fill it in.
+    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), a)))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
+    age(lock, 5);
+    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
+  });
+
+  test("a lock whose process id now belongs to another process (started at another time) is taken over", async () => {
+    const { a, lock } = await lockedCheckout();
+    writeFileSync(lock, `${process.pid} ${hostname()} ${processStartTime(process.pid)}`);
+    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), a)))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
+    writeFileSync(lock, `${process.pid} ${hostname()} 1`);
+    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
+  });
+
+  test("a lock from another host (or container) is held while its holder refreshes it, and taken over once it stops", async () => {
+    const { a, lock } = await lockedCheckout();
+    writeFileSync(lock, "1 another-host 12345");
+    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), a)))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
+    age(lock, 31);
+    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
   });
 });

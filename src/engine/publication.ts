@@ -1,0 +1,91 @@
+/**
+ * A commit that died between its conditional write and its baseline move.
+ *
+ * The commit records its publication in the checkout's state before the
+ * write (CheckoutState.recordPublication). If the process dies after the
+ * write landed but before the baseline moved, the baseline still names the
+ * state before the commit while the store holds the commit: the next merge
+ * would take the committed lines for someone else's, so deleting one of them
+ * locally would be undone by the store's copy, and editing one would
+ * conflict with no other writer. So the next call on the checkout settles
+ * the record first (docs/storage-protocol.md, "The baseline invariant"):
+ *
+ * - landed: the baseline moves to the publication — to its commit, with the
+ *   tree the visible files held when the commit scanned them (the published
+ *   tree, except where changes of others were merged in and not yet
+ *   written). Merging from there treats exactly the edits made since as
+ *   local, and brings the merged-in changes as remote ones.
+ * - not landed: the baseline stays; the edits are still local, and the next
+ *   commit publishes them.
+ * - cannot tell (its commit fell out of the retained history, 32 commits):
+ *   the baseline stays, the safe side: nothing unpublished can be lost, and
+ *   at worst a line deleted since comes back from the store.
+ */
+import { createHash } from "node:crypto";
+import type { ObjectStore } from "../store/object-store.ts";
+import { loadAcceptedState, readManifest } from "./accepted-state.ts";
+import type { CheckoutState, Publication } from "./checkout-state.ts";
+import { MissingObjectError } from "./git-store.ts";
+
+export type Landed = "yes" | "no" | "unknown";
+
+/** Settle a publication a dead call left recorded; nothing to do when none is. */
+export async function settlePublication(state: CheckoutState, store: ObjectStore): Promise<Landed | null> {
+  const pending = state.readPublication();
+  if (pending === null) return null;
+  const baseline = state.readBaseline();
+  if (baseline === null) return null; // cannot happen: a commit needs a baseline; and the next write drops the record
+  const landed = await publicationLanded(state, store, pending);
+  let tree = landed === "yes" ? await publishedTree(state, store, pending) : null;
+  if (tree === null) state.writeBaseline(baseline);
+  else state.writeBaseline({ generation: pending.generation, head: pending.head, tree });
+  return tree === null && landed === "yes" ? "unknown" : landed;
+}
+
+/**
+ * Whether `pending` is in the accepted history. Generations count
+ * publications one by one, and every commit's parent is the head before it,
+ * so the commit at our generation is found by walking back from the head.
+ */
+async function publicationLanded(state: CheckoutState, store: ObjectStore, pending: Publication): Promise<Landed> {
+  const { manifest } = await readManifest(store);
+  if (manifest === null || manifest.generation < pending.generation) return "no";
+  if (manifest.publication === pending.publication) return "yes";
+  // Every later manifest lists our pack until a compaction folds it in.
+  if (manifest.packs.some((p) => p.key === pending.pack.key)) return "yes";
+  if (manifest.generation === pending.generation) return "no";
+  const accepted = await loadAcceptedState(store, state.git);
+  let commit: string | null = accepted.head;
+  try {
+    for (let g = accepted.generation; g > pending.generation && commit !== null; g--) commit = await state.git.commitParent(commit);
+  } catch (e) {
+    if (e instanceof MissingObjectError) return "unknown"; // beyond the retained history
+    throw e;
+  }
+  return commit === pending.head ? "yes" : "no";
+}
+
+/** The tree the visible files held when the landed commit scanned them, stored in the cache; null if it cannot be built. */
+async function publishedTree(state: CheckoutState, store: ObjectStore, pending: Publication): Promise<string | null> {
+  const git = state.git;
+  // The commit imports its pack only after its write landed: it may have died first.
+  if (!git.hasPack(pending.pack.sha256)) {
+    const object = await store.get(pending.pack.key).catch(() => null);
+    if (object !== null && createHash("sha256").update(object.body).digest("hex") === pending.pack.sha256) {
+      await git.importPack(pending.pack.sha256, object.body).catch(() => {});
+    }
+  }
+  try {
+    const published = await git.commitTree(pending.head);
+    if (pending.merged.length === 0) return published;
+    const files = (await git.readFlatTree(published)).files;
+    for (const { path, oid } of pending.merged) {
+      if (oid === null) files.delete(path);
+      else files.set(path, oid);
+    }
+    return await git.storeFlatTree(files);
+  } catch (e) {
+    if (e instanceof MissingObjectError) return null;
+    throw e;
+  }
+}
