@@ -8,7 +8,8 @@
  * files either. An empty directory over a baseline with files holds the
  * deletion of every file — unpublished work that must stay where the next
  * commit from that directory can publish it. An interrupted operation
- * (a journal) or one still running (its lock) also keeps it.
+ * (a journal, or a publication not yet settled) or one still running (its
+ * lock) also keeps it.
  */
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
@@ -33,15 +34,21 @@ function isEmptyDir(dir: string): boolean {
   }
 }
 
-/** Whether the baseline in a state file names any file; true when it cannot be read (so the checkout is kept). */
-function baselineHasFiles(stateFile: string): boolean {
+/**
+ * Whether a state file may stand for something unpublished: a baseline with
+ * files, or a publication in flight not yet settled (publication.ts); true
+ * when it cannot be read, so such a checkout is kept.
+ */
+function stateHoldsWork(stateFile: string): boolean {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(stateFile, "utf8"));
   } catch (e) {
     return (e as NodeJS.ErrnoException).code !== "ENOENT";
   }
-  const tree = (raw as { baseline?: { tree?: unknown } } | null)?.baseline?.tree;
+  const state = raw as { baseline?: { tree?: unknown }; publishing?: unknown } | null;
+  if (state?.publishing !== undefined) return true;
+  const tree = state?.baseline?.tree;
   if (tree === null) return false;
   return tree !== EMPTY_TREE;
 }
@@ -55,7 +62,7 @@ export function discardIfNothingUnpublished(target: DiscardTarget): boolean {
   const stateDir = join(target.privateRoot, "checkouts", checkoutId(target.storeId, target.dir));
   if (!isEmptyDir(target.dir)) return false;
   if (existsSync(join(stateDir, "journal.json")) || existsSync(join(stateDir, "lock"))) return false;
-  if (baselineHasFiles(join(stateDir, "state.json"))) return false;
+  if (stateHoldsWork(join(stateDir, "state.json"))) return false;
   // The directory first, and only while empty: a file written into it meanwhile keeps both.
   try {
     rmdirSync(target.dir);
