@@ -21,7 +21,7 @@
  * Facts this relies on are in docs/install.md ("Checking the container").
  */
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import { CannotRun, ensurePackages, must, run } from "./debian.ts";
 
@@ -119,7 +119,9 @@ export function buildImage(): Podman {
   // runc (crun fails in sandboxes like this one's), fixed ulimits, and cgroupfs, which needs no systemd.
   writeFileSync(conf, '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n');
   const env = { ...process.env, CONTAINERS_CONF: conf };
-  const base = ["--root", join(dir, "storage"), "--runroot", join(dir, "run")];
+  // The run root (state of running containers, no layers) in /tmp: podman wants its path under 50 characters.
+  const runroot = mkdtempSync(join(tmpdir(), "sd-podman-"));
+  const base = ["--root", join(dir, "storage"), "--runroot", runroot];
   const podman: Podman = {
     dir,
     env,
@@ -130,6 +132,7 @@ export function buildImage(): Podman {
     remove: () => {
       podman.run(["system", "reset", "--force"]);
       rmSync(dir, { recursive: true, force: true });
+      rmSync(runroot, { recursive: true, force: true });
     },
   };
   try {
