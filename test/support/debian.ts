@@ -36,10 +36,12 @@ export function ensurePackages(packages: Record<string, string>, cannot: (why: s
   if (process.getuid?.() !== 0) throw cannot(`${missing.join(", ")} missing, and this process is not root, so it cannot apt-get install them`);
   if (!existsSync("/usr/bin/apt-get")) throw cannot(`${missing.join(", ")} missing, and there is no apt-get`);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  const install = () => run("apt-get", ["install", "-y", "--no-install-recommends", ...missing], { env });
+  // Another install running (a second suite, the machine's own updates) holds dpkg's lock a while: wait for it.
+  const lock = ["-o", "DPkg::Lock::Timeout=300"];
+  const install = () => run("apt-get", [...lock, "install", "-y", "--no-install-recommends", ...missing], { env });
   let r = install();
   if (r.status !== 0) {
-    run("apt-get", ["update"], { env });
+    run("apt-get", [...lock, "update"], { env });
     r = install();
   }
   if (r.status !== 0) throw cannot(`apt-get install ${missing.join(" ")} failed: ${r.stderr.trim().split("\n").slice(-3).join(" / ")}`);
