@@ -7,12 +7,14 @@
  */
 import pkg from "../package.json" with { type: "json" };
 import { runCli } from "./surfaces/cli/commands.ts";
+import { rawUserArgs } from "./surfaces/cli/raw-argv.ts";
 import { isTerminal, textSink } from "./surfaces/stdio.ts";
 
 const stdout = textSink(Bun.stdout);
 const stderr = textSink(Bun.stderr);
 const code = await runCli({
   argv: process.argv.slice(2),
+  rawArgv: () => rawUserArgs(process.argv.slice(2)),
   env: process.env,
   cwd: process.cwd(),
   stdout: (text) => stdout.write(text),

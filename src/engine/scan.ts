@@ -3,6 +3,12 @@
  * notebook contract (decisions §4) — regular files of valid UTF-8 without
  * U+0000, under valid UTF-8 names without a `.git` segment. Every violation
  * is collected so the caller learns all offending files at once.
+ *
+ * Nothing is skipped silently: an entry that cannot be stat'ed, read or
+ * listed (no permission, or an absolute path longer than the file system
+ * takes) is refused by name like any other violation, with what to do.
+ * Only an entry removed between the listing and its stat is left out: it
+ * is not there.
  */
 import { lstatSync, readdirSync, readFileSync, type Stats } from "node:fs";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
@@ -48,10 +54,40 @@ function isGitSegment(name: string): boolean {
   return name.length === 4 && name.toLowerCase() === ".git";
 }
 
+/** Why an entry is refused: each kind has its own advice in the message. */
+type Violation = "content" | "unreadable" | "tooLong";
+
+/**
+ * The violation an errno stands for, or null for an entry that is simply
+ * gone. Any other error is not the file's fault and propagates.
+ */
+function accessViolation(cause: unknown): Violation | null {
+  const code = (cause as { code?: unknown } | null)?.code;
+  switch (code) {
+    case "ENOENT":
+    case "ENOTDIR":
+      return null;
+    case "EACCES":
+    case "EPERM":
+      return "unreadable";
+    case "ENAMETOOLONG":
+      return "tooLong";
+    default:
+      throw cause;
+  }
+}
+
+const ADVICE: Record<Violation, (names: string) => string> = {
+  content: (names) => `The notebook holds UTF-8 text files only; these are not: ${names}. Delete or replace them, then call again.`,
+  unreadable: (names) => `These cannot be read: ${names}. Make them readable (chmod u+rX) or delete them, then call again.`,
+  tooLong: (names) =>
+    `These paths are too long for the file system (over 4,096 bytes from /): ${names}. Move or rename them to a shorter path, or delete them, then call again.`,
+};
+
 export function scanNotebook(root: string, known: KnownFile = () => null): NotebookFiles {
   const files: NotebookFiles = new Map();
-  const invalid: ErrorFile[] = [];
-  const bad = (path: string) => invalid.push({ path, reason: "INVALID_CONTENT", ranges: [] });
+  const invalid: Array<ErrorFile & { why: Violation }> = [];
+  const bad = (path: string, why: Violation = "content") => invalid.push({ path, reason: "INVALID_CONTENT", ranges: [], why });
 
   // Each directory is listed, its entries stat'ed once and visited in path
   // order (a directory sorts as if its name ended in "/"), so the result
@@ -61,7 +97,12 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
     try {
       names = readdirSync(absDir);
     } catch (cause) {
-      throw new DomainError("LOCAL_STATE", "The notebook directory could not be read.", { cause });
+      if (relDir === "") throw new DomainError("LOCAL_STATE", "The notebook directory could not be read.", { cause });
+      // A directory inside the notebook that cannot be listed: its files
+      // are unknown, so the directory itself is named.
+      const why = accessViolation(cause);
+      if (why !== null) bad(relDir.slice(0, -1), why);
+      return;
     }
     if (names.some((name) => name.includes("\uFFFD"))) {
       // Node-style APIs replace invalid UTF-8 in names; the raw bytes tell
@@ -91,8 +132,11 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
       let st: Stats;
       try {
         st = lstatSync(`${absDir}/${name}`);
-      } catch {
-        continue; // Removed since the listing: not there.
+      } catch (cause) {
+        // Removed since the listing: not there. Anything else is named.
+        const why = accessViolation(cause);
+        if (why !== null) bad(relDir + name, why);
+        continue;
       }
       const isDirectory = st.isDirectory();
       hasDirectory ||= isDirectory;
@@ -112,7 +156,14 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
           files.set(rel, { stamp, oid, bytes: null });
           continue;
         }
-        const bytes = readFileSync(abs);
+        let bytes: Buffer;
+        try {
+          bytes = readFileSync(abs);
+        } catch (cause) {
+          const why = accessViolation(cause);
+          if (why !== null) bad(rel, why);
+          continue;
+        }
         if (decodeText(bytes) === null) bad(rel);
         else files.set(rel, { stamp, oid: null, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
       } else {
@@ -128,17 +179,17 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
     }
   } catch (e) {
     if (e instanceof DomainError) throw e;
-    return files; // A directory that does not exist yet holds no files.
+    const code = (e as { code?: unknown } | null)?.code;
+    // A directory that does not exist yet holds no files.
+    if (code === "ENOENT" || code === "ENOTDIR") return files;
+    throw new DomainError("LOCAL_STATE", "The notebook directory could not be read.", { cause: e });
   }
   walk(root, "");
   if (invalid.length > 0) {
     invalid.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    const names = invalid.map((f) => f.path).join(", ");
-    throw new DomainError(
-      "INVALID_CONTENT",
-      `The notebook holds UTF-8 text files only; these are not: ${names}. Delete or replace them, then call again.`,
-      { files: invalid },
-    );
+    const kinds = (Object.keys(ADVICE) as Violation[]).filter((why) => invalid.some((f) => f.why === why));
+    const message = kinds.map((why) => ADVICE[why](invalid.filter((f) => f.why === why).map((f) => f.path).join(", "))).join(" ");
+    throw new DomainError("INVALID_CONTENT", message, { files: invalid.map(({ path, reason, ranges }) => ({ path, reason, ranges })) });
   }
   return files;
 }

@@ -8,11 +8,14 @@
  *   and 404 NoSuchKey on `If-Match` (AWS and MinIO answer 404 for a missing
  *   key, Ceph 412);
  * - a conditional write whose outcome is not known — any 5xx (Ceph answers 500
- *   to some losers of a race), a timeout, a dropped connection after the
- *   request went out — throws `StoreError` with `outcome: "unknown"`. It is
- *   never mapped to a loss here: the engine proves the outcome by reading
+ *   to some losers of a race), a socket timeout or a dropped connection after
+ *   the request went out — throws `StoreError` with `outcome: "unknown"`. It
+ *   is never mapped to a loss here: the engine proves the outcome by reading
  *   `current` back (a write that landed must not be taken for a lost one);
- * - everything else throws `StoreError` with `outcome: "failed"`.
+ * - everything else throws `StoreError` with `outcome: "failed"`, among them
+ *   every failure of the connect phase — refused, unreachable, a name that
+ *   does not resolve, a connection not established in time — since the
+ *   request provably never left (see `notSent`).
  *
  * Error messages carry the operation and the S3 error code / HTTP status only
  * ("s3 get: AccessDenied (403)") — never a key, the bucket, the endpoint or
@@ -56,6 +59,10 @@ export interface S3StoreOptions {
    * Default: the SDK's (3).
    */
   maxAttempts?: number;
+  /** How long opening a connection may take (default 10 s); tests shorten it. */
+  connectionTimeoutMs?: number;
+  /** How long a connected socket may stay idle (default 60 s); tests shorten it. */
+  socketTimeoutMs?: number;
 }
 
 /** A connection that cannot be opened within this fails (nothing was sent). */
@@ -107,7 +114,10 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
     // https://docs.aws.amazon.com/sdk-for-javascript/v3/developer-guide/s3-checksums.html
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
-    requestHandler: { connectionTimeout: CONNECTION_TIMEOUT_MS, socketTimeout: SOCKET_IDLE_TIMEOUT_MS },
+    requestHandler: {
+      connectionTimeout: options.connectionTimeoutMs ?? CONNECTION_TIMEOUT_MS,
+      socketTimeout: options.socketTimeoutMs ?? SOCKET_IDLE_TIMEOUT_MS,
+    },
   };
   // Reads, lists and deletes are idempotent: the SDK may retry them.
   const client = new S3Client({ ...base, ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}) });
@@ -249,27 +259,32 @@ interface ErrorFacts {
   code: string | undefined;
   /** System error code of a socket failure ("ECONNREFUSED"), if any. */
   sys: string | undefined;
+  /** The system call that failed ("connect", "getaddrinfo", "read"), if any. */
+  syscall: string | undefined;
 }
 
 function describeError(error: unknown): ErrorFacts {
-  if (typeof error !== "object" || error === null) return { status: undefined, code: undefined, sys: undefined };
+  if (typeof error !== "object" || error === null) return { status: undefined, code: undefined, sys: undefined, syscall: undefined };
   const e = error as {
     $metadata?: { httpStatusCode?: number };
     $response?: { statusCode?: number };
     Code?: unknown;
     code?: unknown;
     name?: unknown;
+    syscall?: unknown;
   };
   const status = e.$metadata?.httpStatusCode ?? e.$response?.statusCode;
   const code = typeof e.Code === "string" ? e.Code : typeof e.name === "string" ? e.name : undefined;
   const sys = typeof e.code === "string" ? e.code : undefined;
-  return { status, code, sys };
+  const syscall = typeof e.syscall === "string" ? e.syscall : undefined;
+  return { status, code, sys, syscall };
 }
 
 /**
  * Errors that prove the request never reached the server: nothing can have
  * been written. Every other failure of a write after it was handed to the
- * network (5xx, timeout, reset, unparsable answer) leaves the outcome unknown.
+ * network (5xx, socket timeout, reset, unparsable answer) leaves the outcome
+ * unknown.
  */
 const NOT_SENT = new Set([
   "ECONNREFUSED",
@@ -282,10 +297,30 @@ const NOT_SENT = new Set([
   "FailedToOpenSocket",
 ]);
 
+/** The system calls of the connect phase: a failure there means no byte of the request was sent. */
+const CONNECT_PHASE = new Set(["connect", "getaddrinfo"]);
+
+/**
+ * The HTTP handler's own connect timeout: it fires only while the socket is
+ * still connecting, and names that in its message (its socket timeout, once
+ * connected, says "timed out after … of inactivity" instead). Matched on the
+ * wording because the SDK gives it no code; a change of wording makes such
+ * a timeout "unknown" again — the safe side — and test/store/s3.test.ts,
+ * which times out a connect to a listener that never accepts, fails.
+ */
+const CONNECT_TIMEOUT = /did not establish a connection with the server/;
+
+function notSent(error: unknown): boolean {
+  const { code, sys, syscall } = describeError(error);
+  if ((sys !== undefined && NOT_SENT.has(sys)) || (code !== undefined && NOT_SENT.has(code))) return true;
+  if (syscall !== undefined && CONNECT_PHASE.has(syscall)) return true;
+  return code === "TimeoutError" && error instanceof Error && CONNECT_TIMEOUT.test(error.message);
+}
+
 function isAmbiguous(error: unknown, depth = 0): boolean {
-  const { status, code, sys } = describeError(error);
+  const { status } = describeError(error);
   if (status !== undefined) return status >= 500;
-  if ((sys !== undefined && NOT_SENT.has(sys)) || (code !== undefined && NOT_SENT.has(code))) return false;
+  if (notSent(error)) return false;
   const cause = (error as { cause?: unknown } | null)?.cause;
   if (depth < 3 && cause !== undefined && cause !== error && !isAmbiguous(cause, depth + 1)) return false;
   return true;

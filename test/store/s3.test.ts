@@ -9,7 +9,7 @@
  * them yourself (docs/s3.md). Without them this file FAILS — it never skips.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createServer, type Server, type Socket } from "node:net";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store, normaliseS3Prefix } from "../../src/store/s3.ts";
 import { describeStoreConformance } from "./conformance.ts";
@@ -461,3 +461,120 @@ describe("s3 store options", () => {
     expect(() => createS3Store({ bucket: "b", prefix: "", maxAttempts: 0 })).toThrow(StoreError);
   });
 });
+
+/**
+ * Connect-phase failures are definite: nothing was sent, so a conditional
+ * write that fails there cannot have landed ("failed", which the engine maps
+ * to MANIFEST_WRITE / PACK_UPLOAD). Once the request is out, a timeout is
+ * "unknown" (PUBLICATION_UNPROVEN unless proved). Real sockets, all on
+ * 127.0.0.1.
+ */
+describe("s3 store when the endpoint does not answer", () => {
+  const saved = { id: env.AWS_ACCESS_KEY_ID, secret: env.AWS_SECRET_ACCESS_KEY };
+  const cleanups: Array<() => void> = [];
+  beforeAll(() => {
+    // Credentials must resolve, or the SDK fails before connecting at all.
+    env.AWS_ACCESS_KEY_ID = "AKIAFAKEFAKEFAKEFAKE";
+    env.AWS_SECRET_ACCESS_KEY = "fake/secret/for/the/scripted/endpoint/00";
+  });
+  afterAll(() => {
+    env.AWS_ACCESS_KEY_ID = saved.id;
+    env.AWS_SECRET_ACCESS_KEY = saved.secret;
+    if (saved.id === undefined) delete env.AWS_ACCESS_KEY_ID;
+    if (saved.secret === undefined) delete env.AWS_SECRET_ACCESS_KEY;
+    for (const c of cleanups.splice(0)) c();
+  });
+  const storeAt = (port: number) =>
+    createS3Store({
+      bucket: "b",
+      prefix: "",
+      region: "us-east-1",
+      endpoint: `http://127.0.0.1:${port}`,
+      forcePathStyle: true,
+      connectionTimeoutMs: 1_000,
+      socketTimeoutMs: 1_500,
+    });
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => {
+        throw new Error("the write succeeded");
+      },
+      (e: unknown) => e as StoreError,
+    );
+
+  test("a listener that never accepts: the connect times out, and the write is a definite failure", async () => {
+    // A listener with a backlog of 1 in a process that never runs its event
+    // loop again: once two connections wait in its accept queue (Linux takes
+    // backlog + 1), the kernel drops every further SYN, so a connect can only
+    // time out. (Node reads a backlog of 0 as "the default", 511.)
+    const holder = Bun.spawn(
+      [
+        "node",
+        "-e",
+        `const s = require("node:net").createServer(); s.listen({ port: 0, host: "127.0.0.1", backlog: 1 }, () => {
+           require("node:fs").writeSync(1, s.address().port + "\\n");
+           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+         });`,
+      ],
+      { stdout: "pipe", stderr: "inherit" },
+    );
+    cleanups.push(() => holder.kill("SIGKILL"));
+    const reader = holder.stdout.getReader();
+    let text = "";
+    while (!text.includes("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the listener did not start");
+      text += new TextDecoder().decode(value);
+    }
+    const port = Number(text.trim());
+    for (let i = 0; i < 2; i++) {
+      const filler = await new Promise<Socket>((resolve, reject) => {
+        const s: Socket = createConnection({ port, host: "127.0.0.1" }, () => resolve(s));
+        s.on("error", reject);
+      });
+      cleanups.push(() => filler.destroy());
+    }
+
+    const store = storeAt(port);
+    for (const write of [() => store.putIfMatch("current", text_("m"), "e"), () => store.putIfAbsent("packs/p", text_("p"))]) {
+      const error = await failure(write());
+      expect(error).toBeInstanceOf(StoreError);
+      expect(error.outcome).toBe("failed");
+      expect(error.message).toMatch(/^s3 put\w+: TimeoutError$/);
+      // Really the connect timeout, not credentials or a refusal.
+      expect(String((error.cause as Error).message)).toContain("did not establish a connection");
+    }
+    await store.close();
+  });
+
+  test("a server that reads the request and never answers: the outcome is unknown", async () => {
+    let received = 0;
+    const server = createServer((socket) => {
+      socket.on("data", () => received++);
+      socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => server.close());
+    const store = storeAt((server.address() as { port: number }).port);
+    const error = await failure(store.putIfMatch("current", text_("m"), "e"));
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error.outcome).toBe("unknown");
+    expect(error.message).toBe("s3 putIfMatch: TimeoutError; the write may have landed");
+    expect(received).toBeGreaterThan(0);
+    await store.close();
+  });
+
+  test("a closed port: refused at connect, a definite failure", async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const store = storeAt(port);
+    const error = await failure(store.putIfMatch("current", text_("m"), "e"));
+    expect(error.outcome).toBe("failed");
+    expect(error.message).toBe("s3 putIfMatch: ECONNREFUSED");
+    await store.close();
+  });
+});
+
+const text_ = (s: string) => new TextEncoder().encode(s);

@@ -14,6 +14,8 @@ import { createLog, type Log, SILENT_LOG } from "../log.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { type ConfigFlags, type Env, engineDeps, openVerifiedStore, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../runtime.ts";
 import type { TextSink } from "../stdio.ts";
+import { escapeControls } from "./quote.ts";
+import { isUtf8 } from "./raw-argv.ts";
 import { renderError, renderSuccess } from "./render.ts";
 
 // The engine, the MCP server and gc are imported where a command needs them,
@@ -21,6 +23,12 @@ import { renderError, renderSuccess } from "./render.ts";
 
 export interface CliIo {
   argv: string[];
+  /**
+   * The bytes of `argv`, entry for entry, or null where the system does not
+   * show them (raw-argv.ts): how a message of invalid UTF-8 is told from
+   * one holding a real U+FFFD. Read only when a message holds U+FFFD.
+   */
+  rawArgv?: () => Uint8Array[] | null;
   /** The MCP protocol's input and output, for `serve`. */
   protocol?: () => { input: ReadableStream<Uint8Array>; output: TextSink };
   /** Read only when needed: finding out loads node:tty. */
@@ -95,7 +103,12 @@ export function rootCommand(version: string): CommandDef<ArgsDef> {
   }) as CommandDef<ArgsDef>;
 }
 
-type Parsed = { flags: Record<string, string | boolean>; positionals: string[] };
+type Parsed = {
+  flags: Record<string, string | boolean>;
+  positionals: string[];
+  /** Where each flag's value came from: the argument's index, and the value's byte offset in it (`--message=…`). */
+  sources: Record<string, { index: number; offset: number }>;
+};
 
 /** Strict parsing against the citty definitions: unknown flags and extra positionals are refused by name. */
 export function parseStrict(args: ArgsDef, argv: string[]): Parsed {
@@ -108,6 +121,7 @@ export function parseStrict(args: ArgsDef, argv: string[]): Parsed {
   }
   const flags: Record<string, string | boolean> = {};
   const positionals: string[] = [];
+  const sources: Parsed["sources"] = {};
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i]!;
     if (token === "--") {
@@ -135,17 +149,45 @@ export function parseStrict(args: ArgsDef, argv: string[]): Parsed {
       flags[name] = !negated;
     } else {
       let value: string | undefined;
-      if (eq >= 0) value = token.slice(eq + 1);
-      else {
+      if (eq >= 0) {
+        value = token.slice(eq + 1);
+        // The flag before "=" is one of ours, so ASCII: its length in bytes is eq.
+        sources[name] = { index: i, offset: eq + 1 };
+      } else {
         value = argv[i + 1];
         i++;
+        sources[name] = { index: i, offset: 0 };
       }
       if (value === undefined) throw new StartupRefusal("argument refusal", `option --${name} needs a value`);
       if (name in flags) throw new StartupRefusal("argument refusal", `option --${name} given twice`);
       flags[name] = value;
     }
   }
-  return { flags, positionals };
+  return { flags, positionals, sources };
+}
+
+/**
+ * Whether a commit message given on the command line reached us byte for
+ * byte. The runtime decoded the argument already, turning bytes that are
+ * not UTF-8 into U+FFFD; the raw command line tells them from a real U+FFFD.
+ * Where it cannot be read, a message holding U+FFFD is refused: storing it
+ * could change what the user typed (docs/cli.md).
+ */
+function messageRefusal(parsed: Parsed, io: CliIo): DomainError | null {
+  const message = parsed.flags.message;
+  const source = parsed.sources.message;
+  if (typeof message !== "string" || !message.includes("\uFFFD") || source === undefined) return null;
+  const raw = io.rawArgv?.() ?? null;
+  // The parsed arguments follow the command name: io.argv[0].
+  const bytes = raw?.[source.index + 1];
+  if (bytes === undefined) {
+    return new DomainError(
+      "MESSAGE_INVALID",
+      "The commit message holds U+FFFD, which this system cannot tell apart from bytes that are not UTF-8; send the message without it.",
+    );
+  }
+  if (isUtf8(bytes.subarray(source.offset))) return null;
+  return new DomainError("MESSAGE_INVALID", "The commit message must be valid UTF-8 without the NUL character; it holds bytes that are not UTF-8.");
 }
 
 function help(text: string, io: CliIo): string {
@@ -166,7 +208,7 @@ export async function runCli(io: CliIo): Promise<number> {
   }
   const command = subCommands[first];
   if (!command) {
-    io.stderr(`slivingdoc: argument refusal: unknown command "${first}"; the commands are ${Object.keys(subCommands).join(", ")}\n`);
+    io.stderr(`slivingdoc: argument refusal: unknown command "${escapeControls(first)}"; the commands are ${Object.keys(subCommands).join(", ")}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (rest.includes("--help") || rest.includes("-h")) {
@@ -185,7 +227,7 @@ export async function runCli(io: CliIo): Promise<number> {
     }
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
+    io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (first === "serve") return runServe(parsed, io);
@@ -225,7 +267,7 @@ async function runGc(parsed: Parsed, io: CliIo): Promise<number> {
   const match = typeof grace === "string" ? DURATION.exec(grace) : null;
   if (parsed.positionals.length > 0 || (grace !== undefined && match === null)) {
     const why = parsed.positionals.length > 0 ? `gc takes no path; got ${parsed.positionals.join(" ")}` : "--grace must be a duration such as 90s, 30m, 1h or 2d";
-    io.stderr(`${new StartupRefusal(parsed.positionals.length > 0 ? "argument refusal" : "invalid configuration", why).diagnostic()}\n`);
+    io.stderr(`${escapeControls(new StartupRefusal(parsed.positionals.length > 0 ? "argument refusal" : "invalid configuration", why).diagnostic())}\n`);
     return EXIT_CODES.STARTUP;
   }
   const { collectGarbage, DEFAULT_GRACE_MS } = await import("../../engine/gc.ts");
@@ -270,14 +312,14 @@ async function startUp(parsed: Parsed, io: CliIo): Promise<{ config: RuntimeConf
     return { config, store: await openVerifiedStore(config) };
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${e.diagnostic(runtimeSecrets(io.env))}\n`);
+    io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
     return EXIT_CODES.STARTUP;
   }
 }
 
 async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   if (parsed.positionals.length > 0) {
-    io.stderr(`${new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`).diagnostic()}\n`);
+    io.stderr(`${escapeControls(new StartupRefusal("argument refusal", `serve takes no path; got ${parsed.positionals.join(" ")}`).diagnostic())}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (!io.protocol) throw new Error("serve needs the process's stdio");
@@ -308,7 +350,7 @@ function causeLog(io: CliIo): Log {
     info(msg, fields) {
       const outcome = String(fields?.outcome ?? "");
       if (fields?.cause !== undefined && /INTERNAL|ENGINE_FAILED/.test(outcome)) {
-        io.stderr(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}\n`, runtimeSecrets(io.env)));
+        io.stderr(`${escapeControls(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}`, runtimeSecrets(io.env)))}\n`);
       }
     },
   };
@@ -319,6 +361,14 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
   const { config, store } = started;
+  const refused = operation === "commit" ? messageRefusal(parsed, io) : null;
+  if (refused !== null) {
+    await store.close();
+    const envelope = errorEnvelope(refused, newDiagnosticId(), config.pathSets);
+    if (json) io.stdout(`${JSON.stringify(envelope, null, 2)}\n`);
+    io.stderr(renderError(envelope));
+    return exitCodeFor(envelope.code);
+  }
   const progress = terminalProgress(io);
   const { runOperation } = await import("../operation.ts");
   try {
