@@ -175,7 +175,12 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
 
   try {
     if (!lstatSync(root).isDirectory()) {
-      throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook path is not a directory.");
+      // Something that is not a directory where the notebook should be: the
+      // notebook contract's violation (PATH_OUTSIDE_ROOT is for escapes).
+      throw new DomainError(
+        "INVALID_CONTENT",
+        "The notebook path is not a directory; the notebook is a directory of text files. Move or delete what is there, or address a directory, then call again.",
+      );
     }
   } catch (e) {
     if (e instanceof DomainError) throw e;

@@ -15,7 +15,7 @@ import { GitStore } from "../../src/engine/git-store.ts";
 import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
-import type { ListedObject, ObjectStore } from "../../src/store/object-store.ts";
+import { type ListedObject, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
 import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
 import { join } from "node:path";
@@ -121,6 +121,23 @@ describe("gc", () => {
     const e = await refusal(() => collectGarbage({ store: world.store, now: later }));
     expect(e.reason).toBe("MANIFEST_INVALID");
     expect(await world.store.get(o)).not.toBeNull();
+  });
+
+  test("a listing that fails is STORAGE_FAILURE · INTERNAL, retryable, and nothing is deleted", async () => {
+    await seeded();
+    const o = await orphan(world.store, "orphan");
+    const before = await current(world.store);
+    const failing: ObjectStore = {
+      ...world.store,
+      list: async () => {
+        throw new StoreError("list", "injected failure", "failed");
+      },
+    };
+    const e = await refusal(() => collectGarbage({ store: failing, now: later }));
+    expect([e.code, e.reason, e.action, e.retryable]).toEqual(["STORAGE_FAILURE", "INTERNAL", "RETRY", true]);
+    expect(e.message).toBe("The store's packs could not be listed; nothing was deleted.");
+    expect(await world.store.get(o)).not.toBeNull();
+    expect((await current(world.store)).etag).toBe(before.etag);
   });
 
   test("a publication between gc's read and its fence wins; gc deletes nothing that round and tries again", async () => {
