@@ -37,6 +37,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
+import { randomHex } from "../contract/random-hex.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { type GitStore, MissingObjectError } from "./git-store.ts";
 import { PACK_TYPES, PackReader, packEntry, writePack } from "./pack-reader.ts";
@@ -123,7 +124,7 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
     const baseObjects = [...reachable].filter((oid) => !inKept.has(oid));
     if (baseObjects.length === 0) return { packs: [...kept], base: null, replaced, objects: 0 };
     // The nonce (see the header): unreferenced, so the next compaction drops it.
-    const nonce = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+    const nonce = randomHex(16);
     const entries = [packEntry("blob", Buffer.from(`slivingdoc compaction nonce ${nonce}\n`))];
     for (const oid of baseObjects) {
       const entry = await reader.entry(oid);

@@ -14,6 +14,7 @@ import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
+import { randomHex } from "../contract/random-hex.ts";
 import { keepRecent } from "./kept.ts";
 import { indexUndeltifiedPack, PackReader, packEntry, writePack } from "./pack-reader.ts";
 
@@ -47,10 +48,6 @@ const TREE_MODE = "40000";
 
 function sha1Hex(data: Uint8Array): string {
   return createHash("sha1").update(data).digest("hex");
-}
-
-function randomSuffix(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /**
@@ -147,7 +144,7 @@ export class GitStore {
     const dir = join(this.gitdir, "objects", oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
     if (fs.existsSync(file)) return oid;
-    const tmp = join(dir, `tmp-${randomSuffix()}`);
+    const tmp = join(dir, `tmp-${randomHex(8)}`);
     const data = deflateSync(wrapped);
     try {
       fs.writeFileSync(tmp, data);
@@ -473,7 +470,7 @@ export class GitStore {
    */
   async importPack(name: string, bytes: Uint8Array): Promise<void> {
     const incoming = join(this.gitdir, "incoming");
-    const suffix = randomSuffix();
+    const suffix = randomHex(8);
     const packRel = `incoming/pack-${name}-${suffix}.pack`;
     const tmpPack = join(this.gitdir, packRel);
     const tmpIdx = tmpPack.replace(/\.pack$/, ".idx");

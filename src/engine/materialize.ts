@@ -32,6 +32,7 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../contract/errors.ts";
+import { randomHex } from "../contract/random-hex.ts";
 import type { Baseline, CheckoutState } from "./checkout-state.ts";
 import type { FlatTree, GitStore } from "./git-store.ts";
 import { blobId } from "./blob-id.ts";
@@ -55,8 +56,7 @@ export function plannedWrites(from: FlatTree, to: FlatTree): FileWrite[] {
 }
 
 function partialName(): string {
-  const hex = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
-  return `.slivingdoc-partial-${hex}`;
+  return `.slivingdoc-partial-${randomHex(8)}`;
 }
 
 /** Create `file` with `bytes`, or return false when something already exists there. */

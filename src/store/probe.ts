@@ -24,6 +24,7 @@
  * happened; a failed delete is ignored (the refusal or the success is what
  * matters, and a leftover `probe/…` key is never read by the engine).
  */
+import { randomHex } from "../contract/random-hex.ts";
 import { type ConditionalWrite, type ObjectStore, StoreError } from "./object-store.ts";
 
 export type ProbeResult = { ok: true } | { ok: false; cause: string };
@@ -58,7 +59,7 @@ function probeId(random: (() => number) | undefined): string {
   if (random !== undefined) {
     return Array.from({ length: 16 }, () => Math.min(15, Math.floor(random() * 16)).toString(16)).join("");
   }
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return randomHex(8);
 }
 
 export async function probeStore(store: ObjectStore, options: ProbeOptions = {}): Promise<ProbeResult> {
