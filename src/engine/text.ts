@@ -18,9 +18,3 @@ export function decodeText(bytes: Uint8Array): string | null {
 export function encodeText(text: string): Uint8Array {
   return encoder.encode(text);
 }
-
-export function bytesEqual(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
-  if (a === b) return true;
-  if (a === undefined || b === undefined || a.length !== b.length) return false;
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
-}
