@@ -102,7 +102,7 @@ export function errorEnvelope(
   };
   if (error.detail !== undefined) envelope.detail = error.detail;
   if (error.recovery !== undefined) envelope.recovery = { ...error.recovery };
-  // Key order as in mcp-tools.md, so `--json` output reads like the spec.
+  // Key order as in mcp-tools.md, so `--json` output reads like that page.
   const { code, reason, action, retryable, message, detail, files, recovery, readOnly, writable } = envelope;
   return {
     code,

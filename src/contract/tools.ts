@@ -47,7 +47,7 @@ export function toolDescription(name: ToolName, sets: PathSets): string {
   return withSentences(name === "notes_pull" ? PULL_DESCRIPTION : COMMIT_DESCRIPTION, sets);
 }
 
-/** The instructions, with the spec's line breaks kept as written; each path-set sentence on a line of its own. */
+/** The instructions, with mcp-tools.md's line breaks kept as written; each path-set sentence on a line of its own. */
 export function serverInstructions(notebookDir: string, sets: PathSets): string {
   const base =
     `The notebook directory is ${notebookDir}. Call notes_pull, edit UTF-8 text files\n` +

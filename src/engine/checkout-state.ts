@@ -1,5 +1,6 @@
 /**
- * Private state of one checkout, under the private root (decisions §3):
+ * Private state of one checkout, under the private root (docs/design.md,
+ * Roots and checkouts):
  *
  *   <privateRoot>/checkouts/<id>/state.json   the baseline: accepted commit, tree, generation; the
  *                                              directory it belongs to; a publication in flight

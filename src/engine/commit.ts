@@ -226,11 +226,12 @@ function mergedIn(ours: FlatTree, published: FlatTree): Array<{ path: string; oi
 }
 
 /**
- * One conditional write of `current`: false if our manifest was not
- * accepted, else the ETag it left (null when others published since).
- * When the response is lost or ambiguous, read `current` back and prove the
- * outcome (lessons-from-peers: never guess). Every later manifest keeps our
- * pack, so its presence proves we landed even after others published.
+ * One conditional write of `current`: false if our manifest was not accepted,
+ * else the ETag it left (null when others published since). When the response
+ * is lost or ambiguous, read `current` back and prove the outcome
+ * (docs/design.md, What earlier systems got wrong). Every later manifest
+ * keeps our pack, so its presence proves we landed even after others
+ * published.
  */
 async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, manifest: Manifest): Promise<{ etag: string | null } | false> {
   const body = serializeManifest(manifest);

@@ -62,9 +62,9 @@ function isInside(parent: string, child: string): boolean {
 }
 
 /**
- * Checkouts never publish one another's files (decisions §3): a directory
- * inside another checkout, or containing one, is refused. So is one that
- * overlaps the private state.
+ * Checkouts never publish one another's files (docs/design.md, Roots and
+ * checkouts): a directory inside another checkout, or containing one, is
+ * refused. So is one that overlaps the private state.
  */
 function refuseNesting(deps: EngineDeps, dir: string): void {
   const privateRoot = deps.privateRoot;

@@ -101,7 +101,8 @@ function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<s
 
 function removeVisible(root: string, path: string): void {
   rmSync(join(root, path), { force: true });
-  // Directories exist only through their files (decisions §4).
+  // Directories exist only through their files (docs/design.md, The notebook
+  // contract).
   for (let dir = dirname(path); dir !== "." && dir !== ""; dir = dirname(dir)) {
     try {
       rmdirSync(join(root, dir));

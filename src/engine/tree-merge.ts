@@ -1,5 +1,5 @@
 /**
- * The three-tree merge (decisions §6): base = the checkout's baseline,
+ * The three-tree merge (docs/design.md, Merging): base = the checkout's baseline,
  * ours = the visible files, theirs = the accepted state. Paths changed on
  * one side take that side; paths changed on both are merged line by line
  * exactly as `git merge-file` would (xdiff/), with git's markers.

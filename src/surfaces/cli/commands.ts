@@ -1,8 +1,9 @@
 /**
- * The CLI (decisions §1, §7): `pull [PATH]`, `commit -m MSG [PATH]`, with the
- * configuration flags of decisions §2. citty defines the commands and renders
- * help; parsing is strict and ours, because citty passes unknown flags
- * through and a silently ignored `--mesage` would be a misplaced write.
+ * The CLI (docs/design.md, Names and entry points; CLI conventions): `pull
+ * [PATH]`, `commit -m MSG [PATH]`, with the configuration flags of
+ * docs/cli.md. citty defines the commands and renders help; parsing is strict
+ * and ours, because citty passes unknown flags through and a silently ignored
+ * `--mesage` would be a misplaced write.
  */
 import { type ArgsDef, type CommandDef, defineCommand, renderUsage } from "citty";
 import { DomainError } from "../../contract/errors.ts";
@@ -236,8 +237,9 @@ export async function runCli(io: CliIo): Promise<number> {
 }
 
 /**
- * Progress of long work (a cold pull of a large notebook) on a terminal
- * only (decisions §7): never in --json output, a pipe, or over MCP.
+ * Progress of long work (a cold pull of a large notebook) on a terminal only
+ * (docs/design.md, CLI conventions): never in --json output, a pipe, or over
+ * MCP.
  */
 function terminalProgress(io: CliIo): { hooks: { afterWrite?: () => void }; done: () => void } {
   if (io.stderrIsTTY !== true) return { hooks: {}, done: () => {} };

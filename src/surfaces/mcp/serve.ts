@@ -34,7 +34,8 @@ export interface ServeOptions {
 /**
  * Without --workspace-root the server makes a fresh session directory whose
  * `notebook/` is both its notebook directory and its workspace root
- * (decisions §3); with it, the workspace root is the notebook directory.
+ * (docs/design.md, Roots and checkouts); with it, the workspace root is the
+ * notebook directory.
  */
 function notebookRoot(config: RuntimeConfig, env: Record<string, string | undefined>): { dir: string; session: string | null } {
   if (config.workspaceRoot !== null) {

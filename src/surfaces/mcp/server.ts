@@ -4,7 +4,7 @@
  *
  * The SDK's high-level McpServer, and even the low-level Server's own
  * tools/call wrapper, validate tool arguments themselves and answer with
- * protocol errors; the spec wants strict decoding by the project, answered
+ * protocol errors; mcp-tools.md wants strict decoding by the project, answered
  * with the domain error envelope (INVALID_REQUEST · MALFORMED_INPUT). So
  * tools/call is registered on the protocol layer directly, with a schema
  * that accepts any params, and decoding happens in runOperation.
