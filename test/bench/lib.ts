@@ -270,6 +270,22 @@ export async function casRate(store: ObjectStore, writes: number, key = "floor/c
   return (writes * 1000) / (performance.now() - t0);
 }
 
+/**
+ * The protocol's own limit: one writer looping `GET current` + conditional
+ * `PUT` of it, the fastest any coordinator-free protocol can publish one
+ * change after another (commits per second).
+ */
+export async function readCasRate(store: ObjectStore, writes: number, key = "floor/read-cas-rate"): Promise<number> {
+  const body = (i: number) => new TextEncoder().encode(JSON.stringify({ i, pad: "x".repeat(400) }));
+  if ((await store.get(key)) === null && !(await store.putIfAbsent(key, body(-1))).ok) throw new Error("read-cas rate: create lost");
+  const t0 = performance.now();
+  for (let i = 0; i < writes; i++) {
+    const read = await store.get(key);
+    if (read === null || !(await store.putIfMatch(key, body(i), read.etag)).ok) throw new Error("read-cas rate: a write lost with a single writer");
+  }
+  return (writes * 1000) / (performance.now() - t0);
+}
+
 // ----------------------------------------------------------------- C git --
 
 export function gitEnv(home: string): Record<string, string> {
