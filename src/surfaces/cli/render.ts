@@ -22,19 +22,19 @@ function setLines(r: { readOnly: string[]; writable: string[] }): string[] {
   return lines;
 }
 
-export function renderSuccess(operation: "pull" | "commit", r: SuccessResult): string {
+/**
+ * A pull's or a commit's result: one line for the outcome, then the files.
+ * `words` say it for the operation: the verb of a change ("pulled"), and
+ * the line for nothing changed.
+ */
+export function renderDiffstat(r: SuccessResult, words: { verb: string; upToDate: (dir: string, generation: number) => string }): string {
   const lines: string[] = [];
   const dir = quotePath(r.path);
   if (r.files.length === 0) {
-    lines.push(
-      operation === "pull"
-        ? `pulled ${dir}: up to date at generation ${r.generation}`
-        : `nothing to publish in ${dir}; up to date at generation ${r.generation}`,
-    );
+    lines.push(words.upToDate(dir, r.generation));
   } else {
-    const verb = operation === "pull" ? "pulled" : "committed";
     lines.push(
-      `${verb} ${dir} at generation ${r.generation}: ${plural(r.filesChanged, "file", "files")} changed, ` +
+      `${words.verb} ${dir} at generation ${r.generation}: ${plural(r.filesChanged, "file", "files")} changed, ` +
         `${plural(r.insertions, "insertion", "insertions")}(+), ${plural(r.deletions, "deletion", "deletions")}(-)`,
     );
     // A terminal is not the place for ten thousand lines; --json has them all.
