@@ -21,7 +21,7 @@ import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { isProcessAlive } from "../../src/surfaces/runtime.ts";
+import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 import { isolatedGitEnv, mulberry32 } from "../support/seeded.ts";
 
 export const ROOT = join(import.meta.dir, "../..");

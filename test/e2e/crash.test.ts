@@ -13,7 +13,7 @@ import type { EngineDeps } from "../../src/engine/engine.ts";
 import { parseManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { isProcessAlive } from "../../src/surfaces/runtime.ts";
+import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 import { read, write } from "../support/fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-crash-"));

@@ -11,7 +11,7 @@ import { commit } from "../../src/engine/commit.ts";
 import { scanNotebook } from "../../src/engine/scan.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { isProcessAlive, processStartTime } from "../../src/surfaces/runtime.ts";
+import { isProcessAlive, processStartTime } from "../../src/surfaces/process-identity.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
 

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { isProcessAlive } from "../../src/surfaces/runtime.ts";
+import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 
 export interface World {
   root: string;
