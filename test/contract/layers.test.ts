@@ -20,6 +20,7 @@ const layerOf = (file: string) => LAYERS.indexOf(file.split("/")[0] as (typeof L
 function importsIn(text: string): string[] {
   return [
     ...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"/gm),
+    ...text.matchAll(/^\s*import\s+"([^"]+)"/gm),
     ...text.matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g),
     ...text.matchAll(/\brequire\(\s*"([^"]+)"\s*\)/g),
   ].map((m) => m[1]!);
@@ -28,7 +29,7 @@ function importsIn(text: string): string[] {
 const imports = (file: string) => importsIn(readFileSync(join(src, file), "utf8"));
 
 test("the import finder sees every form of import", () => {
-  expect(importsIn('import { a } from "./a.ts";\nconst b = await import("./b.ts");\nconst c = require("./c.ts") as C;')).toEqual(["./a.ts", "./b.ts", "./c.ts"]);
+  expect(importsIn('import { a } from "./a.ts";\nimport "./d.ts";\nconst b = await import("./b.ts");\nconst c = require("./c.ts") as C;')).toEqual(["./a.ts", "./d.ts", "./b.ts", "./c.ts"]);
   // The lazy loads this test exists for are really seen.
   expect(imports("surfaces/engine-deps.ts")).toContain("../engine/engine.ts");
   expect(imports("surfaces/mcp/serve.ts")).toContain("../../engine/discard.ts");
@@ -74,7 +75,7 @@ test("only the surfaces and main.ts touch `process`", () => {
  */
 test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
   const staticImports = (file: string) =>
-    [...readFileSync(join(src, file), "utf8").matchAll(/^\s*(?:import|export)\s+(?!type\s)[^;]*?from\s+"([^"]+)"/gm)].map((m) => m[1]!);
+    [...readFileSync(join(src, file), "utf8").matchAll(/^\s*(?:(?:import|export)\s+(?!type\s)[^;]*?from\s+|import\s+)"([^"]+)"/gm)].map((m) => m[1]!);
   const seen = new Set<string>();
   const packages = new Set<string>();
   const visit = (file: string) => {
