@@ -23,111 +23,107 @@ import type { Operation } from "./operation.ts";
 
 const PATH_HELP = "The notebook directory (default: the current directory)";
 
-export const pullOperation: Operation<{ path?: string }, SuccessResult> = {
-  cli: {
-    name: "pull",
-    summary: "Write the accepted notebook into PATH, merging your unpublished edits",
-    usage: "pull [PATH]",
-    flags: {},
-    path: true,
-    toInput: (_flags, path) => (path !== undefined ? { path } : {}),
-  },
-  tool: {
-    name: "notes_pull",
-    description:
-      "Write the current notebook into the notebook directory and record the accepted state. Omit path or pass an empty string to use the server’s notebook directory, which the result reports. Edit UTF-8 text files (without U+0000) there between notes_pull and notes_commit; notes_commit publishes the changes and incorporates concurrent non-conflicting changes.",
-  },
-  input: objectInput("notes_pull", { path: PATH_FIELD }),
-  async run(ctx, input) {
-    const { pull } = await import("../engine/pull.ts");
-    const path = ctx.notebookPath(input.path);
-    return successResult(await pull(ctx.engine(), path), ctx.sets);
-  },
-  render: (r) => renderDiffstat(r, { verb: "pulled", upToDate: (dir, g) => `pulled ${dir}: up to date at generation ${g}` }),
-};
-
-export const commitOperation: Operation<{ path?: string; message: string }, SuccessResult> = {
-  cli: {
-    name: "commit",
-    summary: "Publish the changes in PATH and incorporate concurrent changes",
-    usage: "commit -m MSG [PATH]",
-    flags: {
-      message: {
-        type: "string",
-        alias: "m",
-        required: true,
-        exactBytes: true,
-        description: "The commit message (non-blank UTF-8, at most 16,384 bytes)",
-        valueHint: "MSG",
-      },
-    },
-    path: true,
-    toInput: (flags, path) => ({ ...(path !== undefined ? { path } : {}), message: flags.message }),
-  },
-  tool: {
-    name: "notes_commit",
-    description:
-      "Publish the caller’s changes in the notebook directory and incorporate concurrent non-conflicting changes. Omit path or pass an empty string to use the server’s notebook directory, which the result reports. message must be non-blank UTF-8 without U+0000, at most 16,384 bytes; it is retained in recent internal history only.",
-  },
-  // Declared path first: a call wrong in both is told about its path, as it always was.
-  input: objectInput("notes_commit", { path: PATH_FIELD, message: MESSAGE_FIELD }),
-  async run(ctx, input) {
-    const { commit } = await import("../engine/commit.ts");
-    const path = ctx.notebookPath(input.path);
-    return successResult(await commit(ctx.engine(), path, input.message), ctx.sets);
-  },
-  render: (r) =>
-    renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
-};
-
-/** What gc reports: counts, not keys — no S3 key appears in any output (a server's log has them if needed). */
-export interface GcSummary {
-  generation: number | null;
-  referenced: number;
-  deleted: number;
-  young: number;
-  dryRun: boolean;
-  reason?: string;
+/** An entry, with its input and result types inferred from it. */
+function defineOperation<I, R>(operation: Operation<I, R>): Operation<I, R> {
+  return operation;
 }
 
-export const gcOperation: Operation<{ graceMs?: number; dryRun: boolean }, GcSummary> = {
-  cli: {
-    name: "gc",
-    summary: "Remove packs no manifest references, older than a grace period (maintenance)",
-    usage: "gc [--grace DURATION] [--dry-run]",
-    flags: {
-      grace: { type: "string", description: "Keep unreferenced packs younger than this: 90s, 30m, 1h, 2d (default 1h)", valueHint: "DURATION" },
-      "dry-run": { type: "boolean", description: "Report what would be removed; change nothing" },
-    },
-    path: false,
-    toInput: (flags) => ({
-      ...(typeof flags.grace === "string" ? { graceMs: parseDuration("grace", flags.grace) } : {}),
-      dryRun: flags["dry-run"] === true,
-    }),
-  },
-  input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField() }),
-  async run(ctx, input) {
-    const { collectGarbage, DEFAULT_GRACE_MS } = await import("../engine/gc.ts");
-    const report = await collectGarbage({ store: ctx.store, graceMs: input.graceMs ?? DEFAULT_GRACE_MS, dryRun: input.dryRun });
-    return {
-      generation: report.generation,
-      referenced: report.referenced,
-      deleted: report.deleted.length,
-      young: report.young.length,
-      dryRun: input.dryRun,
-      ...(report.reason !== undefined ? { reason: report.reason } : {}),
-    };
-  },
-  render(s) {
-    if (s.generation === null) return "gc: the store holds no notebook; nothing to do\n";
-    const verb = s.dryRun ? "would remove" : "removed";
-    const busy = s.reason === "busy" ? " (publications kept winning; run again)" : "";
-    return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${busy}\n`;
-  },
-};
-
 /** Every operation, in the order help lists them. */
-export const OPERATIONS: readonly Operation[] = [pullOperation, commitOperation, gcOperation];
+export const OPERATIONS: readonly Operation[] = [
+  defineOperation({
+    cli: {
+      name: "pull",
+      summary: "Write the accepted notebook into PATH, merging your unpublished edits",
+      usage: "pull [PATH]",
+      flags: {},
+      path: true,
+      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+    },
+    tool: {
+      name: "notes_pull",
+      description:
+        "Write the current notebook into the notebook directory and record the accepted state. Omit path or pass an empty string to use the server’s notebook directory, which the result reports. Edit UTF-8 text files (without U+0000) there between notes_pull and notes_commit; notes_commit publishes the changes and incorporates concurrent non-conflicting changes.",
+    },
+    input: objectInput("notes_pull", { path: PATH_FIELD }),
+    async run(ctx, input) {
+      const { pull } = await import("../engine/pull.ts");
+      const path = ctx.notebookPath(input.path);
+      return successResult(await pull(ctx.engine(), path), ctx.sets);
+    },
+    render: (r) => renderDiffstat(r, { verb: "pulled", upToDate: (dir, g) => `pulled ${dir}: up to date at generation ${g}` }),
+  }),
+
+  defineOperation({
+    cli: {
+      name: "commit",
+      summary: "Publish the changes in PATH and incorporate concurrent changes",
+      usage: "commit -m MSG [PATH]",
+      flags: {
+        message: {
+          type: "string",
+          alias: "m",
+          required: true,
+          exactBytes: true,
+          description: "The commit message (non-blank UTF-8, at most 16,384 bytes)",
+          valueHint: "MSG",
+        },
+      },
+      path: true,
+      toInput: (flags, path) => ({ ...(path !== undefined ? { path } : {}), message: flags.message }),
+    },
+    tool: {
+      name: "notes_commit",
+      description:
+        "Publish the caller’s changes in the notebook directory and incorporate concurrent non-conflicting changes. Omit path or pass an empty string to use the server’s notebook directory, which the result reports. message must be non-blank UTF-8 without U+0000, at most 16,384 bytes; it is retained in recent internal history only.",
+    },
+    // Declared path first: a call wrong in both is told about its path, as it always was.
+    input: objectInput("notes_commit", { path: PATH_FIELD, message: MESSAGE_FIELD }),
+    async run(ctx, input) {
+      const { commit } = await import("../engine/commit.ts");
+      const path = ctx.notebookPath(input.path);
+      return successResult(await commit(ctx.engine(), path, input.message), ctx.sets);
+    },
+    render: (r) =>
+      renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
+  }),
+
+  defineOperation({
+    cli: {
+      name: "gc",
+      summary: "Remove packs no manifest references, older than a grace period (maintenance)",
+      usage: "gc [--grace DURATION] [--dry-run]",
+      flags: {
+        grace: { type: "string", description: "Keep unreferenced packs younger than this: 90s, 30m, 1h, 2d (default 1h)", valueHint: "DURATION" },
+        "dry-run": { type: "boolean", description: "Report what would be removed; change nothing" },
+      },
+      path: false,
+      toInput: (flags) => ({
+        ...(typeof flags.grace === "string" ? { graceMs: parseDuration("grace", flags.grace) } : {}),
+        dryRun: flags["dry-run"] === true,
+      }),
+    },
+    input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField() }),
+    async run(ctx, input) {
+      const { collectGarbage, DEFAULT_GRACE_MS } = await import("../engine/gc.ts");
+      const report = await collectGarbage({ store: ctx.store, graceMs: input.graceMs ?? DEFAULT_GRACE_MS, dryRun: input.dryRun });
+      // Counts, not keys: no S3 key appears in any output (a server's log has them if needed).
+      return {
+        generation: report.generation,
+        referenced: report.referenced,
+        deleted: report.deleted.length,
+        young: report.young.length,
+        dryRun: input.dryRun,
+        ...(report.reason !== undefined ? { reason: report.reason } : {}),
+      };
+    },
+    render(s) {
+      if (s.generation === null) return "gc: the store holds no notebook; nothing to do\n";
+      const verb = s.dryRun ? "would remove" : "removed";
+      const busy = s.reason === "busy" ? " (publications kept winning; run again)" : "";
+      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${busy}\n`;
+    },
+  }),
+];
 
 export function operationByCli(name: string): Operation | undefined {
   return OPERATIONS.find((op) => op.cli.name === name);
