@@ -123,6 +123,23 @@ export const OPERATIONS: readonly Operation[] = [
       return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${busy}\n`;
     },
   }),
+
+  defineOperation({
+    cli: {
+      name: "generation",
+      summary: "Print the accepted generation of the notebook (reads the store only)",
+      usage: "generation",
+      flags: {},
+      path: false,
+      toInput: () => ({}),
+    },
+    input: objectInput("generation", {}),
+    async run(ctx) {
+      const { acceptedGeneration } = await import("../engine/generation.ts");
+      return { generation: await acceptedGeneration(ctx.store) };
+    },
+    render: (r) => `generation ${r.generation}\n`,
+  }),
 ];
 
 export function operationByCli(name: string): Operation | undefined {
