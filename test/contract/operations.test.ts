@@ -4,6 +4,8 @@
  * advertises is what its decode accepts — one definition for both.
  */
 import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { DomainError } from "../../src/contract/errors.ts";
 import { TOOL_NAMES } from "../../src/contract/tools.ts";
 import { subCommands } from "../../src/surfaces/cli/definitions.ts";
@@ -37,4 +39,10 @@ test("each input accepts exactly the properties it advertises, and requires what
     for (const name of Object.keys(schema.properties)) expect(reason({ [name]: null })).toBe("MALFORMED_INPUT");
     for (const name of schema.required ?? []) expect(reason({})).not.toBe("OK"), expect(name in schema.properties).toBe(true);
   }
+});
+
+test("docs/cli.md's synopsis lists every command as the registry calls it", () => {
+  const cliDoc = readFileSync(join(import.meta.dir, "../../docs/cli.md"), "utf8");
+  const synopsis = /^```\n([\s\S]*?)\n```/m.exec(cliDoc)![1]!.split("\n");
+  for (const op of OPERATIONS) expect(synopsis.some((line) => line.startsWith(`slivingdoc ${op.cli.usage}`))).toBe(true);
 });
