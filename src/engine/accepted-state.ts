@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { DomainError } from "../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import { BadPackError, type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
+import { BadPackError, type FlatTree, type ObjectCache, MissingObjectError } from "./git/object-cache.ts";
 import { keepRecent } from "./kept.ts";
 import { MANIFEST_KEY, type Manifest, parseManifest } from "./manifest.ts";
 
@@ -20,7 +20,7 @@ export interface AcceptedState {
   tree: string | null;
   files: FlatTree;
   trees: Set<string>;
-  /** Tree ids by directory prefix (git-store.ts BuiltTree). */
+  /** Tree ids by directory prefix (git/object-cache.ts BuiltTree). */
   dirs: Map<string, string>;
 }
 
@@ -56,7 +56,7 @@ export function rememberAccepted(storeId: string, state: AcceptedState): void {
 }
 
 /** The state last seen of `storeId` if its head is `head` and this cache holds all its packs; else null. */
-export function lastAccepted(storeId: string, head: string | null, git: GitStore): AcceptedState | null {
+export function lastAccepted(storeId: string, head: string | null, git: ObjectCache): AcceptedState | null {
   const state = lastSeen.get(storeId);
   if (!state || state.head === null || state.head !== head || !state.manifest) return null;
   if (!state.manifest.packs.every((p) => git.hasPack(p.sha256))) return null;
@@ -66,7 +66,7 @@ export function lastAccepted(storeId: string, head: string | null, git: GitStore
 /** How many times a read starts over when packs vanish under a newer manifest. */
 const REREADS = 3;
 
-export async function loadAcceptedState(store: ObjectStore, git: GitStore): Promise<AcceptedState> {
+export async function loadAcceptedState(store: ObjectStore, git: ObjectCache): Promise<AcceptedState> {
   let { manifest, etag } = await readManifest(store);
   for (let reread = 0; ; reread++) {
     if (manifest === null) {
@@ -88,7 +88,7 @@ export async function loadAcceptedState(store: ObjectStore, git: GitStore): Prom
   return loadTree(store, git, manifest, etag);
 }
 
-async function loadTree(store: ObjectStore, git: GitStore, manifest: Manifest, etag: string | null): Promise<AcceptedState> {
+async function loadTree(store: ObjectStore, git: ObjectCache, manifest: Manifest, etag: string | null): Promise<AcceptedState> {
   const readHead = async () => {
     const tree = await git.commitTree(manifest.head);
     const read = await git.readFlatTree(tree);
@@ -119,7 +119,7 @@ async function loadTree(store: ObjectStore, git: GitStore, manifest: Manifest, e
   }
 }
 
-async function fetchPacks(store: ObjectStore, git: GitStore, manifest: Manifest): Promise<void> {
+async function fetchPacks(store: ObjectStore, git: ObjectCache, manifest: Manifest): Promise<void> {
   const missing = manifest.packs.filter((p) => !git.hasPack(p.sha256));
   // Bounded parallelism: enough to hide latency (a cold pull after a long
   // history fetches a base and up to 31 small packs), few enough for small

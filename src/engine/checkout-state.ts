@@ -5,7 +5,7 @@
  *   <privateRoot>/checkouts/<id>/state.json   the baseline: accepted commit, tree, generation; the
  *                                              directory it belongs to; a publication in flight
  *   <privateRoot>/checkouts/<id>/journal.json present only while visible files are being rewritten
- *   <privateRoot>/checkouts/<id>/git/         the object cache (see git-store.ts)
+ *   <privateRoot>/checkouts/<id>/git/         the object cache (see git/object-cache.ts)
  *   <privateRoot>/checkouts/<id>/lock         held by the one operation running on this checkout
  *   <privateRoot>/checkouts/<id>/stat-cache.json  the stat cache (stat-cache.ts); only a speed-up
  *
@@ -29,7 +29,7 @@ import { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
 import { randomHex } from "../contract/random-hex.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
-import { GitStore } from "./git-store.ts";
+import { ObjectCache } from "./git/object-cache.ts";
 import { fileIdentity, keepRecent } from "./kept.ts";
 import { StatCache } from "./stat-cache.ts";
 
@@ -195,7 +195,7 @@ export class CheckoutState {
     readonly dir: string,
     readonly storeId: string,
     readonly stateDir: string,
-    readonly git: GitStore,
+    readonly git: ObjectCache,
     private readonly lock: HeldLock,
     private readonly directory: string,
   ) {}
@@ -224,8 +224,8 @@ export class CheckoutState {
       directory = directoryIdentity(options.dir);
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
-      const gitStore = await GitStore.open(join(stateDir, "git"), () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
-      const state = new CheckoutState(options.dir, options.storeId, stateDir, gitStore, lock, directory);
+      const objectCache = await ObjectCache.open(join(stateDir, "git"), () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
+      const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory);
       state.forgetIfReplaced();
       return state;
     } catch (cause) {

@@ -16,7 +16,7 @@ import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, oursBytes, scanOurs, type Session } from "./engine.ts";
-import { type FlatTree, MissingObjectError } from "./git-store.ts";
+import { type FlatTree, MissingObjectError } from "./git/object-cache.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { decodeText } from "./text.ts";

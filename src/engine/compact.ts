@@ -39,8 +39,8 @@ import { join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
 import { randomHex } from "../contract/random-hex.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import { type GitStore, MissingObjectError } from "./git-store.ts";
-import { PACK_TYPES, PackReader, packEntry, writePack } from "./pack-reader.ts";
+import { type ObjectCache, MissingObjectError } from "./git/object-cache.ts";
+import { PACK_TYPES, PackReader, packEntry, writePack } from "./git/pack-reader.ts";
 import { type PackDescriptor, packKey } from "./manifest.ts";
 
 export interface CompactionPolicy {
@@ -85,7 +85,7 @@ export function needsCompaction(packs: readonly PackDescriptor[], policy: Compac
 export interface CompactArgs {
   store: ObjectStore;
   /** The object cache; every listed pack must have been imported into it (a commit's fetch does that). */
-  git: GitStore;
+  git: ObjectCache;
   /** The commit the next manifest will name as its head. */
   head: string;
   /** The pack list the next manifest would carry without compaction, oldest first. */
@@ -154,7 +154,7 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
  * version 2: magic, version, 256 fan-out entries, then the sorted ids).
  * https://git-scm.com/docs/pack-format#_version_2_pack_idx_files_support_packs_larger_than_4_gib_and
  */
-export function packObjectIds(store: GitStore, sha256: string): string[] {
+export function packObjectIds(store: ObjectCache, sha256: string): string[] {
   const file = join(store.gitdir, "objects", "pack", `pack-${sha256}.idx`);
   let idx: Buffer;
   try {
@@ -175,13 +175,13 @@ export function packObjectIds(store: GitStore, sha256: string): string[] {
 
 /**
  * Object reads for compaction: the cache's packs and loose objects through
- * PackReader, anything else (a deltified entry) through GitStore's public
+ * PackReader, anything else (a deltified entry) through ObjectCache's public
  * API, as a pack of the one object whose single entry is undeltified.
  */
 class ObjectReader {
   private readonly packs: PackReader;
 
-  constructor(private readonly git: GitStore) {
+  constructor(private readonly git: ObjectCache) {
     this.packs = new PackReader(git.gitdir);
   }
 
@@ -190,7 +190,7 @@ class ObjectReader {
   }
 
   async read(oid: string): Promise<{ type: string; object: Buffer } | null> {
-    return this.packs.read(oid) ?? this.throughGitStore(oid);
+    return this.packs.read(oid) ?? this.throughObjectCache(oid);
   }
 
   /**
@@ -205,7 +205,7 @@ class ObjectReader {
     return object === null ? null : packEntry(object.type, object.object);
   }
 
-  private async throughGitStore(oid: string): Promise<{ type: string; object: Buffer } | null> {
+  private async throughObjectCache(oid: string): Promise<{ type: string; object: Buffer } | null> {
     let pack: Uint8Array;
     try {
       pack = await this.git.packObjects([oid]);

@@ -10,7 +10,7 @@ import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./blob-id.ts";
 import { type Baseline, CheckoutState, flushStatCaches, type ProcessIdentity, registeredCheckouts } from "./checkout-state.ts";
-import { type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
+import { type FlatTree, type ObjectCache, MissingObjectError } from "./git/object-cache.ts";
 import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
 import { settlePublication } from "./publication.ts";
 import { scanNotebook } from "./scan.ts";
@@ -94,7 +94,7 @@ export interface Session {
   };
   dir: string;
   state: CheckoutState;
-  git: GitStore;
+  git: ObjectCache;
   /** The visible files, as blob ids (the blobs are in the object cache). */
   ours: FlatTree;
   /** Contents of the visible files read this call, by blob id, so merging reads them from memory. */
@@ -135,7 +135,7 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
   refuseNesting(full, requested);
   if (create) {
     try {
-      mkdirSync(path, { recursive: true }); // synchronous: see GitStore.open
+      mkdirSync(path, { recursive: true }); // synchronous: see ObjectCache.open
     } catch (cause) {
       throw new DomainError("LOCAL_STATE", "The notebook directory could not be created.", { cause });
     }

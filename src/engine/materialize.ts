@@ -34,7 +34,7 @@ import { dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import { randomHex } from "../contract/random-hex.ts";
 import type { Baseline, CheckoutState } from "./checkout-state.ts";
-import type { FlatTree, GitStore } from "./git-store.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId } from "./blob-id.ts";
 import { PARTIAL_FILE } from "./scan.ts";
 
@@ -115,7 +115,7 @@ function removeVisible(root: string, path: string): void {
 /** Deletions first, so a file can give way to a directory of the same name. */
 async function apply(
   root: string,
-  git: GitStore,
+  git: ObjectCache,
   writes: FileWrite[],
   forward: boolean,
   afterWrite: () => Promise<void> | void = () => {},

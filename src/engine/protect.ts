@@ -8,7 +8,7 @@ import { isProtected } from "../contract/path-sets.ts";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import type { PathSets } from "../contract/results.ts";
 import { materializeInto, type Session } from "./engine.ts";
-import type { FlatTree } from "./git-store.ts";
+import type { FlatTree } from "./git/object-cache.ts";
 
 export function takeRemoteSide(ours: FlatTree, theirs: FlatTree, sets: PathSets): FlatTree {
   if (sets.readOnly.length === 0 && sets.writable.length === 0) return ours;

@@ -8,7 +8,7 @@ import type { OperationOutcome } from "../contract/results.ts";
 import { loadAcceptedState, rememberAccepted } from "./accepted-state.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, scanOurs } from "./engine.ts";
-import { type FlatTree, MissingObjectError } from "./git-store.ts";
+import { type FlatTree, MissingObjectError } from "./git/object-cache.ts";
 import { mergeTrees } from "./tree-merge.ts";
 import { conflictError } from "./conflict.ts";
 import { takeRemoteSide } from "./protect.ts";

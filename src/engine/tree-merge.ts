@@ -10,7 +10,7 @@
  * directory and moves the file aside (`name~local` or `name~accepted`).
  */
 import type { ErrorFile } from "../contract/errors.ts";
-import type { FlatTree, GitStore } from "./git-store.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { decodeText, encodeText } from "./text.ts";
 import { mergeText } from "./xdiff/index.ts";
 
@@ -22,7 +22,7 @@ export interface TreeMerge {
 /** Blob contents already in memory (the visible files just scanned), by id. */
 export type KnownContents = Map<string, Uint8Array>;
 
-async function text(git: GitStore, oid: string | undefined, known: KnownContents): Promise<string> {
+async function text(git: ObjectCache, oid: string | undefined, known: KnownContents): Promise<string> {
   if (oid === undefined) return "";
   const decoded = decodeText(known.get(oid) ?? (await git.readBlob(oid)));
   // Accepted content was validated when it was committed; anything else is corrupt history.
@@ -31,7 +31,7 @@ async function text(git: GitStore, oid: string | undefined, known: KnownContents
 }
 
 export async function mergeTrees(
-  git: GitStore,
+  git: ObjectCache,
   base: FlatTree,
   ours: FlatTree,
   theirs: FlatTree,

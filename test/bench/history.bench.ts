@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { compactPacks, type CompactionPolicy } from "../../src/engine/compact.ts";
-import { GitStore } from "../../src/engine/git-store.ts";
+import { ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";

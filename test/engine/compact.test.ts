@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { type CompactionPolicy, compactPacks, needsCompaction, packObjectIds } from "../../src/engine/compact.ts";
-import { GitStore } from "../../src/engine/git-store.ts";
+import { ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
@@ -31,8 +31,8 @@ afterEach(async () => {
 const current = readCurrent;
 
 /** A maintenance cache holding every listed pack, as `slivingdoc gc` would open one. */
-async function maintenanceCache(name: string): Promise<GitStore> {
-  const git = await GitStore.open(join(world.root, "maintenance", name));
+async function maintenanceCache(name: string): Promise<ObjectCache> {
+  const git = await ObjectCache.open(join(world.root, "maintenance", name));
   await loadAcceptedState(world.store, git);
   return git;
 }
@@ -181,7 +181,7 @@ describe("compaction", () => {
     const a = await history(34);
     const { manifest, etag } = await current(world.store);
     const [id] = readdirSync(join(world.privateRoot, "checkouts"));
-    const git = await GitStore.open(join(world.privateRoot, "checkouts", id!, "git"));
+    const git = await ObjectCache.open(join(world.privateRoot, "checkouts", id!, "git"));
     const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { history: "all" } });
     expect(result!.packs).toHaveLength(9);
     const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result!.packs };

@@ -48,7 +48,7 @@ test("every published pack passes git verify-pack, and the history passes git fs
 });
 
 test("our pack index is byte for byte what git index-pack writes, and our packs are what git verify-pack accepts", async () => {
-  const { indexUndeltifiedPack } = await import("../../src/engine/pack-reader.ts");
+  const { indexUndeltifiedPack } = await import("../../src/engine/git/pack-reader.ts");
   const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");

@@ -13,7 +13,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { deflateSync, inflateSync } from "node:zlib";
-import { fileIdentity } from "./kept.ts";
+import { fileIdentity } from "../kept.ts";
 
 export const PACK_TYPES = ["", "commit", "tree", "blob", "tag"];
 

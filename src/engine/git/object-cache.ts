@@ -14,8 +14,8 @@ import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
-import { randomHex } from "../contract/random-hex.ts";
-import { keepRecent } from "./kept.ts";
+import { randomHex } from "../../contract/random-hex.ts";
+import { keepRecent } from "../kept.ts";
 import { indexUndeltifiedPack, PackReader, packEntry, writePack } from "./pack-reader.ts";
 
 /** Notebook-relative slash path → blob id. */
@@ -97,7 +97,7 @@ function releaseReader(shared: SharedReader): void {
   if (shared.users === 0 && sharedReaders.get(shared.gitdir) !== shared) shared.reader.close();
 }
 
-export class GitStore {
+export class ObjectCache {
   /** isomorphic-git's per-repository cache (parsed pack indexes); replaced when packs are dropped. */
   private cache: object = {};
 
@@ -107,7 +107,7 @@ export class GitStore {
   ) {}
 
   /** `onDamage` runs whenever an object the cache should hold is missing or unreadable. */
-  static async open(gitdir: string, onDamage: () => void = () => {}): Promise<GitStore> {
+  static async open(gitdir: string, onDamage: () => void = () => {}): Promise<ObjectCache> {
     // Synchronous: every call opens the cache, and Bun's promise-based
     // recursive mkdir cost more than the rest of a warm pull's set-up.
     fs.mkdirSync(join(gitdir, "objects", "pack"), { recursive: true });
@@ -117,7 +117,7 @@ export class GitStore {
       await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
       await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
     }
-    return new GitStore(gitdir, onDamage);
+    return new ObjectCache(gitdir, onDamage);
   }
 
   /**
