@@ -6,7 +6,8 @@
 import { createHash } from "node:crypto";
 import { DomainError } from "../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import { BadPackError, type FlatTree, type ObjectCache, MissingObjectError } from "./git/object-cache.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { BadPackError, MissingObjectError } from "./git/objects.ts";
 import { keepRecent } from "./kept.ts";
 import { MANIFEST_KEY, type Manifest, parseManifest } from "./manifest.ts";
 

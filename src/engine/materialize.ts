@@ -35,7 +35,7 @@ import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import { randomHex } from "../contract/random-hex.ts";
 import type { Baseline, CheckoutState } from "./checkout-state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
-import { blobId } from "./blob-id.ts";
+import { blobId } from "./git/objects.ts";
 import { PARTIAL_FILE } from "./scan.ts";
 
 export interface FileWrite {

@@ -6,7 +6,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { lstatSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { blobId } from "../../src/engine/blob-id.ts";
+import { blobId } from "../../src/engine/git/objects.ts";
 import { CheckoutState } from "../../src/engine/checkout-state.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { type EngineDeps, flushKeptState } from "../../src/engine/engine.ts";
