@@ -8,8 +8,8 @@ import { DomainError } from "../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { BadPackError, MissingObjectError } from "./git/objects.ts";
-import { keepRecent } from "./kept.ts";
 import { MANIFEST_KEY, type Manifest, parseManifest } from "./manifest.ts";
+import type { ProcessMemory } from "./process-memory.ts";
 
 export interface AcceptedState {
   /** null when the store holds no notebook yet (generation 0). */
@@ -36,29 +36,28 @@ export async function readManifest(store: ObjectStore): Promise<{ manifest: Mani
   return { manifest: parseManifest(object.body), etag: object.etag };
 }
 
-/**
+/*
  * The accepted state this process last saw of each store (read, or
- * published by its own commit), with the ETag of `current` then: a commit
- * from a checkout still at that state can build on it and publish with
- * `If-Match` on that ETag without reading `current` first — the
- * conditional write itself says whether it is still current (commit.ts).
+ * published by its own commit), with the ETag of `current` then, is kept in
+ * ProcessMemory.acceptedStates: a commit from a checkout still at that state
+ * can build on it and publish with `If-Match` on that ETag without reading
+ * `current` first — the conditional write itself says whether it is still
+ * current (commit.ts).
  */
-const lastSeen = new Map<string, AcceptedState>();
-const KEPT_STATES = 8;
 
 /** A copy whose maps the caller may not change and the kept one cannot. */
 function copyOf(state: AcceptedState): AcceptedState {
   return { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) };
 }
 
-export function rememberAccepted(storeId: string, state: AcceptedState): void {
+export function rememberAccepted(memory: ProcessMemory, storeId: string, state: AcceptedState): void {
   if (state.manifest === null || state.etag === null) return;
-  keepRecent(lastSeen, storeId, copyOf(state), KEPT_STATES);
+  memory.acceptedStates.set(storeId, copyOf(state));
 }
 
 /** The state last seen of `storeId` if its head is `head` and this cache holds all its packs; else null. */
-export function lastAccepted(storeId: string, head: string | null, git: ObjectCache): AcceptedState | null {
-  const state = lastSeen.get(storeId);
+export function lastAccepted(memory: ProcessMemory, storeId: string, head: string | null, git: ObjectCache): AcceptedState | null {
+  const state = memory.acceptedStates.get(storeId);
   if (!state || state.head === null || state.head !== head || !state.manifest) return null;
   if (!state.manifest.packs.every((p) => git.hasPack(p.sha256))) return null;
   return copyOf(state);

@@ -10,6 +10,7 @@ import { randomHex } from "../contract/random-hex.ts";
 import { readJson } from "./atomic-file.ts";
 import { StateSchema } from "./state-files.ts";
 import { fileIdentity } from "./kept.ts";
+import type { ProcessMemory } from "./process-memory.ts";
 
 export function checkoutId(storeId: string, dir: string): string {
   return createHash("sha256").update(`${storeId}\0${dir}`).digest("hex").slice(0, 32);
@@ -22,7 +23,8 @@ export function checkoutId(storeId: string, dir: string): string {
  * removed directories — temporary ones above all — do not pile up and slow
  * every call down.
  */
-export function registeredCheckouts(privateRoot: string): string[] {
+export function registeredCheckouts(privateRoot: string, memory: ProcessMemory): string[] {
+  const knownCheckouts = memory.checkouts;
   const base = join(privateRoot, "checkouts");
   let ids: string[];
   try {
@@ -34,7 +36,8 @@ export function registeredCheckouts(privateRoot: string): string[] {
   for (const id of ids) {
     if (id.startsWith(".")) continue; // being removed (below)
     const file = join(base, id, "state.json");
-    // Every call checks every checkout: parse each state file only when it changed.
+    // Every call checks every checkout: parse each state file only when it changed
+    // (state files are replaced, never edited).
     const identity = fileIdentity(file);
     let checkout = identity !== null && knownCheckouts.get(file)?.identity === identity ? knownCheckouts.get(file)!.checkout : null;
     if (checkout === null) {
@@ -87,5 +90,3 @@ export function forgetCheckoutState(privateRoot: string, storeId: string, dir: s
   forgetCheckout(join(privateRoot, "checkouts"), checkoutId(storeId, dir));
 }
 
-/** The checkout directory each state file named when this process last parsed it (state files are replaced, never edited). */
-const knownCheckouts = new Map<string, { identity: string; checkout: string }>();

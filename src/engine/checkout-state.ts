@@ -30,20 +30,13 @@ import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-loc
 import { checkoutId } from "./checkout-registry.ts";
 import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type Publication, StateSchema } from "./state-files.ts";
 import { ObjectCache } from "./git/object-cache.ts";
-import { KeptStatCaches } from "./kept-stat-caches.ts";
+import type { KeptStatCaches } from "./kept-stat-caches.ts";
+import type { ProcessMemory } from "./process-memory.ts";
 import type { StatCache } from "./stat-cache.ts";
 
 export type { Baseline, Journal, ProcessIdentity, Publication };
 
 const STAT_CACHE_FILE = "stat-cache.json";
-
-/** As many checkouts as a server is likely to serve at once. */
-const keptStatCaches = new KeptStatCaches(16);
-
-/** Write out the stat caches this process kept in memory only (KeptStatCaches.flush). */
-export function flushStatCaches(): void {
-  keptStatCaches.flush();
-}
 
 export interface OpenCheckoutOptions {
   privateRoot: string;
@@ -53,6 +46,8 @@ export interface OpenCheckoutOptions {
   self: ProcessIdentity;
   /** How long to wait for another operation on the same checkout. */
   lockTimeoutMs?: number;
+  /** What this process keeps between calls. */
+  memory: ProcessMemory;
 }
 
 /**
@@ -78,6 +73,7 @@ export class CheckoutState {
     readonly git: ObjectCache,
     private readonly lock: HeldLock,
     private readonly directory: string,
+    private readonly keptStatCaches: KeptStatCaches,
   ) {}
 
   static async open(options: OpenCheckoutOptions): Promise<CheckoutState> {
@@ -104,8 +100,8 @@ export class CheckoutState {
       directory = directoryIdentity(options.dir);
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
-      const objectCache = await ObjectCache.open(join(stateDir, "git"), () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
-      const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory);
+      const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
+      const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory, options.memory.statCaches);
       state.forgetIfReplaced();
       return state;
     } catch (cause) {
@@ -131,7 +127,7 @@ export class CheckoutState {
     }
     if (state.directory === this.directory) return;
     for (const name of ["journal.json", STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
-    keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
+    this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
     this.replaced = true;
   }
 
@@ -202,16 +198,16 @@ export class CheckoutState {
 
   /** The stat cache of the visible files (stat-cache.ts); empty when absent or unreadable. */
   loadStatCache(): StatCache {
-    return keptStatCaches.load(this.statCacheFile);
+    return this.keptStatCaches.load(this.statCacheFile);
   }
 
   /** Keep `cache` for this process's next calls; written when the process ends (KeptStatCaches.keepUnsaved). */
   keepStatCache(cache: StatCache): void {
-    keptStatCaches.keepUnsaved(this.statCacheFile, cache);
+    this.keptStatCaches.keepUnsaved(this.statCacheFile, cache);
   }
 
   saveStatCache(cache: StatCache): void {
-    keptStatCaches.save(this.statCacheFile, cache);
+    this.keptStatCaches.save(this.statCacheFile, cache);
   }
 
   release(): void {

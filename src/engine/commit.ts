@@ -92,11 +92,11 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
   // The state this checkout was last brought to, as this process saw it: a
   // guess that `current` has not moved since. The conditional write checks
   // the guess; a wrong one costs an orphan pack and the read it skipped.
-  let guess = deps.guessCurrent ? lastAccepted(deps.storeId, session.baseline?.head ?? null, git) : null;
+  let guess = deps.guessCurrent ? lastAccepted(deps.memory, deps.storeId, session.baseline?.head ?? null, git) : null;
   for (let attempt = 0; ; attempt++) {
     await deps.onStage("fetch");
     const accepted = guess ?? (await loadAcceptedState(store, git));
-    if (guess === null) rememberAccepted(deps.storeId, accepted);
+    if (guess === null) rememberAccepted(deps.memory, deps.storeId, accepted);
     await deps.onStage("merge");
     const merge = await mergeTrees(git, base, session.ours, accepted.files, session.oursContents);
     const target = { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
@@ -177,7 +177,7 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
     if (landed !== false) {
       if (landed.etag !== null) {
         const { tree: builtTree, trees: builtTrees, dirs: builtDirs } = built;
-        rememberAccepted(deps.storeId, {
+        rememberAccepted(deps.memory, deps.storeId, {
           manifest,
           etag: landed.etag,
           generation: manifest.generation,

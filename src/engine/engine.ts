@@ -10,11 +10,12 @@ import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./git/objects.ts";
 import { registeredCheckouts } from "./checkout-registry.ts";
-import { type Baseline, CheckoutState, flushStatCaches, type ProcessIdentity } from "./checkout-state.ts";
+import { type Baseline, CheckoutState, type ProcessIdentity } from "./checkout-state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
 import { settlePublication } from "./publication.ts";
+import type { ProcessMemory } from "./process-memory.ts";
 import { scanNotebook } from "./scan.ts";
 import { lineCount } from "./diffstat.ts";
 import { StatCache } from "./stat-cache.ts";
@@ -26,6 +27,11 @@ export interface EngineDeps {
   storeId: string;
   privateRoot: string;
   self: ProcessIdentity;
+  /**
+   * What the process keeps between calls (process-memory.ts): one per
+   * process, shared by all its calls; a fresh one is a fresh world.
+   */
+  memory: ProcessMemory;
   /** How many times a commit that lost the race re-merges and tries again. */
   commitRetries: number;
   /** The paths this process may not change (none by default). */
@@ -73,7 +79,7 @@ function refuseNesting(deps: EngineDeps, dir: string): void {
   if (dir === privateRoot || isInside(dir, privateRoot) || isInside(privateRoot, dir)) {
     throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");
   }
-  for (const other of registeredCheckouts(privateRoot)) {
+  for (const other of registeredCheckouts(privateRoot, deps.memory)) {
     if (isInside(other, dir)) {
       throw new DomainError(
         "PATH_OUTSIDE_ROOT",
@@ -158,6 +164,7 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
     dir,
     self: full.self,
     lockTimeoutMs: full.lockTimeoutMs,
+    memory: full.memory,
   });
   // Long operations keep the lock fresh as they go (checkout-lock.ts).
   const { onStage, afterWrite } = full;
@@ -273,8 +280,8 @@ export async function oursBytes(session: Session, path: string): Promise<Uint8Ar
 }
 
 /** Before the process ends: write out what only its memory holds (stat caches). */
-export function flushKeptState(): void {
-  flushStatCaches();
+export function flushKeptState(memory: ProcessMemory): void {
+  memory.flush();
 }
 
 export function closeSession(session: Session): void {

@@ -8,7 +8,7 @@
  * when the process ends (flush).
  */
 import { writeAtomic } from "./atomic-file.ts";
-import { fileIdentity, keepRecent } from "./kept.ts";
+import { fileIdentity, RecentMap } from "./kept.ts";
 import { StatCache } from "./stat-cache.ts";
 
 interface KeptStatCache {
@@ -19,9 +19,15 @@ interface KeptStatCache {
 }
 
 export class KeptStatCaches {
-  private readonly kept = new Map<string, KeptStatCache>();
+  /** The least recent beyond the bound are written out and dropped. */
+  private readonly kept: RecentMap<string, KeptStatCache>;
 
-  constructor(private readonly bound: number) {}
+  constructor(bound: number) {
+    this.kept = new RecentMap(bound, (file, old) => {
+      writeOut(file, old);
+      return true;
+    });
+  }
 
   /** The stat cache in `file`; empty when absent or unreadable. */
   load(file: string): StatCache {
@@ -31,11 +37,11 @@ export class KeptStatCaches {
     // 10,000 files again each time would cost more than the scan it saves.
     const kept = this.kept.get(file);
     if (kept && kept.identity === identity) {
-      this.keep(file, kept);
+      this.kept.set(file, kept);
       return kept.cache.clone();
     }
     const cache = StatCache.load(file);
-    this.keep(file, { identity, cache: cache.clone(), unsaved: false });
+    this.kept.set(file, { identity, cache: cache.clone(), unsaved: false });
     return cache;
   }
 
@@ -47,7 +53,7 @@ export class KeptStatCaches {
   keepUnsaved(file: string, cache: StatCache): void {
     const identity = fileIdentity(file);
     if (identity === null) this.save(file, cache);
-    else this.keep(file, { identity, cache: cache.clone(), unsaved: true });
+    else this.kept.set(file, { identity, cache: cache.clone(), unsaved: true });
   }
 
   save(file: string, cache: StatCache): void {
@@ -55,7 +61,7 @@ export class KeptStatCaches {
     writeAtomic(file, cache.serialize(), false);
     const identity = fileIdentity(file);
     if (identity === null) this.kept.delete(file);
-    else this.keep(file, { identity, cache: cache.clone(), unsaved: false });
+    else this.kept.set(file, { identity, cache: cache.clone(), unsaved: false });
   }
 
   /** The file was removed: what was kept of it is no longer true. */
@@ -68,15 +74,7 @@ export class KeptStatCaches {
    * come next: the CLI does this before it exits, a server when it stops.
    */
   flush(): void {
-    for (const [file, kept] of this.kept) writeOut(file, kept);
-  }
-
-  /** The least recent beyond the bound are written out and dropped. */
-  private keep(file: string, kept: KeptStatCache): void {
-    keepRecent(this.kept, file, kept, this.bound, (oldest, old) => {
-      writeOut(oldest, old);
-      return true;
-    });
+    for (const [file, kept] of this.kept.entries()) writeOut(file, kept);
   }
 }
 

@@ -22,7 +22,7 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
     // Fetching first also repairs a cache that lost accepted history, so a
     // baseline that was once accepted can be read again below.
     let accepted = await loadAcceptedState(session.deps.store, session.git);
-    rememberAccepted(session.deps.storeId, accepted);
+    rememberAccepted(session.deps.memory, session.deps.storeId, accepted);
     await session.deps.onStage("merge");
     let base: FlatTree;
     try {

@@ -16,6 +16,7 @@ import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { compactPacks, type CompactionPolicy } from "../../src/engine/compact.ts";
 import { ObjectCache } from "../../src/engine/git/object-cache.ts";
+import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";

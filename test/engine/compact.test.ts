@@ -32,7 +32,7 @@ const current = readCurrent;
 
 /** A maintenance cache holding every listed pack, as `slivingdoc gc` would open one. */
 async function maintenanceCache(name: string): Promise<ObjectCache> {
-  const git = await ObjectCache.open(join(world.root, "maintenance", name));
+  const git = await ObjectCache.open(join(world.root, "maintenance", name), world.memory.objects);
   await loadAcceptedState(world.store, git);
   return git;
 }
@@ -181,7 +181,7 @@ describe("compaction", () => {
     const a = await history(34);
     const { manifest, etag } = await current(world.store);
     const [id] = readdirSync(join(world.privateRoot, "checkouts"));
-    const git = await ObjectCache.open(join(world.privateRoot, "checkouts", id!, "git"));
+    const git = await ObjectCache.open(join(world.privateRoot, "checkouts", id!, "git"), world.memory.objects);
     const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { history: "all" } });
     expect(result!.packs).toHaveLength(9);
     const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result!.packs };

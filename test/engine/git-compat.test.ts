@@ -80,6 +80,7 @@ test("deltified packs written by C git import and read correctly, and their obje
   // isomorphic-git (git/object-cache.ts) indexes it, reads its deltified
   // entries, and packs them.
   const { ObjectCache } = await import("../../src/engine/git/object-cache.ts");
+  const { ProcessMemory } = await import("../../src/engine/process-memory.ts");
   const { indexUndeltifiedPack } = await import("../../src/engine/git/pack.ts");
   const { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
@@ -110,7 +111,7 @@ test("deltified packs written by C git import and read correctly, and their obje
     const pack = new Uint8Array(packed.stdout);
     expect(indexUndeltifiedPack(pack)).toBeNull(); // it does hold deltas
 
-    const cache = await ObjectCache.open(join(dir, "cache"));
+    const cache = await ObjectCache.open(join(dir, "cache"), new ProcessMemory().objects);
     await cache.importPack("from-c-git", pack);
     const head = git(repo, "rev-parse", "main").out.trim();
     const tree = await cache.readFlatTree(await cache.commitTree(head));

@@ -26,10 +26,10 @@ import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
 import { randomHex } from "../../contract/random-hex.ts";
-import { keepRecent } from "../kept.ts";
+import type { KeptObjects, SharedReader } from "./kept-objects.ts";
 import { BadPackError, decodeCommit, encodeCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, sha1Hex, type TreeEntry, wrapObject } from "./objects.ts";
 import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
-import { PackReader } from "./pack-reader.ts";
+import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
 
 /** Notebook-relative slash path → blob id. */
@@ -47,51 +47,8 @@ export interface ReadTree extends BuiltTree {
   files: FlatTree;
 }
 
-/**
- * Trees this process read or built lately, by object cache and tree id. Git
- * objects never change, so a kept tree stays right for as long as the cache
- * holds its objects: a server's calls on an unchanged notebook (pull and
- * commit before and after every step) then read no tree at all. Callers get
- * copies; `dropPacks` forgets a cache's trees.
- */
-const RECENT_TREES = 8;
-const recentTrees = new Map<string, ReadTree>();
-const recentCommits = new Map<string, string>();
-
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  keepRecent(map, key, value, RECENT_TREES);
-}
-
 function copyOf(read: ReadTree): ReadTree {
   return { tree: read.tree, trees: new Set(read.trees), dirs: new Map(read.dirs), files: new Map(read.files) };
-}
-
-interface SharedReader {
-  gitdir: string;
-  reader: PackReader;
-  /** Sessions using it now: an evicted reader is closed when the last one ends. */
-  users: number;
-}
-
-/** How many caches keep a reader open (their pack files stay open too). */
-const KEPT_READERS = 8;
-const sharedReaders = new Map<string, SharedReader>();
-
-function acquireReader(gitdir: string): SharedReader {
-  const shared = sharedReaders.get(gitdir) ?? { gitdir, reader: new PackReader(gitdir), users: 0 };
-  shared.users++;
-  // A reader in use stays; an evicted one is closed now, or by its last user (releaseReader).
-  keepRecent(sharedReaders, gitdir, shared, KEPT_READERS, (_, old) => {
-    if (old.users > 0) return false;
-    old.reader.close();
-    return true;
-  });
-  return shared;
-}
-
-function releaseReader(shared: SharedReader): void {
-  shared.users--;
-  if (shared.users === 0 && sharedReaders.get(shared.gitdir) !== shared) shared.reader.close();
 }
 
 export class ObjectCache {
@@ -100,11 +57,16 @@ export class ObjectCache {
 
   private constructor(
     readonly gitdir: string,
+    private readonly kept: KeptObjects,
     private readonly onDamage: () => void,
   ) {}
 
-  /** `onDamage` runs whenever an object the cache should hold is missing or unreadable. */
-  static async open(gitdir: string, onDamage: () => void = () => {}): Promise<ObjectCache> {
+  /**
+   * `kept` is what the process keeps of its object caches between calls
+   * (ProcessMemory.objects); `onDamage` runs whenever an object the cache
+   * should hold is missing or unreadable.
+   */
+  static async open(gitdir: string, kept: KeptObjects, onDamage: () => void = () => {}): Promise<ObjectCache> {
     // Synchronous: every call opens the cache, and Bun's promise-based
     // recursive mkdir cost more than the rest of a warm pull's set-up.
     fs.mkdirSync(join(gitdir, "objects", "pack"), { recursive: true });
@@ -114,7 +76,7 @@ export class ObjectCache {
       await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
       await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
     }
-    return new ObjectCache(gitdir, onDamage);
+    return new ObjectCache(gitdir, kept, onDamage);
   }
 
   /**
@@ -216,7 +178,7 @@ export class ObjectCache {
       return oid;
     };
     const tree = build(root);
-    remember(recentTrees, `${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), dirs: new Map(dirs), files: new Map(files) });
+    this.kept.trees.set(`${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), dirs: new Map(dirs), files: new Map(files) });
     return { tree, trees, dirs };
   }
 
@@ -244,7 +206,7 @@ export class ObjectCache {
    */
   private reader(): PackReader {
     if (this.shared === null || this.stale) {
-      this.shared ??= acquireReader(this.gitdir);
+      this.shared ??= this.kept.acquireReader(this.gitdir);
       // Packs rewritten or removed: trees kept from them may no longer be readable here.
       if (this.shared.reader.refresh()) this.forgetTrees();
     } else if (this.packAdded) {
@@ -261,14 +223,12 @@ export class ObjectCache {
   }
 
   private forgetTrees(): void {
-    for (const map of [recentTrees, recentCommits]) {
-      for (const key of [...map.keys()]) if (key.startsWith(`${this.gitdir}\0`)) map.delete(key);
-    }
+    this.kept.forgetTrees(this.gitdir);
   }
 
   /** End of the session: the process's reader stays open for the next one (up to a bound). */
   close(): void {
-    if (this.shared) releaseReader(this.shared);
+    if (this.shared) this.kept.releaseReader(this.shared);
     this.shared = null;
   }
 
@@ -369,10 +329,10 @@ export class ObjectCache {
   async commitTree(commit: string): Promise<string> {
     this.reader(); // catches up with the packs first, forgetting trees they no longer vouch for
     const key = `${this.gitdir}\0${commit}`;
-    const kept = recentCommits.get(key);
+    const kept = this.kept.commits.get(key);
     if (kept !== undefined) return kept;
     const { tree } = await this.readCommit(commit);
-    remember(recentCommits, key, tree);
+    this.kept.commits.set(key, tree);
     return tree;
   }
 
@@ -404,13 +364,13 @@ export class ObjectCache {
   async readFlatTree(tree: string): Promise<ReadTree> {
     this.reader(); // as in commitTree
     const key = `${this.gitdir}\0${tree}`;
-    const kept = recentTrees.get(key);
+    const kept = this.kept.trees.get(key);
     if (kept) {
-      remember(recentTrees, key, kept);
+      this.kept.trees.set(key, kept);
       return copyOf(kept);
     }
     const read = await this.readFlatTreeObjects(tree);
-    remember(recentTrees, key, copyOf(read));
+    this.kept.trees.set(key, copyOf(read));
     return read;
   }
 

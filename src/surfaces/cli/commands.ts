@@ -13,7 +13,7 @@ import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
 import { createLog, type Log, SILENT_LOG } from "../log.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
-import { type ConfigFlags, type Env, engineDeps, openVerifiedStore, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../runtime.ts";
+import { type ConfigFlags, type Env, engineDeps, flushProcessMemory, openVerifiedStore, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../runtime.ts";
 import type { TextSink } from "../stdio.ts";
 import { escapeControls } from "./quote.ts";
 import { isUtf8 } from "./raw-argv.ts";
@@ -336,7 +336,7 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   } finally {
     await store.close();
     // As in execute(): the server's calls kept some state in memory only.
-    (await import("../../engine/engine.ts")).flushKeptState();
+    flushProcessMemory();
   }
   return EXIT_CODES.OK;
 }
@@ -401,6 +401,6 @@ async function execute(operation: "pull" | "commit", parsed: Parsed, io: CliIo):
   } finally {
     await store.close();
     // This process ends here: what the engine kept in memory goes to disk for the next one.
-    (await import("../../engine/engine.ts")).flushKeptState();
+    flushProcessMemory();
   }
 }
