@@ -3,8 +3,9 @@
  * private state lives, who we are, and the hooks tests and logs use.
  */
 import { mkdirSync, realpathSync } from "node:fs";
-import { isAbsolute, relative, resolve, sep } from "node:path";
+import { resolve } from "node:path";
 import { DomainError } from "../contract/errors.ts";
+import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./compact.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
@@ -63,12 +64,6 @@ export interface EngineDeps {
 // with jittered backoff capped at 1 s, 30 rarely costs more than a few seconds.
 export const DEFAULT_COMMIT_RETRIES = 30;
 
-function isInside(parent: string, child: string): boolean {
-  const rel = relative(parent, child);
-  // "..x" is a name inside; only ".." itself or "../…" leads out.
-  return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
-}
-
 /**
  * Checkouts never publish one another's files (docs/design.md, Roots and
  * checkouts): a directory inside another checkout, or containing one, is
@@ -76,17 +71,18 @@ function isInside(parent: string, child: string): boolean {
  */
 function refuseNesting(deps: EngineDeps, dir: string): void {
   const privateRoot = deps.privateRoot;
-  if (dir === privateRoot || isInside(dir, privateRoot) || isInside(privateRoot, dir)) {
+  if (isAtOrBelow(dir, privateRoot) || isAtOrBelow(privateRoot, dir)) {
     throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");
   }
   for (const other of registeredCheckouts(privateRoot, deps.memory)) {
-    if (isInside(other, dir)) {
+    if (other === dir) continue; // the checkout itself
+    if (isAtOrBelow(other, dir)) {
       throw new DomainError(
         "PATH_OUTSIDE_ROOT",
         `This directory is inside another checkout (${other}); pull or commit that checkout, or use a directory outside it.`,
       );
     }
-    if (isInside(dir, other)) {
+    if (isAtOrBelow(dir, other)) {
       throw new DomainError(
         "PATH_OUTSIDE_ROOT",
         `This directory contains another checkout (${other}); address that checkout or a directory beside it.`,

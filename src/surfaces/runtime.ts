@@ -13,7 +13,8 @@ import type { EngineDeps } from "../engine/engine.ts";
 import type { ProcessMemory } from "../engine/process-memory.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { openSqliteStore } from "../store/sqlite.ts";
-import { isAtOrBelow, realpathLoose } from "./paths.ts";
+import { isAtOrBelow } from "../contract/path-containment.ts";
+import { realpathLoose } from "./paths.ts";
 
 export type StoreSpec =
   | { kind: "sqlite"; file: string }
