@@ -38,7 +38,7 @@ export type { Baseline, Journal, ProcessIdentity, Publication };
 
 const STAT_CACHE_FILE = "stat-cache.json";
 
-export interface OpenCheckoutOptions {
+export interface CheckoutStateOptions {
   privateRoot: string;
   storeId: string;
   /** The checkout's real path. */
@@ -76,7 +76,7 @@ export class CheckoutState {
     private readonly keptStatCaches: KeptStatCaches,
   ) {}
 
-  static async open(options: OpenCheckoutOptions): Promise<CheckoutState> {
+  static async open(options: CheckoutStateOptions): Promise<CheckoutState> {
     const stateDir = join(options.privateRoot, "checkouts", checkoutId(options.storeId, options.dir));
     let lock: HeldLock;
     let directory: string;

@@ -16,7 +16,7 @@ import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, reme
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, oursBytes, scanOurs, type Session } from "./engine.ts";
+import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, oursBytes, scanOurs, type OpenCheckout } from "./engine.ts";
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
@@ -31,21 +31,21 @@ const BACKOFF_CAP_MS = 1_000;
 
 export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
   validateMessage(message);
-  const session = await openSession(deps, path, false);
+  const checkout = await openCheckout(deps, path, false);
   try {
     // PULL_REQUIRED and UNRESOLVED_MARKERS come before any store access.
-    if (session.baseline === null) {
+    if (checkout.baseline === null) {
       throw new DomainError(
         "PULL_REQUIRED",
-        session.replaced
+        checkout.replaced
           ? "This directory is not the one that was pulled here (it was removed or replaced); call pull for it once, then commit. No remote state was touched."
           : "This directory was never pulled; call pull for it once, then commit. No remote state was touched.",
       );
     }
-    await scanOurs(session);
+    await scanOurs(checkout);
     let base: FlatTree;
     try {
-      base = await baselineFiles(session);
+      base = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
       throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
@@ -53,9 +53,9 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
         cause: e,
       });
     }
-    await refuseMarkers(session, base);
-    await refuseProtectedChanges(session, base);
-    return await publish(session, base, message);
+    await refuseMarkers(checkout, base);
+    await refuseProtectedChanges(checkout, base);
+    return await publish(checkout, base, message);
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
     if (e instanceof MissingObjectError) {
@@ -66,15 +66,15 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
     }
     throw e;
   } finally {
-    closeSession(session);
+    closeCheckout(checkout);
   }
 }
 
-async function refuseMarkers(session: Session, base: FlatTree): Promise<void> {
+async function refuseMarkers(checkout: OpenCheckout, base: FlatTree): Promise<void> {
   const files: ErrorFile[] = [];
-  for (const [path, oid] of session.ours) {
+  for (const [path, oid] of checkout.ours) {
     if (base.get(path) === oid) continue;
-    const text = decodeText(await oursBytes(session, path)) ?? "";
+    const text = decodeText(await oursBytes(checkout, path)) ?? "";
     const ranges = findMarkerBlocks(text);
     if (ranges.length > 0) files.push({ path, reason: "UNRESOLVED_MARKERS", ranges });
   }
@@ -92,26 +92,26 @@ async function refuseMarkers(session: Session, base: FlatTree): Promise<void> {
  * run out. Each pass: the accepted state (the guess, or read), the merge,
  * then either nothing to publish or one publication attempt.
  */
-async function publish(session: Session, base: FlatTree, message: string): Promise<OperationOutcome> {
-  const { deps } = session;
+async function publish(checkout: OpenCheckout, base: FlatTree, message: string): Promise<OperationOutcome> {
+  const { deps } = checkout;
   // The state this checkout was last brought to, as this process saw it: a
   // guess that `current` has not moved since. The conditional write checks
   // the guess; a wrong one costs an orphan pack and the read it skipped.
-  let guess = deps.guessCurrent ? lastAccepted(deps.memory, deps.storeId, session.baseline?.head ?? null, session.git) : null;
+  let guess = deps.guessCurrent ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
   // Races lost to other commits; a stale guess is not one (no backoff, no retry spent).
   let lost = 0;
   for (;;) {
-    const accepted = await acceptedState(session, guess);
-    const merged = await mergeOrConflict(session, base, accepted);
+    const accepted = await acceptedState(checkout, guess);
+    const merged = await mergeOrConflict(checkout, base, accepted);
     if (sameTree(merged, accepted.files)) {
       // Nothing to publish against the guess: the store may have news.
       if (guess !== null) {
         guess = null;
         continue;
       }
-      return synchronise(session, accepted, merged);
+      return synchronise(checkout, accepted, merged);
     }
-    const outcome = await tryPublication(session, accepted, merged, message);
+    const outcome = await tryPublication(checkout, accepted, merged, message);
     if (outcome !== null) return outcome;
     if (guess !== null) {
       guess = null;
@@ -123,26 +123,26 @@ async function publish(session: Session, base: FlatTree, message: string): Promi
         `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
       );
     }
-    await backOff(session, lost++);
+    await backOff(checkout, lost++);
   }
 }
 
 /** The guess, or the accepted state read from the store (and remembered as the process's latest). */
-async function acceptedState(session: Session, guess: AcceptedState | null): Promise<AcceptedState> {
-  const { deps } = session;
+async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null): Promise<AcceptedState> {
+  const { deps } = checkout;
   await deps.onStage("fetch");
   if (guess !== null) return guess;
-  const accepted = await loadAcceptedState(deps.store, session.git);
+  const accepted = await loadAcceptedState(deps.store, checkout.git);
   rememberAccepted(deps.memory, deps.storeId, accepted);
   return accepted;
 }
 
 /** The merge of the checkout's changes into `accepted`; a conflict is written into the files and thrown. */
-async function mergeOrConflict(session: Session, base: FlatTree, accepted: AcceptedState): Promise<FlatTree> {
-  await session.deps.onStage("merge");
-  const merge = await mergeTrees(session.git, base, session.ours, accepted.files, session.oursContents);
+async function mergeOrConflict(checkout: OpenCheckout, base: FlatTree, accepted: AcceptedState): Promise<FlatTree> {
+  await checkout.deps.onStage("merge");
+  const merge = await mergeTrees(checkout.git, base, checkout.ours, accepted.files, checkout.oursContents);
   if (merge.conflicts.length > 0) {
-    await materializeInto(session, merge.result, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
+    await materializeInto(checkout, merge.result, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
     throw conflictError(merge.conflicts, "commit");
   }
   return merge.result;
@@ -152,9 +152,9 @@ async function mergeOrConflict(session: Session, base: FlatTree, accepted: Accep
  * Nothing to publish: a synchronisation, which brings the checkout to the
  * accepted state (every local change is already in it).
  */
-async function synchronise(session: Session, accepted: AcceptedState, merged: FlatTree): Promise<OperationOutcome> {
-  await materializeInto(session, merged, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
-  return { path: session.dir, generation: accepted.generation, files: [] };
+async function synchronise(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree): Promise<OperationOutcome> {
+  await materializeInto(checkout, merged, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
+  return { path: checkout.dir, generation: accepted.generation, files: [] };
 }
 
 function targetOf(accepted: AcceptedState): Baseline {
@@ -175,28 +175,28 @@ interface Uploaded {
  * and replace `current` conditionally. The outcome when it landed; null
  * when another publication won.
  */
-async function tryPublication(session: Session, accepted: AcceptedState, merged: FlatTree, message: string): Promise<OperationOutcome | null> {
-  const { deps } = session;
-  const uploaded = await buildAndUpload(session, accepted, merged, message);
-  const packs = await packList(session, accepted, uploaded);
+async function tryPublication(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<OperationOutcome | null> {
+  const { deps } = checkout;
+  const uploaded = await buildAndUpload(checkout, accepted, merged, message);
+  const packs = await packList(checkout, accepted, uploaded);
   const manifest: Manifest = { format: 1, generation: accepted.generation + 1, head: uploaded.head, publication: newPublicationId(), packs };
   await deps.onStage("publish");
   // Should this process die once the write is sent, the next call learns
   // from this record whether it landed (publication.ts).
-  session.state.recordPublication(session.baseline!, {
+  checkout.state.recordPublication(checkout.baseline!, {
     publication: manifest.publication,
     pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
     generation: manifest.generation,
     head: uploaded.head,
-    merged: mergedIn(session.ours, merged),
+    merged: mergedIn(checkout.ours, merged),
   });
   const landed = await conditionalReplace(deps.store, accepted, manifest);
   if (landed === false) return null;
-  return landedOutcome(session, accepted, merged, uploaded, manifest, landed.etag);
+  return landedOutcome(checkout, accepted, merged, uploaded, manifest, landed.etag);
 }
 
-async function buildAndUpload(session: Session, accepted: AcceptedState, merged: FlatTree, message: string): Promise<Uploaded> {
-  const { deps, git } = session;
+async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<Uploaded> {
+  const { deps, git } = checkout;
   await deps.onStage("pack");
   // Only the directories that differ from the accepted tree are built.
   const { tree, files, trees, dirs } = accepted;
@@ -225,22 +225,22 @@ async function buildAndUpload(session: Session, accepted: AcceptedState, merged:
  * except that compaction reads every listed pack from the cache, ours
  * included.
  */
-async function importOurs(session: Session, uploaded: Uploaded): Promise<void> {
-  if (!session.git.hasPack(uploaded.descriptor.sha256)) await session.git.importPack(uploaded.descriptor.sha256, uploaded.pack);
+async function importOurs(checkout: OpenCheckout, uploaded: Uploaded): Promise<void> {
+  if (!checkout.git.hasPack(uploaded.descriptor.sha256)) await checkout.git.importPack(uploaded.descriptor.sha256, uploaded.pack);
 }
 
 /** The accepted packs plus ours, compacted when the list grows past the policy's bound (compact.ts). */
-async function packList(session: Session, accepted: AcceptedState, uploaded: Uploaded): Promise<PackDescriptor[]> {
-  const { deps } = session;
+async function packList(checkout: OpenCheckout, accepted: AcceptedState, uploaded: Uploaded): Promise<PackDescriptor[]> {
+  const { deps } = checkout;
   const packs: PackDescriptor[] = [...(accepted.manifest?.packs ?? []), uploaded.descriptor];
   const policy = deps.compaction;
   if (policy === false || !needsCompaction(packs, { ...DEFAULT_COMPACTION, ...policy })) return packs;
   // Keep the pack count, and so a cold pull, bounded. Our own pack stays
   // last, which the outcome proof (conditionalReplace) relies on.
   await deps.onStage("compact");
-  await importOurs(session, uploaded);
+  await importOurs(checkout, uploaded);
   try {
-    return (await compactPacks({ store: deps.store, git: session.git, head: uploaded.head, packs, policy }))?.packs ?? packs;
+    return (await compactPacks({ store: deps.store, git: checkout.git, head: uploaded.head, packs, policy }))?.packs ?? packs;
   } catch {
     // Compaction is an optimisation: publish the plain list instead.
     return packs;
@@ -252,14 +252,14 @@ async function packList(session: Session, accepted: AcceptedState, uploaded: Upl
  * is ours), import our pack, bring the files to it, and report the diffstat.
  */
 async function landedOutcome(
-  session: Session,
+  checkout: OpenCheckout,
   accepted: AcceptedState,
   merged: FlatTree,
   uploaded: Uploaded,
   manifest: Manifest,
   etag: string | null,
 ): Promise<OperationOutcome> {
-  const { deps, git } = session;
+  const { deps, git } = checkout;
   const { head, built } = uploaded;
   if (etag !== null) {
     rememberAccepted(deps.memory, deps.storeId, {
@@ -274,21 +274,21 @@ async function landedOutcome(
     });
   }
   try {
-    await importOurs(session, uploaded);
+    await importOurs(checkout, uploaded);
   } catch {
     // Accepted all the same; the next call finds our pack missing from
     // the cache and downloads it like any other.
   }
   const next = { generation: manifest.generation, head, tree: built.tree };
-  await materializeInto(session, merged, next, { operation: "commit", remoteAccepted: "yes" });
+  await materializeInto(checkout, merged, next, { operation: "commit", remoteAccepted: "yes" });
   await deps.onStage("diffstat");
-  const files = await treeDiffStat(git, accepted.files, merged, session.lineCounts);
-  return { path: session.dir, generation: manifest.generation, files };
+  const files = await treeDiffStat(git, accepted.files, merged, checkout.lineCounts);
+  return { path: checkout.dir, generation: manifest.generation, files };
 }
 
 /** Before the next attempt after `lost` lost races: full jitter, exponential, capped. */
-async function backOff(session: Session, lost: number): Promise<void> {
-  const { deps } = session;
+async function backOff(checkout: OpenCheckout, lost: number): Promise<void> {
+  const { deps } = checkout;
   await deps.onStage("retry");
   const cap = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** lost);
   await deps.sleep(deps.random() * cap);

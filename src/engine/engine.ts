@@ -91,7 +91,8 @@ function refuseNesting(deps: EngineDeps, dir: string): void {
   }
 }
 
-export interface Session {
+/** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
+export interface OpenCheckout {
   deps: Required<Omit<EngineDeps, "onStage" | "afterWrite">> & {
     onStage: (stage: string) => Promise<void> | void;
     afterWrite: () => Promise<void> | void;
@@ -112,7 +113,7 @@ export interface Session {
   replaced: boolean;
 }
 
-function withDefaults(deps: EngineDeps): Session["deps"] {
+function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
   return {
     pathSets: NO_PATH_SETS,
     lockTimeoutMs: 30_000,
@@ -130,9 +131,9 @@ function withDefaults(deps: EngineDeps): Session["deps"] {
 /**
  * Open a checkout for one operation: resolve it, take its lock, repair an
  * interrupted earlier operation, and scan the visible files. The caller must
- * `close` the session.
+ * `closeCheckout` it.
  */
-export async function openSession(deps: EngineDeps, path: string, create: boolean): Promise<Session> {
+export async function openCheckout(deps: EngineDeps, path: string, create: boolean): Promise<OpenCheckout> {
   const full = withDefaults(deps);
   // Refuse a nested checkout before creating anything for it.
   const requested = resolve(path);
@@ -196,15 +197,15 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
 }
 
 /**
- * Scan the visible files into the session, and keep their blobs as the
+ * Scan the visible files into the checkout, and keep their blobs as the
  * snapshot recovery needs. The stat cache spares reading files unchanged
  * since the last scan; `useCache: false` reads everything (a repair).
  */
-export async function scanOurs(session: Session, useCache = true): Promise<void> {
-  await session.deps.onStage("scan");
-  const takenMs = session.deps.now().getTime();
-  const cache = useCache ? session.state.loadStatCache() : StatCache.empty();
-  const scanned = scanNotebook(session.dir, cache.known);
+export async function scanOurs(checkout: OpenCheckout, useCache = true): Promise<void> {
+  await checkout.deps.onStage("scan");
+  const takenMs = checkout.deps.now().getTime();
+  const cache = useCache ? checkout.state.loadStatCache() : StatCache.empty();
+  const scanned = scanNotebook(checkout.dir, cache.known);
   const ours: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
   // Read again: files the cache could not vouch for. Changed: files whose
@@ -220,18 +221,18 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
     reread = true;
     // A file that still hashes to its recorded blob is already stored.
     let oid = blobId(file.bytes);
-    if (oid !== cache.recorded(path)) oid = await session.git.writeBlob(file.bytes);
+    if (oid !== cache.recorded(path)) oid = await checkout.git.writeBlob(file.bytes);
     if (!cache.records(path, file.stamp, oid)) changed++;
     ours.set(path, oid);
     contents.set(oid, file.bytes);
   }
-  session.ours = ours;
-  session.oursContents = contents;
-  session.statCache = cache;
+  checkout.ours = ours;
+  checkout.oursContents = contents;
+  checkout.statCache = cache;
   // Nothing new: the cache, in memory and on disk, already says all of this.
   if (!reread && changed === 0) return;
   cache.recordScan(scanned, ours, takenMs);
-  keepOrSave(session, changed);
+  keepOrSave(checkout, changed);
 }
 
 /**
@@ -242,9 +243,9 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
  * once; the rest when the process ends (flushKeptState). The file on disk is
  * right either way — an older one only trusts fewer entries.
  */
-function keepOrSave(session: Session, changed: number): void {
-  if (changed <= FEW_CHANGES) session.state.keepStatCache(session.statCache);
-  else session.state.saveStatCache(session.statCache);
+function keepOrSave(checkout: OpenCheckout, changed: number): void {
+  if (changed <= FEW_CHANGES) checkout.state.keepStatCache(checkout.statCache);
+  else checkout.state.saveStatCache(checkout.statCache);
 }
 
 const FEW_CHANGES = 32;
@@ -254,25 +255,25 @@ const FEW_CHANGES = 32;
  * (materialize.ts), then remember the written files in the stat cache so the
  * next scan need not read or store them again.
  */
-export async function materializeInto(session: Session, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
-  const b = session.baseline;
+export async function materializeInto(checkout: OpenCheckout, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
+  const b = checkout.baseline;
   // Already there (a call that found nothing to do): no file to write, no state to replace.
-  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(session.ours, to)) return;
-  const written = (oid: string, bytes: Uint8Array) => session.lineCounts.set(oid, lineCount(bytes));
-  const writes = await materialize(session.state, session.ours, to, target, { ...session.deps, written }, recovery);
+  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(checkout.ours, to)) return;
+  const written = (oid: string, bytes: Uint8Array) => checkout.lineCounts.set(oid, lineCount(bytes));
+  const writes = await materialize(checkout.state, checkout.ours, to, target, { ...checkout.deps, written }, recovery);
   if (writes.length === 0) return;
-  session.statCache.recordWrites(session.dir, writes, session.deps.now().getTime());
+  checkout.statCache.recordWrites(checkout.dir, writes, checkout.deps.now().getTime());
   try {
-    keepOrSave(session, writes.length);
+    keepOrSave(checkout, writes.length);
   } catch {
     /* only a speed-up: the next scan reads those files instead */
   }
 }
 
 /** The bytes of a visible file as scanned: from memory when read this call, else from the object cache. */
-export async function oursBytes(session: Session, path: string): Promise<Uint8Array> {
-  const oid = session.ours.get(path)!;
-  return session.oursContents.get(oid) ?? (await session.git.readBlob(oid));
+export async function oursBytes(checkout: OpenCheckout, path: string): Promise<Uint8Array> {
+  const oid = checkout.ours.get(path)!;
+  return checkout.oursContents.get(oid) ?? (await checkout.git.readBlob(oid));
 }
 
 /** Before the process ends: write out what only its memory holds (stat caches). */
@@ -280,16 +281,16 @@ export function flushKeptState(memory: ProcessMemory): void {
   memory.flush();
 }
 
-export function closeSession(session: Session): void {
-  session.state.release();
+export function closeCheckout(checkout: OpenCheckout): void {
+  checkout.state.release();
 }
 
 /** The baseline's files; an absent baseline (never pulled) is the empty tree. */
-export async function baselineFiles(session: Session): Promise<FlatTree> {
-  const b = session.baseline;
+export async function baselineFiles(checkout: OpenCheckout): Promise<FlatTree> {
+  const b = checkout.baseline;
   if (b === null || b.tree === null) return new Map();
   try {
-    return (await session.git.readFlatTree(b.tree)).files;
+    return (await checkout.git.readFlatTree(b.tree)).files;
   } catch (cause) {
     if (cause instanceof MissingObjectError) throw new BaselineMissing(cause);
     throw cause;

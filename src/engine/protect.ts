@@ -7,7 +7,7 @@
 import { isProtected } from "../contract/path-sets.ts";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import type { PathSets } from "../contract/results.ts";
-import { materializeInto, type Session } from "./engine.ts";
+import { materializeInto, type OpenCheckout } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 
 export function takeRemoteSide(ours: FlatTree, theirs: FlatTree, sets: PathSets): FlatTree {
@@ -25,23 +25,23 @@ function describeSets(sets: PathSets): string {
   return parts.join("; ");
 }
 
-export async function refuseProtectedChanges(session: Session, base: FlatTree): Promise<void> {
-  const sets = session.deps.pathSets;
+export async function refuseProtectedChanges(checkout: OpenCheckout, base: FlatTree): Promise<void> {
+  const sets = checkout.deps.pathSets;
   if (sets.readOnly.length === 0 && sets.writable.length === 0) return;
   const changed = new Set<string>();
-  for (const [path, oid] of session.ours) if (base.get(path) !== oid) changed.add(path);
-  for (const path of base.keys()) if (!session.ours.has(path)) changed.add(path);
+  for (const [path, oid] of checkout.ours) if (base.get(path) !== oid) changed.add(path);
+  for (const path of base.keys()) if (!checkout.ours.has(path)) changed.add(path);
   const protectedPaths = [...changed].filter((p) => isProtected(p, sets)).sort();
   if (protectedPaths.length === 0) return;
 
-  const reset: FlatTree = new Map(session.ours);
+  const reset: FlatTree = new Map(checkout.ours);
   for (const path of protectedPaths) {
     const accepted = base.get(path);
     if (accepted === undefined) reset.delete(path);
     else reset.set(path, accepted);
   }
   // The baseline stays where it is; only the protected files change back.
-  await materializeInto(session, reset, session.baseline!, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" });
+  await materializeInto(checkout, reset, checkout.baseline!, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" });
   const files: ErrorFile[] = protectedPaths.map((path) => ({ path, reason: "READ_ONLY", ranges: [] }));
   throw new DomainError(
     "READ_ONLY_PATH",

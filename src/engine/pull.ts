@@ -7,7 +7,7 @@
 import type { OperationOutcome } from "../contract/results.ts";
 import { loadAcceptedState, rememberAccepted } from "./accepted-state.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, scanOurs } from "./engine.ts";
+import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, scanOurs } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees } from "./tree-merge.ts";
@@ -15,26 +15,26 @@ import { conflictError } from "./conflict.ts";
 import { takeRemoteSide } from "./protect.ts";
 
 export async function pull(deps: EngineDeps, path: string): Promise<OperationOutcome> {
-  const session = await openSession(deps, path, true);
+  const checkout = await openCheckout(deps, path, true);
   try {
-    await scanOurs(session);
-    await session.deps.onStage("fetch");
+    await scanOurs(checkout);
+    await checkout.deps.onStage("fetch");
     // Fetching first also repairs a cache that lost accepted history, so a
     // baseline that was once accepted can be read again below.
-    let accepted = await loadAcceptedState(session.deps.store, session.git);
-    rememberAccepted(session.deps.memory, session.deps.storeId, accepted);
-    await session.deps.onStage("merge");
+    let accepted = await loadAcceptedState(checkout.deps.store, checkout.git);
+    rememberAccepted(checkout.deps.memory, checkout.deps.storeId, accepted);
+    await checkout.deps.onStage("merge");
     let base: FlatTree;
     try {
-      base = await baselineFiles(session);
+      base = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
       // The cache cannot produce the baseline: download the accepted packs
       // again, since the baseline was once accepted and is in them.
-      await session.git.dropPacks();
-      accepted = await loadAcceptedState(session.deps.store, session.git);
+      await checkout.git.dropPacks();
+      accepted = await loadAcceptedState(checkout.deps.store, checkout.git);
       try {
-        base = await baselineFiles(session);
+        base = await baselineFiles(checkout);
       } catch (again) {
         // Gone for good (compacted away): merge against nothing. Every
         // differing file becomes a conflict block; nothing is lost.
@@ -44,35 +44,35 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
     }
     // Protected paths take the remote's side before the merge, so they never
     // conflict: the process may not change them anyway.
-    const ours = takeRemoteSide(session.ours, accepted.files, session.deps.pathSets);
+    const ours = takeRemoteSide(checkout.ours, accepted.files, checkout.deps.pathSets);
     let merge;
     try {
-      merge = await mergeTrees(session.git, base, ours, accepted.files, session.oursContents);
+      merge = await mergeTrees(checkout.git, base, ours, accepted.files, checkout.oursContents);
     } catch (e) {
       if (!(e instanceof MissingObjectError)) throw e;
       // An object the cache lost: read every visible file again (the stat
       // cache was forgotten), and merge against nothing if the baseline's
       // files are what is missing.
-      await scanOurs(session, false);
-      const again = takeRemoteSide(session.ours, accepted.files, session.deps.pathSets);
+      await scanOurs(checkout, false);
+      const again = takeRemoteSide(checkout.ours, accepted.files, checkout.deps.pathSets);
       try {
-        merge = await mergeTrees(session.git, base, again, accepted.files, session.oursContents);
+        merge = await mergeTrees(checkout.git, base, again, accepted.files, checkout.oursContents);
       } catch (e2) {
         if (!(e2 instanceof MissingObjectError)) throw e2;
-        merge = await mergeTrees(session.git, new Map(), again, accepted.files, session.oursContents);
+        merge = await mergeTrees(checkout.git, new Map(), again, accepted.files, checkout.oursContents);
       }
     }
     await materializeInto(
-      session,
+      checkout,
       merge.result,
       { generation: accepted.generation, head: accepted.head, tree: accepted.tree },
       { operation: "pull", remoteAccepted: "no" },
     );
     if (merge.conflicts.length > 0) throw conflictError(merge.conflicts, "pull");
-    await session.deps.onStage("diffstat");
-    const files = await treeDiffStat(session.git, session.ours, merge.result, session.lineCounts);
-    return { path: session.dir, generation: accepted.generation, files };
+    await checkout.deps.onStage("diffstat");
+    const files = await treeDiffStat(checkout.git, checkout.ours, merge.result, checkout.lineCounts);
+    return { path: checkout.dir, generation: accepted.generation, files };
   } finally {
-    closeSession(session);
+    closeCheckout(checkout);
   }
 }

@@ -80,7 +80,7 @@ export class ObjectCache {
   }
 
   /**
-   * Trees and commits built this session, in memory only: they reach the
+   * Trees and commits built by this open checkout (one call), in memory only: they reach the
    * cache inside the pack a commit uploads and imports, so writing each one
    * loose first (a file, a rename, a directory) was wasted work.
    */
@@ -190,7 +190,7 @@ export class ObjectCache {
     return this.keep("commit", encodeCommit(args));
   }
 
-  /** This session's use of the process's fast reader for this cache; null until the first read. */
+  /** This call's use of the process's fast reader for this cache; null until the first read. */
   private shared: SharedReader | null = null;
   /** Packs were removed here: the reader must check every pack again. */
   private stale = false;
@@ -201,7 +201,7 @@ export class ObjectCache {
    * Fast reads of packed and loose objects (pack-reader.ts), through one
    * reader per cache for the whole process: indexing every pack again on
    * each call cost a warm commit more than its own work. The reader catches
-   * up with the pack directory when a session first reads and after packs
+   * up with the pack directory when a call first reads and after packs
    * were added or dropped.
    */
   private reader(): PackReader {
@@ -226,7 +226,7 @@ export class ObjectCache {
     this.kept.forgetTrees(this.gitdir);
   }
 
-  /** End of the session: the process's reader stays open for the next one (up to a bound). */
+  /** End of the call: the process's reader stays open for the next one (up to a bound). */
   close(): void {
     if (this.shared) this.kept.releaseReader(this.shared);
     this.shared = null;
