@@ -16,7 +16,7 @@ import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, reme
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, oursBytes, scanOurs, type OpenCheckout } from "./engine.ts";
+import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, localBytes, scanLocal, type OpenCheckout } from "./engine.ts";
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
@@ -42,10 +42,10 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
           : "This directory was never pulled; call pull for it once, then commit. No remote state was touched.",
       );
     }
-    await scanOurs(checkout);
-    let base: FlatTree;
+    await scanLocal(checkout);
+    let baselineTree: FlatTree;
     try {
-      base = await baselineFiles(checkout);
+      baselineTree = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
       throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
@@ -53,9 +53,9 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
         cause: e,
       });
     }
-    await refuseMarkers(checkout, base);
-    await refuseProtectedChanges(checkout, base);
-    return await publish(checkout, base, message);
+    await refuseMarkers(checkout, baselineTree);
+    await refuseProtectedChanges(checkout, baselineTree);
+    return await publish(checkout, baselineTree, message);
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
     if (e instanceof MissingObjectError) {
@@ -70,11 +70,11 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
   }
 }
 
-async function refuseMarkers(checkout: OpenCheckout, base: FlatTree): Promise<void> {
+async function refuseMarkers(checkout: OpenCheckout, baselineTree: FlatTree): Promise<void> {
   const files: ErrorFile[] = [];
-  for (const [path, oid] of checkout.ours) {
-    if (base.get(path) === oid) continue;
-    const text = decodeText(await oursBytes(checkout, path)) ?? "";
+  for (const [path, oid] of checkout.local) {
+    if (baselineTree.get(path) === oid) continue;
+    const text = decodeText(await localBytes(checkout, path)) ?? "";
     const ranges = findMarkerBlocks(text);
     if (ranges.length > 0) files.push({ path, reason: "UNRESOLVED_MARKERS", ranges });
   }
@@ -92,7 +92,7 @@ async function refuseMarkers(checkout: OpenCheckout, base: FlatTree): Promise<vo
  * run out. Each pass: the accepted state (the guess, or read), the merge,
  * then either nothing to publish or one publication attempt.
  */
-async function publish(checkout: OpenCheckout, base: FlatTree, message: string): Promise<OperationOutcome> {
+async function publish(checkout: OpenCheckout, baselineTree: FlatTree, message: string): Promise<OperationOutcome> {
   const { deps } = checkout;
   // The state this checkout was last brought to, as this process saw it: a
   // guess that `current` has not moved since. The conditional write checks
@@ -102,7 +102,7 @@ async function publish(checkout: OpenCheckout, base: FlatTree, message: string):
   let lost = 0;
   for (;;) {
     const accepted = await acceptedState(checkout, guess);
-    const merged = await mergeOrConflict(checkout, base, accepted);
+    const merged = await mergeOrConflict(checkout, baselineTree, accepted);
     if (sameTree(merged, accepted.files)) {
       // Nothing to publish against the guess: the store may have news.
       if (guess !== null) {
@@ -138,9 +138,9 @@ async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null
 }
 
 /** The merge of the checkout's changes into `accepted`; a conflict is written into the files and thrown. */
-async function mergeOrConflict(checkout: OpenCheckout, base: FlatTree, accepted: AcceptedState): Promise<FlatTree> {
+async function mergeOrConflict(checkout: OpenCheckout, baselineTree: FlatTree, accepted: AcceptedState): Promise<FlatTree> {
   await checkout.deps.onStage("merge");
-  const merge = await mergeTrees(checkout.git, base, checkout.ours, accepted.files, checkout.oursContents);
+  const merge = await mergeTrees(checkout.git, baselineTree, checkout.local, accepted.files, checkout.localContents);
   if (merge.conflicts.length > 0) {
     await materializeInto(checkout, merge.result, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
     throw conflictError(merge.conflicts, "commit");
@@ -188,7 +188,7 @@ async function tryPublication(checkout: OpenCheckout, accepted: AcceptedState, m
     pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
     generation: manifest.generation,
     head: uploaded.head,
-    merged: mergedIn(checkout.ours, merged),
+    merged: mergedIn(checkout.local, merged),
   });
   const landed = await conditionalReplace(deps.store, accepted, manifest);
   if (landed === false) return null;
@@ -225,7 +225,7 @@ async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, m
  * except that compaction reads every listed pack from the cache, ours
  * included.
  */
-async function importOurs(checkout: OpenCheckout, uploaded: Uploaded): Promise<void> {
+async function importOwnPack(checkout: OpenCheckout, uploaded: Uploaded): Promise<void> {
   if (!checkout.git.hasPack(uploaded.descriptor.sha256)) await checkout.git.importPack(uploaded.descriptor.sha256, uploaded.pack);
 }
 
@@ -238,7 +238,7 @@ async function packList(checkout: OpenCheckout, accepted: AcceptedState, uploade
   // Keep the pack count, and so a cold pull, bounded. Our own pack stays
   // last, which the outcome proof (conditionalReplace) relies on.
   await deps.onStage("compact");
-  await importOurs(checkout, uploaded);
+  await importOwnPack(checkout, uploaded);
   try {
     return (await compactPacks({ store: deps.store, git: checkout.git, head: uploaded.head, packs, policy }))?.packs ?? packs;
   } catch {
@@ -274,7 +274,7 @@ async function landedOutcome(
     });
   }
   try {
-    await importOurs(checkout, uploaded);
+    await importOwnPack(checkout, uploaded);
   } catch {
     // Accepted all the same; the next call finds our pack missing from
     // the cache and downloads it like any other.
@@ -294,11 +294,11 @@ async function backOff(checkout: OpenCheckout, lost: number): Promise<void> {
   await deps.sleep(deps.random() * cap);
 }
 
-/** Where `published` differs from the visible files `ours`: each path with what the visible file holds (null = absent). */
-function mergedIn(ours: FlatTree, published: FlatTree): Array<{ path: string; oid: string | null }> {
+/** Where `published` differs from the visible files `local`: each path with what the visible file holds (null = absent). */
+function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; oid: string | null }> {
   const merged: Array<{ path: string; oid: string | null }> = [];
-  for (const [path, oid] of published) if (ours.get(path) !== oid) merged.push({ path, oid: ours.get(path) ?? null });
-  for (const [path, oid] of ours) if (!published.has(path)) merged.push({ path, oid });
+  for (const [path, oid] of published) if (local.get(path) !== oid) merged.push({ path, oid: local.get(path) ?? null });
+  for (const [path, oid] of local) if (!published.has(path)) merged.push({ path, oid });
   return merged;
 }
 
@@ -334,9 +334,9 @@ async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, m
       { cause },
     );
   }
-  const ours = manifest.packs[manifest.packs.length - 1]!.key;
+  const ownPack = manifest.packs[manifest.packs.length - 1]!.key;
   if (now.manifest?.publication === manifest.publication) return { etag: now.etag };
   // Landed, and others published since: their ETag is not ours to remember.
-  if (now.manifest?.packs.some((p) => p.key === ours)) return { etag: null };
+  if (now.manifest?.packs.some((p) => p.key === ownPack)) return { etag: null };
   return false;
 }

@@ -101,9 +101,9 @@ export interface OpenCheckout {
   state: CheckoutState;
   git: ObjectCache;
   /** The visible files, as blob ids (the blobs are in the object cache). */
-  ours: FlatTree;
+  local: FlatTree;
   /** Contents of the visible files read this call, by blob id, so merging reads them from memory. */
-  oursContents: Map<string, Uint8Array>;
+  localContents: Map<string, Uint8Array>;
   /** The stat cache as of the scan; materialize adds the files it writes. */
   statCache: StatCache;
   /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
@@ -183,8 +183,8 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
       dir,
       state,
       git: state.git,
-      ours: new Map(),
-      oursContents: new Map(),
+      local: new Map(),
+      localContents: new Map(),
       statCache: StatCache.empty(),
       lineCounts: new Map(),
       baseline,
@@ -201,12 +201,12 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
  * snapshot recovery needs. The stat cache spares reading files unchanged
  * since the last scan; `useCache: false` reads everything (a repair).
  */
-export async function scanOurs(checkout: OpenCheckout, useCache = true): Promise<void> {
+export async function scanLocal(checkout: OpenCheckout, useCache = true): Promise<void> {
   await checkout.deps.onStage("scan");
   const takenMs = checkout.deps.now().getTime();
   const cache = useCache ? checkout.state.loadStatCache() : StatCache.empty();
   const scanned = scanNotebook(checkout.dir, cache.known);
-  const ours: FlatTree = new Map();
+  const local: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
   // Read again: files the cache could not vouch for. Changed: files whose
   // stamp or content differs from what the cache records, or that came or
@@ -215,7 +215,7 @@ export async function scanOurs(checkout: OpenCheckout, useCache = true): Promise
   let changed = Math.abs(cache.size - scanned.size);
   for (const [path, file] of scanned) {
     if (file.oid !== null) {
-      ours.set(path, file.oid);
+      local.set(path, file.oid);
       continue;
     }
     reread = true;
@@ -223,15 +223,15 @@ export async function scanOurs(checkout: OpenCheckout, useCache = true): Promise
     let oid = blobId(file.bytes);
     if (oid !== cache.recorded(path)) oid = await checkout.git.writeBlob(file.bytes);
     if (!cache.records(path, file.stamp, oid)) changed++;
-    ours.set(path, oid);
+    local.set(path, oid);
     contents.set(oid, file.bytes);
   }
-  checkout.ours = ours;
-  checkout.oursContents = contents;
+  checkout.local = local;
+  checkout.localContents = contents;
   checkout.statCache = cache;
   // Nothing new: the cache, in memory and on disk, already says all of this.
   if (!reread && changed === 0) return;
-  cache.recordScan(scanned, ours, takenMs);
+  cache.recordScan(scanned, local, takenMs);
   keepOrSave(checkout, changed);
 }
 
@@ -258,9 +258,9 @@ const FEW_CHANGES = 32;
 export async function materializeInto(checkout: OpenCheckout, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
   const b = checkout.baseline;
   // Already there (a call that found nothing to do): no file to write, no state to replace.
-  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(checkout.ours, to)) return;
+  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(checkout.local, to)) return;
   const written = (oid: string, bytes: Uint8Array) => checkout.lineCounts.set(oid, lineCount(bytes));
-  const writes = await materialize(checkout.state, checkout.ours, to, target, { ...checkout.deps, written }, recovery);
+  const writes = await materialize(checkout.state, checkout.local, to, target, { ...checkout.deps, written }, recovery);
   if (writes.length === 0) return;
   checkout.statCache.recordWrites(checkout.dir, writes, checkout.deps.now().getTime());
   try {
@@ -271,9 +271,9 @@ export async function materializeInto(checkout: OpenCheckout, to: FlatTree, targ
 }
 
 /** The bytes of a visible file as scanned: from memory when read this call, else from the object cache. */
-export async function oursBytes(checkout: OpenCheckout, path: string): Promise<Uint8Array> {
-  const oid = checkout.ours.get(path)!;
-  return checkout.oursContents.get(oid) ?? (await checkout.git.readBlob(oid));
+export async function localBytes(checkout: OpenCheckout, path: string): Promise<Uint8Array> {
+  const oid = checkout.local.get(path)!;
+  return checkout.localContents.get(oid) ?? (await checkout.git.readBlob(oid));
 }
 
 /** Before the process ends: write out what only its memory holds (stat caches). */
