@@ -34,8 +34,8 @@ import { dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import { randomHex } from "../contract/random-hex.ts";
 import type { Baseline, CheckoutState } from "./checkout-state.ts";
-import type { FlatTree, GitStore } from "./git-store.ts";
-import { blobId } from "./blob-id.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { blobId } from "./git/objects.ts";
 import { PARTIAL_FILE } from "./scan.ts";
 
 export interface FileWrite {
@@ -115,7 +115,7 @@ function removeVisible(root: string, path: string): void {
 /** Deletions first, so a file can give way to a directory of the same name. */
 async function apply(
   root: string,
-  git: GitStore,
+  git: ObjectCache,
   writes: FileWrite[],
   forward: boolean,
   afterWrite: () => Promise<void> | void = () => {},

@@ -8,7 +8,8 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
 import type { PathSets } from "../contract/results.ts";
-import { isAtOrBelow, realpathLoose } from "./paths.ts";
+import { isAtOrBelow } from "../contract/path-containment.ts";
+import { realpathLoose } from "./paths.ts";
 import { type ConfigFlags, type Env, invalid, nonEmpty } from "./settings.ts";
 import { parseStore, type StoreSpec, storeKind } from "./stores.ts";
 

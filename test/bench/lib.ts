@@ -18,6 +18,7 @@ import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { MANIFEST_KEY, packKey } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
+import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
@@ -187,6 +188,9 @@ export function s3Location(s3: S3Env, name: string): Location {
   };
 }
 
+/** What the bench process keeps between its in-process calls, as a server would. */
+const benchMemory = new ProcessMemory();
+
 /** Engine dependencies for in-process work (seeding, writers) on a location. */
 export function engineDepsFor(store: ObjectStore, loc: Location, privateRoot: string, overrides: Partial<EngineDeps> = {}): EngineDeps {
   mkdirSync(privateRoot, { recursive: true });
@@ -195,6 +199,7 @@ export function engineDepsFor(store: ObjectStore, loc: Location, privateRoot: st
     storeId: loc.storeId,
     privateRoot,
     self: { pid: process.pid, isAlive: isProcessAlive },
+    memory: benchMemory,
     commitRetries: 10,
     ...overrides,
   };

@@ -51,7 +51,7 @@ test("imports point down the layers only", () => {
 
 test("isomorphic-git in one engine file, the AWS SDK in one store file", () => {
   const users = (pkg: RegExp) => files.filter((f) => imports(f).some((s) => pkg.test(s))).sort();
-  expect(users(/^isomorphic-git/)).toEqual(["engine/git-store.ts"]);
+  expect(users(/^isomorphic-git/)).toEqual(["engine/git/object-cache.ts"]);
   expect(users(/^@aws-sdk\//)).toEqual(["store/s3.ts"]);
   expect(users(/^@modelcontextprotocol\//).every((f) => f.startsWith("surfaces/mcp/"))).toBe(true);
   expect(users(/^citty$/).every((f) => f.startsWith("surfaces/cli/"))).toBe(true);

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { commit } from "../../src/engine/commit.ts";
 import { compactPacks } from "../../src/engine/compact.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
-import { GitStore } from "../../src/engine/git-store.ts";
+import { ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
@@ -168,7 +168,7 @@ describe("gc", () => {
     const warm = world.checkout("warm");
     await pull(world.deps(), warm);
     const { manifest, etag } = await current(world.store);
-    const git = await GitStore.open(join(world.root, "maintenance"));
+    const git = await ObjectCache.open(join(world.root, "maintenance"), world.memory.objects);
     await loadAcceptedState(world.store, git);
     const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { maxPacks: 8, keepRecent: 3 } });
     const next = { ...manifest, publication: newPublicationId(), packs: result!.packs };
@@ -193,7 +193,7 @@ describe("gc", () => {
     const o = await orphan(world.store, "orphan");
     const before = (await current(world.store)).manifest;
     const compact = async (m: Manifest) => {
-      const git = await GitStore.open(join(world.root, "maintenance-gc"));
+      const git = await ObjectCache.open(join(world.root, "maintenance-gc"), world.memory.objects);
       await loadAcceptedState(world.store, git);
       const r = await compactPacks({ store: world.store, git, head: m.head, packs: m.packs, policy: { maxPacks: 8, keepRecent: 3 } });
       return r?.packs ?? null;

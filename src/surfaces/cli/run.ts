@@ -17,7 +17,7 @@ import { createLog, type Log, SILENT_LOG } from "../log.ts";
 import { type Operation, runOperation } from "../operation.ts";
 import { operationByCli } from "../operations.ts";
 import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../config.ts";
-import { engineDeps } from "../engine-deps.ts";
+import { engineDeps, flushProcessMemory } from "../engine-deps.ts";
 import { openVerifiedStore } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
@@ -130,7 +130,7 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   } finally {
     await store.close();
     // As in execute(): the server's calls kept some state in memory only.
-    (await import("../../engine/engine.ts")).flushKeptState();
+    flushProcessMemory();
   }
   return EXIT_CODES.OK;
 }
@@ -198,6 +198,6 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
   } finally {
     await store.close();
     // This process ends here: what the engine kept in memory goes to disk for the next one.
-    if (deps !== undefined) (await import("../../engine/engine.ts")).flushKeptState();
+    flushProcessMemory();
   }
 }
