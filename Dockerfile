@@ -6,8 +6,8 @@
 #
 # /notebook is the notebook directory (the workspace root); /state holds the
 # private root and the embedded store. docs/install.md has the settings.
-# No Docker engine runs where this was written: it is kept simple enough to
-# be checked by reading, and the same commands are exercised outside Docker.
+# npm test builds this file unchanged with podman and drives the image over
+# MCP (test/e2e/container.test.ts).
 
 # The binary, cross-compiled on the build machine's platform for the image's
 # with the release build (which fetches the target's Bun runtime from npm).

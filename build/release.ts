@@ -4,6 +4,9 @@
  *
  *   bun build/release.ts [--targets all|host|KEY,KEY…] [--out DIR] [--repo OWNER/NAME]
  *
+ * The repository comes from package.json (build/repository.mjs sets it);
+ * --repo overrides it for tests of the packages.
+ *
  * Writes, under DIR (default dist/):
  *   release/slivingdoc-<key>[.exe] and release/SHA256SUMS — the GitHub release assets
  *   npm/<key>/       — the platform package @slivingdoc/<key>: the binary, with os/cpu/libc
@@ -29,6 +32,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { binaryBuild } from "./binary-options.ts";
 import { adhocSign, binaryFormat, type BinaryFormat, machoSignatureProblems } from "./binary-format.ts";
+import { repositoryOf } from "./repository.mjs";
 import { assetName, binaryName, detectLibc, PLATFORMS, packageName, platformKey } from "./npm/launcher.cjs";
 
 interface Target {
@@ -91,16 +95,13 @@ function selectTargets(spec: string): Target[] {
 
 /**
  * The GitHub repository the launcher downloads release assets from and npm
- * provenance names: --repo, else the workflow's GITHUB_REPOSITORY, else the
- * package.json `repository`.
+ * provenance names: package.json's `repository`, the project's one setting
+ * of it (build/repository.mjs); --repo only for tests of the packages.
  */
 function repository(flag: string | undefined): string {
-  const fromPkg = (pkg as { repository?: string | { url?: string } }).repository;
-  const url = typeof fromPkg === "string" ? fromPkg : fromPkg?.url;
-  const repo = flag ?? process.env.GITHUB_REPOSITORY ?? /github\.com[/:]([^/]+\/[^/]+?)(?:\.git)?$/.exec(url ?? "")?.[1];
-  if (repo) return repo;
-  console.error("build:release: no repository given (--repo, GITHUB_REPOSITORY or package.json); using slivingdoc/slivingdoc for download URLs");
-  return "slivingdoc/slivingdoc";
+  const repo = flag ?? repositoryOf(pkg);
+  if (!repo) fail('package.json names no GitHub "repository"; set it with `node build/repository.mjs OWNER/NAME`');
+  return repo;
 }
 
 function cacheDir(): string {

@@ -11,6 +11,10 @@ const bun = join(root, "node_modules", ".bin", "bun");
 
 let code = 1;
 try {
+  // The type checker first: a type error fails the run before anything else.
+  const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
+  const typed = spawnSync(process.execPath, [tsc, "--noEmit", "-p", "tsconfig.json"], { cwd: root, stdio: "inherit" });
+  if (typed.status !== 0) throw new Error("the type check (tsc --noEmit) failed; see the errors above");
   // The end-to-end suites spawn the built binary, as users run it.
   const built = spawnSync(bun, ["build/compile.ts"], { cwd: root, stdio: "inherit" });
   if (built.status !== 0) throw new Error("the build failed; see the lines above");

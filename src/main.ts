@@ -6,7 +6,7 @@
  * process.stdout and process.stderr cost ~9 ms of every start on first touch.
  */
 import pkg from "../package.json" with { type: "json" };
-import { runCli } from "./surfaces/cli/commands.ts";
+import { runCli } from "./surfaces/cli/run.ts";
 import { rawUserArgs } from "./surfaces/cli/raw-argv.ts";
 import { isTerminal, textSink } from "./surfaces/stdio.ts";
 

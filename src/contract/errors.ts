@@ -79,7 +79,3 @@ function isEngineDetail(detail: string): boolean {
   if (FIXED_DETAILS.includes(detail)) return true;
   return /^".*" is not a regular text file; the notebook stores UTF-8 text files only$/s.test(detail);
 }
-
-export function isDomainError(e: unknown): e is DomainError {
-  return e instanceof DomainError;
-}

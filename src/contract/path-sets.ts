@@ -69,7 +69,3 @@ export function isProtected(path: string, sets: PathSets): boolean {
   if (best) return best.readOnly;
   return sets.writable.length > 0;
 }
-
-export function hasPathSets(sets: PathSets): boolean {
-  return sets.readOnly.length > 0 || sets.writable.length > 0;
-}

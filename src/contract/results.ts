@@ -4,6 +4,7 @@
  * objects, so both surfaces build them here.
  */
 import { DomainError, type ErrorFile, type RecoveryReport } from "./errors.ts";
+import { randomHex } from "./random-hex.ts";
 import { scrubText } from "./scrub.ts";
 import type { Action, Code, EngineDetail, Reason } from "./tokens.ts";
 
@@ -75,8 +76,7 @@ export function successResult(outcome: OperationOutcome, sets: PathSets): Succes
 
 /** A fresh 16-character lowercase hexadecimal diagnostic id. */
 export function newDiagnosticId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(8));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return randomHex(8);
 }
 
 /**
@@ -102,7 +102,7 @@ export function errorEnvelope(
   };
   if (error.detail !== undefined) envelope.detail = error.detail;
   if (error.recovery !== undefined) envelope.recovery = { ...error.recovery };
-  // Key order as in mcp-tools.md, so `--json` output reads like the spec.
+  // Key order as in mcp-tools.md, so `--json` output reads like that page.
   const { code, reason, action, retryable, message, detail, files, recovery, readOnly, writable } = envelope;
   return {
     code,

@@ -2,7 +2,7 @@
  * The token table of errors.md, the one place every code, reason, action and
  * file reason is defined. Nothing else in the code base invents a token:
  * errors are built from here (see errors.ts), and test/contract pins this
- * table against the spec text.
+ * table against docs/errors.md.
  */
 
 export const CODES = {
@@ -78,7 +78,7 @@ export const ENGINE_DETAILS = {
 
 export type EngineDetail = ReturnType<(typeof ENGINE_DETAILS)[keyof typeof ENGINE_DETAILS]>;
 
-/** Process exit codes of the CLI, one per class of outcome (decisions §7). */
+/** Process exit codes of the CLI, one per class of outcome (docs/cli.md, "Exit codes"). */
 export const EXIT_CODES = {
   OK: 0,
   /** An unexpected crash: a bug. */

@@ -6,9 +6,10 @@
 import { createHash } from "node:crypto";
 import { DomainError } from "../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import { BadPackError, type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
-import { keepRecent } from "./kept.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { BadPackError, MissingObjectError } from "./git/objects.ts";
 import { MANIFEST_KEY, type Manifest, parseManifest } from "./manifest.ts";
+import type { ProcessMemory } from "./process-memory.ts";
 
 export interface AcceptedState {
   /** null when the store holds no notebook yet (generation 0). */
@@ -20,7 +21,7 @@ export interface AcceptedState {
   tree: string | null;
   files: FlatTree;
   trees: Set<string>;
-  /** Tree ids by directory prefix (git-store.ts BuiltTree). */
+  /** Tree ids by directory prefix (git/object-cache.ts BuiltTree). */
   dirs: Map<string, string>;
 }
 
@@ -35,29 +36,28 @@ export async function readManifest(store: ObjectStore): Promise<{ manifest: Mani
   return { manifest: parseManifest(object.body), etag: object.etag };
 }
 
-/**
+/*
  * The accepted state this process last saw of each store (read, or
- * published by its own commit), with the ETag of `current` then: a commit
- * from a checkout still at that state can build on it and publish with
- * `If-Match` on that ETag without reading `current` first — the
- * conditional write itself says whether it is still current (commit.ts).
+ * published by its own commit), with the ETag of `current` then, is kept in
+ * ProcessMemory.acceptedStates: a commit from a checkout still at that state
+ * can build on it and publish with `If-Match` on that ETag without reading
+ * `current` first — the conditional write itself says whether it is still
+ * current (commit.ts).
  */
-const lastSeen = new Map<string, AcceptedState>();
-const KEPT_STATES = 8;
 
 /** A copy whose maps the caller may not change and the kept one cannot. */
 function copyOf(state: AcceptedState): AcceptedState {
   return { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) };
 }
 
-export function rememberAccepted(storeId: string, state: AcceptedState): void {
+export function rememberAccepted(memory: ProcessMemory, storeId: string, state: AcceptedState): void {
   if (state.manifest === null || state.etag === null) return;
-  keepRecent(lastSeen, storeId, copyOf(state), KEPT_STATES);
+  memory.acceptedStates.set(storeId, copyOf(state));
 }
 
 /** The state last seen of `storeId` if its head is `head` and this cache holds all its packs; else null. */
-export function lastAccepted(storeId: string, head: string | null, git: GitStore): AcceptedState | null {
-  const state = lastSeen.get(storeId);
+export function lastAccepted(memory: ProcessMemory, storeId: string, head: string | null, git: ObjectCache): AcceptedState | null {
+  const state = memory.acceptedStates.get(storeId);
   if (!state || state.head === null || state.head !== head || !state.manifest) return null;
   if (!state.manifest.packs.every((p) => git.hasPack(p.sha256))) return null;
   return copyOf(state);
@@ -66,7 +66,7 @@ export function lastAccepted(storeId: string, head: string | null, git: GitStore
 /** How many times a read starts over when packs vanish under a newer manifest. */
 const REREADS = 3;
 
-export async function loadAcceptedState(store: ObjectStore, git: GitStore): Promise<AcceptedState> {
+export async function loadAcceptedState(store: ObjectStore, git: ObjectCache): Promise<AcceptedState> {
   let { manifest, etag } = await readManifest(store);
   for (let reread = 0; ; reread++) {
     if (manifest === null) {
@@ -88,7 +88,7 @@ export async function loadAcceptedState(store: ObjectStore, git: GitStore): Prom
   return loadTree(store, git, manifest, etag);
 }
 
-async function loadTree(store: ObjectStore, git: GitStore, manifest: Manifest, etag: string | null): Promise<AcceptedState> {
+async function loadTree(store: ObjectStore, git: ObjectCache, manifest: Manifest, etag: string | null): Promise<AcceptedState> {
   const readHead = async () => {
     const tree = await git.commitTree(manifest.head);
     const read = await git.readFlatTree(tree);
@@ -119,7 +119,7 @@ async function loadTree(store: ObjectStore, git: GitStore, manifest: Manifest, e
   }
 }
 
-async function fetchPacks(store: ObjectStore, git: GitStore, manifest: Manifest): Promise<void> {
+async function fetchPacks(store: ObjectStore, git: ObjectCache, manifest: Manifest): Promise<void> {
   const missing = manifest.packs.filter((p) => !git.hasPack(p.sha256));
   // Bounded parallelism: enough to hide latency (a cold pull after a long
   // history fetches a base and up to 31 small packs), few enough for small

@@ -1,10 +1,11 @@
 /**
- * Private state of one checkout, under the private root (decisions §3):
+ * Private state of one checkout, under the private root (docs/design.md,
+ * Roots and checkouts):
  *
  *   <privateRoot>/checkouts/<id>/state.json   the baseline: accepted commit, tree, generation; the
  *                                              directory it belongs to; a publication in flight
  *   <privateRoot>/checkouts/<id>/journal.json present only while visible files are being rewritten
- *   <privateRoot>/checkouts/<id>/git/         the object cache (see git-store.ts)
+ *   <privateRoot>/checkouts/<id>/git/         the object cache (see git/object-cache.ts)
  *   <privateRoot>/checkouts/<id>/lock         held by the one operation running on this checkout
  *   <privateRoot>/checkouts/<id>/stat-cache.json  the stat cache (stat-cache.ts); only a speed-up
  *
@@ -21,78 +22,23 @@
  * old or the new state, never a torn one — except the stat cache, written
  * without fsync: a torn one does not parse, and is simply rebuilt.
  */
-import { createHash } from "node:crypto";
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
-import { randomHex } from "../contract/random-hex.ts";
+import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
-import { GitStore } from "./git-store.ts";
-import { fileIdentity, keepRecent } from "./kept.ts";
-import { StatCache } from "./stat-cache.ts";
+import { checkoutId } from "./checkout-registry.ts";
+import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type Publication, StateSchema } from "./state-files.ts";
+import { ObjectCache } from "./git/object-cache.ts";
+import type { KeptStatCaches } from "./kept-stat-caches.ts";
+import type { ProcessMemory } from "./process-memory.ts";
+import type { StatCache } from "./stat-cache.ts";
 
-const hex40 = z.string().regex(/^[0-9a-f]{40}$/);
+export type { Baseline, Journal, ProcessIdentity, Publication };
 
-const BaselineSchema = z
-  .object({
-    generation: z.number().int().nonnegative(),
-    head: hex40.nullable(),
-    tree: hex40.nullable(),
-  })
-  .strict();
+const STAT_CACHE_FILE = "stat-cache.json";
 
-/**
- * A commit's publication between its conditional write and the baseline
- * move: recorded before the write, so the next call on the checkout can
- * learn whether it landed (publication.ts) when this one dies in between.
- */
-const PublicationSchema = z
-  .object({
-    /** The manifest's publication id, and the pack the commit uploaded. */
-    publication: z.string(),
-    pack: z.object({ key: z.string(), sha256: z.string() }).strict(),
-    /** The manifest's generation and head commit. */
-    generation: z.number().int().positive(),
-    head: hex40,
-    /**
-     * Where the published tree differs from the visible files the commit
-     * scanned (changes merged in from others, not yet written): each path
-     * with the blob the visible file held then (null = absent).
-     */
-    merged: z.array(z.object({ path: z.string(), oid: hex40.nullable() }).strict()),
-  })
-  .strict();
-
-const StateSchema = z
-  .object({
-    version: z.literal(1),
-    checkout: z.string(),
-    store: z.string(),
-    /** The identity of the directory this state was made for (absent in states written before it was recorded). */
-    directory: z.string().optional(),
-    baseline: BaselineSchema,
-    publishing: PublicationSchema.optional(),
-  })
-  .strict();
-
-const JournalSchema = z
-  .object({
-    version: z.literal(1),
-    /** The baseline the interrupted operation was moving to. */
-    target: BaselineSchema,
-    /** Each visible file being rewritten: blob ids of its content before and after (null = absent). */
-    writes: z.array(z.object({ path: z.string(), before: hex40.nullable(), after: hex40.nullable() }).strict()),
-  })
-  .strict();
-
-export type Baseline = z.infer<typeof BaselineSchema>;
-export type CheckoutStateFile = z.infer<typeof StateSchema>;
-export type Journal = z.infer<typeof JournalSchema>;
-export type Publication = z.infer<typeof PublicationSchema>;
-export type { ProcessIdentity };
-
-export interface OpenCheckoutOptions {
+export interface CheckoutStateOptions {
   privateRoot: string;
   storeId: string;
   /** The checkout's real path. */
@@ -100,78 +46,8 @@ export interface OpenCheckoutOptions {
   self: ProcessIdentity;
   /** How long to wait for another operation on the same checkout. */
   lockTimeoutMs?: number;
-}
-
-function writeAtomic(file: string, data: string, durable = true): void {
-  const tmp = `${file}.tmp-${randomHex(8)}`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, data);
-    if (durable) fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-}
-
-function readJson(file: string): unknown | undefined {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw e;
-  }
-  return JSON.parse(text);
-}
-
-/**
- * Stat caches this process last read or wrote, by file, with the identity of
- * the file at that time: any other writer (a CLI call while a server runs)
- * replaces the file, which changes its inode and times, so a kept copy is
- * used only while the file on disk is the very one it came from.
- */
-const STAT_CACHE_FILE = "stat-cache.json";
-const keptStatCaches = new Map<string, KeptStatCache>();
-interface KeptStatCache {
-  identity: string;
-  cache: StatCache;
-  /** Holds changes the file on disk does not (keepStatCache). */
-  unsaved: boolean;
-}
-
-/** As many checkouts as a server is likely to serve at once; the least recent beyond are written out and dropped. */
-const KEPT_STAT_CACHES = 16;
-
-function keep(file: string, kept: KeptStatCache): void {
-  keepRecent(keptStatCaches, file, kept, KEPT_STAT_CACHES, (oldest, old) => {
-    writeOut(oldest, old);
-    return true;
-  });
-}
-
-/** Write a kept cache's unsaved changes, unless another process replaced the file since (it knows at least as much). */
-function writeOut(file: string, kept: KeptStatCache): void {
-  if (!kept.unsaved || fileIdentity(file) !== kept.identity) return;
-  try {
-    writeAtomic(file, kept.cache.serialize(), false);
-    kept.unsaved = false;
-    kept.identity = fileIdentity(file) ?? "";
-  } catch {
-    /* only a speed-up: the next process reads those files again */
-  }
-}
-
-/**
- * Write out what `keepStatCache` kept in memory only, for the processes that
- * come next: the CLI calls this before it exits, a server when it stops.
- */
-export function flushStatCaches(): void {
-  for (const [file, kept] of keptStatCaches) writeOut(file, kept);
-}
-
-export function checkoutId(storeId: string, dir: string): string {
-  return createHash("sha256").update(`${storeId}\0${dir}`).digest("hex").slice(0, 32);
+  /** What this process keeps between calls. */
+  memory: ProcessMemory;
 }
 
 /**
@@ -194,12 +70,13 @@ export class CheckoutState {
     readonly dir: string,
     readonly storeId: string,
     readonly stateDir: string,
-    readonly git: GitStore,
+    readonly git: ObjectCache,
     private readonly lock: HeldLock,
     private readonly directory: string,
+    private readonly keptStatCaches: KeptStatCaches,
   ) {}
 
-  static async open(options: OpenCheckoutOptions): Promise<CheckoutState> {
+  static async open(options: CheckoutStateOptions): Promise<CheckoutState> {
     const stateDir = join(options.privateRoot, "checkouts", checkoutId(options.storeId, options.dir));
     let lock: HeldLock;
     let directory: string;
@@ -223,8 +100,8 @@ export class CheckoutState {
       directory = directoryIdentity(options.dir);
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
-      const gitStore = await GitStore.open(join(stateDir, "git"), () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
-      const state = new CheckoutState(options.dir, options.storeId, stateDir, gitStore, lock, directory);
+      const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
+      const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory, options.memory.statCaches);
       state.forgetIfReplaced();
       return state;
     } catch (cause) {
@@ -250,7 +127,7 @@ export class CheckoutState {
     }
     if (state.directory === this.directory) return;
     for (const name of ["journal.json", STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
-    keptStatCaches.delete(join(this.stateDir, STAT_CACHE_FILE));
+    this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
     this.replaced = true;
   }
 
@@ -321,40 +198,16 @@ export class CheckoutState {
 
   /** The stat cache of the visible files (stat-cache.ts); empty when absent or unreadable. */
   loadStatCache(): StatCache {
-    const file = this.statCacheFile;
-    const identity = fileIdentity(file);
-    if (identity === null) return StatCache.empty();
-    // A server answers many calls on one checkout: parsing the cache of
-    // 10,000 files again each time would cost more than the scan it saves.
-    const kept = keptStatCaches.get(file);
-    if (kept && kept.identity === identity) {
-      keep(file, kept);
-      return kept.cache.clone();
-    }
-    const cache = StatCache.load(file);
-    keep(file, { identity, cache: cache.clone(), unsaved: false });
-    return cache;
+    return this.keptStatCaches.load(this.statCacheFile);
   }
 
-  /**
-   * Keep `cache` for this process's next calls without writing it: for
-   * changes that only make more entries trusted, where the file on disk
-   * stays right for any other process. Written when there is no file yet.
-   */
+  /** Keep `cache` for this process's next calls; written when the process ends (KeptStatCaches.keepUnsaved). */
   keepStatCache(cache: StatCache): void {
-    const file = this.statCacheFile;
-    const identity = fileIdentity(file);
-    if (identity === null) this.saveStatCache(cache);
-    else keep(file, { identity, cache: cache.clone(), unsaved: true });
+    this.keptStatCaches.keepUnsaved(this.statCacheFile, cache);
   }
 
   saveStatCache(cache: StatCache): void {
-    const file = this.statCacheFile;
-    // Not fsync'ed: it is only a speed-up, and a torn file does not parse.
-    writeAtomic(file, cache.serialize(), false);
-    const identity = fileIdentity(file);
-    if (identity === null) keptStatCaches.delete(file);
-    else keep(file, { identity, cache: cache.clone(), unsaved: false });
+    this.keptStatCaches.save(this.statCacheFile, cache);
   }
 
   release(): void {
@@ -363,77 +216,3 @@ export class CheckoutState {
   }
 }
 
-/**
- * Real paths of every checkout registered under the private root, for the
- * nesting check. A checkout whose directory is gone is no checkout: its
- * state is removed on the way (unless an operation holds it), so states of
- * removed directories — temporary ones above all — do not pile up and slow
- * every call down.
- */
-export function registeredCheckouts(privateRoot: string): string[] {
-  const base = join(privateRoot, "checkouts");
-  let ids: string[];
-  try {
-    ids = readdirSync(base);
-  } catch {
-    return [];
-  }
-  const dirs: string[] = [];
-  for (const id of ids) {
-    if (id.startsWith(".")) continue; // being removed (below)
-    const file = join(base, id, "state.json");
-    // Every call checks every checkout: parse each state file only when it changed.
-    const identity = fileIdentity(file);
-    let checkout = identity !== null && knownCheckouts.get(file)?.identity === identity ? knownCheckouts.get(file)!.checkout : null;
-    if (checkout === null) {
-      try {
-        const parsed = StateSchema.safeParse(readJson(file));
-        if (!parsed.success) continue;
-        checkout = parsed.data.checkout;
-        if (identity !== null) knownCheckouts.set(file, { identity, checkout });
-      } catch {
-        continue; // unreadable state is the business of its own checkout
-      }
-    }
-    if (exists(checkout)) dirs.push(checkout);
-    else forgetCheckout(base, id);
-  }
-  return dirs;
-}
-
-function exists(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code !== "ENOENT";
-  }
-}
-
-/**
- * Remove the state of a checkout whose directory is gone, unless an
- * operation holds its lock (it may be making the directory again). Renamed
- * aside first, so a half-removed state is never read as a checkout's.
- */
-function forgetCheckout(base: string, id: string): void {
-  if (exists(join(base, id, "lock"))) return;
-  const aside = join(base, `.gone-${id}-${randomHex(4)}`);
-  try {
-    renameSync(join(base, id), aside);
-    rmSync(aside, { recursive: true, force: true });
-  } catch {
-    /* another process got there first, or a state file is in use: next time */
-  }
-}
-
-/**
- * Remove the private state of a checkout whose directory is being removed
- * (a server's temporary session directory). Call only once nothing in the
- * directory remains unpublished.
- */
-export function forgetCheckoutState(privateRoot: string, storeId: string, dir: string): void {
-  forgetCheckout(join(privateRoot, "checkouts"), checkoutId(storeId, dir));
-}
-
-/** The checkout directory each state file named when this process last parsed it (state files are replaced, never edited). */
-const knownCheckouts = new Map<string, { identity: string; checkout: string }>();

@@ -11,12 +11,14 @@ import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
+import type { Baseline } from "./checkout-state.ts";
 import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, oursBytes, scanOurs, type Session } from "./engine.ts";
-import { type FlatTree, MissingObjectError } from "./git-store.ts";
+import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, localBytes, scanLocal, type OpenCheckout } from "./engine.ts";
+import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
+import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { decodeText } from "./text.ts";
@@ -29,21 +31,21 @@ const BACKOFF_CAP_MS = 1_000;
 
 export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
   validateMessage(message);
-  const session = await openSession(deps, path, false);
+  const checkout = await openCheckout(deps, path, false);
   try {
     // PULL_REQUIRED and UNRESOLVED_MARKERS come before any store access.
-    if (session.baseline === null) {
+    if (checkout.baseline === null) {
       throw new DomainError(
         "PULL_REQUIRED",
-        session.replaced
+        checkout.replaced
           ? "This directory is not the one that was pulled here (it was removed or replaced); call pull for it once, then commit. No remote state was touched."
           : "This directory was never pulled; call pull for it once, then commit. No remote state was touched.",
       );
     }
-    await scanOurs(session);
-    let base: FlatTree;
+    await scanLocal(checkout);
+    let baselineTree: FlatTree;
     try {
-      base = await baselineFiles(session);
+      baselineTree = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
       throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
@@ -51,9 +53,9 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
         cause: e,
       });
     }
-    await refuseMarkers(session, base);
-    await refuseProtectedChanges(session, base);
-    return await publish(session, base, message);
+    await refuseMarkers(checkout, baselineTree);
+    await refuseProtectedChanges(checkout, baselineTree);
+    return await publish(checkout, baselineTree, message);
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
     if (e instanceof MissingObjectError) {
@@ -64,15 +66,15 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
     }
     throw e;
   } finally {
-    closeSession(session);
+    closeCheckout(checkout);
   }
 }
 
-async function refuseMarkers(session: Session, base: FlatTree): Promise<void> {
+async function refuseMarkers(checkout: OpenCheckout, baselineTree: FlatTree): Promise<void> {
   const files: ErrorFile[] = [];
-  for (const [path, oid] of session.ours) {
-    if (base.get(path) === oid) continue;
-    const text = decodeText(await oursBytes(session, path)) ?? "";
+  for (const [path, oid] of checkout.local) {
+    if (baselineTree.get(path) === oid) continue;
+    const text = decodeText(await localBytes(checkout, path)) ?? "";
     const ranges = findMarkerBlocks(text);
     if (ranges.length > 0) files.push({ path, reason: "UNRESOLVED_MARKERS", ranges });
   }
@@ -85,152 +87,228 @@ async function refuseMarkers(session: Session, base: FlatTree): Promise<void> {
   }
 }
 
-async function publish(session: Session, base: FlatTree, message: string): Promise<OperationOutcome> {
-  const { deps, git } = session;
-  const store = deps.store;
+/**
+ * Merge, pack, upload and publish, until a publication lands or the retries
+ * run out. Each pass: the accepted state (the guess, or read), the merge,
+ * then either nothing to publish or one publication attempt.
+ */
+async function publish(checkout: OpenCheckout, baselineTree: FlatTree, message: string): Promise<OperationOutcome> {
+  const { deps } = checkout;
   // The state this checkout was last brought to, as this process saw it: a
   // guess that `current` has not moved since. The conditional write checks
   // the guess; a wrong one costs an orphan pack and the read it skipped.
-  let guess = deps.guessCurrent ? lastAccepted(deps.storeId, session.baseline?.head ?? null, git) : null;
-  for (let attempt = 0; ; attempt++) {
-    await deps.onStage("fetch");
-    const accepted = guess ?? (await loadAcceptedState(store, git));
-    if (guess === null) rememberAccepted(deps.storeId, accepted);
-    await deps.onStage("merge");
-    const merge = await mergeTrees(git, base, session.ours, accepted.files, session.oursContents);
-    const target = { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
-    if (merge.conflicts.length > 0) {
-      await materializeInto(session, merge.result, target, { operation: "commit", remoteAccepted: "no" });
-      throw conflictError(merge.conflicts, "commit");
-    }
-    if (guess !== null && sameTree(merge.result, accepted.files)) {
+  let guess = deps.guessCurrent ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
+  // Races lost to other commits; a stale guess is not one (no backoff, no retry spent).
+  let lost = 0;
+  for (;;) {
+    const accepted = await acceptedState(checkout, guess);
+    const merged = await mergeOrConflict(checkout, baselineTree, accepted);
+    if (sameTree(merged, accepted.files)) {
       // Nothing to publish against the guess: the store may have news.
-      guess = null;
-      attempt--;
-      continue;
-    }
-    if (sameTree(merge.result, accepted.files)) {
-      // Nothing to publish: a synchronisation, which brings the checkout to
-      // the accepted state (every local change is already in it).
-      await materializeInto(session, merge.result, target, { operation: "commit", remoteAccepted: "no" });
-      return { path: session.dir, generation: accepted.generation, files: [] };
-    }
-
-    await deps.onStage("pack");
-    // Only the directories that differ from the accepted tree are built.
-    const { tree, files, trees, dirs } = accepted;
-    const built = await git.writeFlatTree(merge.result, tree === null ? undefined : { tree, files, trees, dirs });
-    const head = await git.writeCommit({ tree: built.tree, parent: accepted.head, message, when: deps.now() });
-    const newObjects = [head, ...[...built.trees].filter((t) => !accepted.trees.has(t))];
-    const known = new Set(accepted.files.values());
-    for (const oid of new Set(merge.result.values())) if (!known.has(oid)) newObjects.push(oid);
-    const pack = await git.packObjects(newObjects);
-    const sha256 = createHash("sha256").update(pack).digest("hex");
-    const key = packKey(sha256);
-
-    await deps.onStage("upload");
-    try {
-      // Create-only: an existing key holds these very bytes (content-addressed).
-      await store.putIfAbsent(key, pack);
-    } catch (cause) {
-      throw new DomainError("PACK_UPLOAD", "The new pack could not be uploaded; nothing was published.", { cause });
-    }
-    // Into the cache only once it is accepted (below), keeping the window
-    // between reading and replacing `current` short — except that
-    // compaction reads every listed pack from the cache, ours included.
-    const importOurs = async () => {
-      if (!git.hasPack(sha256)) await git.importPack(sha256, pack);
-    };
-
-    let packs: PackDescriptor[] = [...(accepted.manifest?.packs ?? []), { key, size: pack.byteLength, sha256 }];
-    const policy = deps.compaction;
-    if (policy !== false && needsCompaction(packs, { ...DEFAULT_COMPACTION, ...policy })) {
-      // Keep the pack count, and so a cold pull, bounded (compact.ts). Our
-      // own pack stays last, which the outcome proof below relies on.
-      await deps.onStage("compact");
-      await importOurs();
-      try {
-        packs = (await compactPacks({ store, git, head, packs, policy }))?.packs ?? packs;
-      } catch {
-        // Compaction is an optimisation: publish the plain list instead.
+      if (guess !== null) {
+        guess = null;
+        continue;
       }
+      return synchronise(checkout, accepted, merged);
     }
-    const manifest: Manifest = {
-      format: 1,
-      generation: accepted.generation + 1,
-      head,
-      publication: newPublicationId(),
-      packs,
-    };
-    await deps.onStage("publish");
-    // Should this process die once the write is sent, the next call learns
-    // from this record whether it landed (publication.ts).
-    session.state.recordPublication(session.baseline!, {
-      publication: manifest.publication,
-      pack: { key, sha256 },
-      generation: manifest.generation,
-      head,
-      merged: mergedIn(session.ours, merge.result),
-    });
-    const landed = await conditionalReplace(store, accepted, manifest);
-    if (landed !== false) {
-      if (landed.etag !== null) {
-        const { tree: builtTree, trees: builtTrees, dirs: builtDirs } = built;
-        rememberAccepted(deps.storeId, {
-          manifest,
-          etag: landed.etag,
-          generation: manifest.generation,
-          head,
-          tree: builtTree,
-          files: merge.result,
-          trees: builtTrees,
-          dirs: builtDirs,
-        });
-      }
-      try {
-        await importOurs();
-      } catch {
-        // Accepted all the same; the next call finds our pack missing from
-        // the cache and downloads it like any other.
-      }
-      const next = { generation: manifest.generation, head, tree: built.tree };
-      await materializeInto(session, merge.result, next, { operation: "commit", remoteAccepted: "yes" });
-      await deps.onStage("diffstat");
-      const files = await treeDiffStat(git, accepted.files, merge.result, session.lineCounts);
-      return { path: session.dir, generation: manifest.generation, files };
-    }
+    const outcome = await tryPublication(checkout, accepted, merged, message);
+    if (outcome !== null) return outcome;
     if (guess !== null) {
-      // The guess was stale: not a lost race, so no backoff and no retry spent.
       guess = null;
-      attempt--;
       continue;
     }
-    if (attempt >= deps.commitRetries) {
+    if (lost >= deps.commitRetries) {
       throw new DomainError(
         "RETRIES_EXHAUSTED",
-        `Other commits won the race ${attempt + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
+        `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
       );
     }
-    await deps.onStage("retry");
-    const cap = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt);
-    await deps.sleep(deps.random() * cap);
+    await backOff(checkout, lost++);
   }
 }
 
-/** Where `published` differs from the visible files `ours`: each path with what the visible file holds (null = absent). */
-function mergedIn(ours: FlatTree, published: FlatTree): Array<{ path: string; oid: string | null }> {
+/** The guess, or the accepted state read from the store (and remembered as the process's latest). */
+async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null): Promise<AcceptedState> {
+  const { deps } = checkout;
+  await deps.onStage("fetch");
+  if (guess !== null) return guess;
+  const accepted = await loadAcceptedState(deps.store, checkout.git);
+  rememberAccepted(deps.memory, deps.storeId, accepted);
+  return accepted;
+}
+
+/** The merge of the checkout's changes into `accepted`; a conflict is written into the files and thrown. */
+async function mergeOrConflict(checkout: OpenCheckout, baselineTree: FlatTree, accepted: AcceptedState): Promise<FlatTree> {
+  await checkout.deps.onStage("merge");
+  const merge = await mergeTrees(checkout.git, baselineTree, checkout.local, accepted.files, checkout.localContents);
+  if (merge.conflicts.length > 0) {
+    await materializeInto(checkout, merge.result, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
+    throw conflictError(merge.conflicts, "commit");
+  }
+  return merge.result;
+}
+
+/**
+ * Nothing to publish: a synchronisation, which brings the checkout to the
+ * accepted state (every local change is already in it).
+ */
+async function synchronise(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree): Promise<OperationOutcome> {
+  await materializeInto(checkout, merged, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
+  return { path: checkout.dir, generation: accepted.generation, files: [] };
+}
+
+function targetOf(accepted: AcceptedState): Baseline {
+  return { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
+}
+
+/** The new commit and its pack, built and uploaded. */
+interface Uploaded {
+  head: string;
+  built: BuiltTree;
+  pack: Uint8Array;
+  descriptor: PackDescriptor;
+}
+
+/**
+ * One publication attempt on top of `accepted`: build and upload the pack,
+ * choose the pack list (compacting it when long), record the publication,
+ * and replace `current` conditionally. The outcome when it landed; null
+ * when another publication won.
+ */
+async function tryPublication(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<OperationOutcome | null> {
+  const { deps } = checkout;
+  const uploaded = await buildAndUpload(checkout, accepted, merged, message);
+  const packs = await packList(checkout, accepted, uploaded);
+  const manifest: Manifest = { format: 1, generation: accepted.generation + 1, head: uploaded.head, publication: newPublicationId(), packs };
+  await deps.onStage("publish");
+  // Should this process die once the write is sent, the next call learns
+  // from this record whether it landed (publication.ts).
+  checkout.state.recordPublication(checkout.baseline!, {
+    publication: manifest.publication,
+    pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
+    generation: manifest.generation,
+    head: uploaded.head,
+    merged: mergedIn(checkout.local, merged),
+  });
+  const landed = await conditionalReplace(deps.store, accepted, manifest);
+  if (landed === false) return null;
+  return landedOutcome(checkout, accepted, merged, uploaded, manifest, landed.etag);
+}
+
+async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<Uploaded> {
+  const { deps, git } = checkout;
+  await deps.onStage("pack");
+  // Only the directories that differ from the accepted tree are built.
+  const { tree, files, trees, dirs } = accepted;
+  const built = await git.writeFlatTree(merged, tree === null ? undefined : { tree, files, trees, dirs });
+  const head = await git.writeCommit({ tree: built.tree, parent: accepted.head, message, when: deps.now() });
+  const newObjects = [head, ...[...built.trees].filter((t) => !accepted.trees.has(t))];
+  const known = new Set(accepted.files.values());
+  for (const oid of new Set(merged.values())) if (!known.has(oid)) newObjects.push(oid);
+  const pack = await git.packObjects(newObjects);
+  const sha256 = createHash("sha256").update(pack).digest("hex");
+  const descriptor = { key: packKey(sha256), size: pack.byteLength, sha256 };
+
+  await deps.onStage("upload");
+  try {
+    // Create-only: an existing key holds these very bytes (content-addressed).
+    await deps.store.putIfAbsent(descriptor.key, pack);
+  } catch (cause) {
+    throw new DomainError("PACK_UPLOAD", "The new pack could not be uploaded; nothing was published.", { cause });
+  }
+  return { head, built, pack, descriptor };
+}
+
+/**
+ * Our pack goes into the cache only once it is accepted (landedOutcome),
+ * keeping the window between reading and replacing `current` short —
+ * except that compaction reads every listed pack from the cache, ours
+ * included.
+ */
+async function importOwnPack(checkout: OpenCheckout, uploaded: Uploaded): Promise<void> {
+  if (!checkout.git.hasPack(uploaded.descriptor.sha256)) await checkout.git.importPack(uploaded.descriptor.sha256, uploaded.pack);
+}
+
+/** The accepted packs plus ours, compacted when the list grows past the policy's bound (compact.ts). */
+async function packList(checkout: OpenCheckout, accepted: AcceptedState, uploaded: Uploaded): Promise<PackDescriptor[]> {
+  const { deps } = checkout;
+  const packs: PackDescriptor[] = [...(accepted.manifest?.packs ?? []), uploaded.descriptor];
+  const policy = deps.compaction;
+  if (policy === false || !needsCompaction(packs, { ...DEFAULT_COMPACTION, ...policy })) return packs;
+  // Keep the pack count, and so a cold pull, bounded. Our own pack stays
+  // last, which the outcome proof (conditionalReplace) relies on.
+  await deps.onStage("compact");
+  await importOwnPack(checkout, uploaded);
+  try {
+    return (await compactPacks({ store: deps.store, git: checkout.git, head: uploaded.head, packs, policy }))?.packs ?? packs;
+  } catch {
+    // Compaction is an optimisation: publish the plain list instead.
+    return packs;
+  }
+}
+
+/**
+ * The publication landed: remember it as the accepted state (when its ETag
+ * is ours), import our pack, bring the files to it, and report the diffstat.
+ */
+async function landedOutcome(
+  checkout: OpenCheckout,
+  accepted: AcceptedState,
+  merged: FlatTree,
+  uploaded: Uploaded,
+  manifest: Manifest,
+  etag: string | null,
+): Promise<OperationOutcome> {
+  const { deps, git } = checkout;
+  const { head, built } = uploaded;
+  if (etag !== null) {
+    rememberAccepted(deps.memory, deps.storeId, {
+      manifest,
+      etag,
+      generation: manifest.generation,
+      head,
+      tree: built.tree,
+      files: merged,
+      trees: built.trees,
+      dirs: built.dirs,
+    });
+  }
+  try {
+    await importOwnPack(checkout, uploaded);
+  } catch {
+    // Accepted all the same; the next call finds our pack missing from
+    // the cache and downloads it like any other.
+  }
+  const next = { generation: manifest.generation, head, tree: built.tree };
+  await materializeInto(checkout, merged, next, { operation: "commit", remoteAccepted: "yes" });
+  await deps.onStage("diffstat");
+  const files = await treeDiffStat(git, accepted.files, merged, checkout.lineCounts);
+  return { path: checkout.dir, generation: manifest.generation, files };
+}
+
+/** Before the next attempt after `lost` lost races: full jitter, exponential, capped. */
+async function backOff(checkout: OpenCheckout, lost: number): Promise<void> {
+  const { deps } = checkout;
+  await deps.onStage("retry");
+  const cap = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** lost);
+  await deps.sleep(deps.random() * cap);
+}
+
+/** Where `published` differs from the visible files `local`: each path with what the visible file holds (null = absent). */
+function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; oid: string | null }> {
   const merged: Array<{ path: string; oid: string | null }> = [];
-  for (const [path, oid] of published) if (ours.get(path) !== oid) merged.push({ path, oid: ours.get(path) ?? null });
-  for (const [path, oid] of ours) if (!published.has(path)) merged.push({ path, oid });
+  for (const [path, oid] of published) if (local.get(path) !== oid) merged.push({ path, oid: local.get(path) ?? null });
+  for (const [path, oid] of local) if (!published.has(path)) merged.push({ path, oid });
   return merged;
 }
 
 /**
- * One conditional write of `current`: false if our manifest was not
- * accepted, else the ETag it left (null when others published since).
- * When the response is lost or ambiguous, read `current` back and prove the
- * outcome (lessons-from-peers: never guess). Every later manifest keeps our
- * pack, so its presence proves we landed even after others published.
+ * One conditional write of `current`: false if our manifest was not accepted,
+ * else the ETag it left (null when others published since). When the response
+ * is lost or ambiguous, read `current` back and prove the outcome
+ * (docs/design.md, What earlier systems got wrong). Every later manifest
+ * keeps our pack, so its presence proves we landed even after others
+ * published.
  */
 async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, manifest: Manifest): Promise<{ etag: string | null } | false> {
   const body = serializeManifest(manifest);
@@ -256,9 +334,9 @@ async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, m
       { cause },
     );
   }
-  const ours = manifest.packs[manifest.packs.length - 1]!.key;
+  const ownPack = manifest.packs[manifest.packs.length - 1]!.key;
   if (now.manifest?.publication === manifest.publication) return { etag: now.etag };
   // Landed, and others published since: their ETag is not ours to remember.
-  if (now.manifest?.packs.some((p) => p.key === ours)) return { etag: null };
+  if (now.manifest?.packs.some((p) => p.key === ownPack)) return { etag: null };
   return false;
 }

@@ -34,12 +34,12 @@
  *   that gc removes after the grace period.
  */
 import { createHash } from "node:crypto";
-import * as fs from "node:fs";
-import { join } from "node:path";
-import { deflateSync, inflateSync } from "node:zlib";
+import { randomHex } from "../contract/random-hex.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import { type GitStore, MissingObjectError } from "./git-store.ts";
-import { PACK_TYPES, PackReader, packEntry, writePack } from "./pack-reader.ts";
+import type { ObjectCache } from "./git/object-cache.ts";
+import { decodeCommit, MissingObjectError } from "./git/objects.ts";
+import { packEntry, writePack } from "./git/pack.ts";
+import { walkTree } from "./git/walk.ts";
 import { type PackDescriptor, packKey } from "./manifest.ts";
 
 export interface CompactionPolicy {
@@ -58,10 +58,11 @@ export interface CompactionPolicy {
 }
 
 /**
- * History is "recent" (decisions §5): the newest 32 commits survive a
- * compaction, so a cold pull's bytes do not grow with the history's length
- * (S5 in docs/performance.md: the whole history of 1,000 small commits made
- * a cold pull 1.35× slower than after one commit; 32 commits, 1.14×).
+ * History is "recent" (docs/design.md, The store and the publication
+ * protocol): the newest 32 commits survive a compaction, so a cold pull's
+ * bytes do not grow with the history's length (S5 in docs/performance.md: the
+ * whole history of 1,000 small commits made a cold pull 1.35× slower than
+ * after one commit; 32 commits, 1.14×).
  */
 export const DEFAULT_COMPACTION: CompactionPolicy = { maxPacks: 32, keepRecent: 8, history: 32 };
 
@@ -83,7 +84,7 @@ export function needsCompaction(packs: readonly PackDescriptor[], policy: Compac
 export interface CompactArgs {
   store: ObjectStore;
   /** The object cache; every listed pack must have been imported into it (a commit's fetch does that). */
-  git: GitStore;
+  git: ObjectCache;
   /** The commit the next manifest will name as its head. */
   head: string;
   /** The pack list the next manifest would carry without compaction, oldest first. */
@@ -113,28 +114,21 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
   const kept = policy.keepRecent === 0 ? [] : args.packs.slice(-policy.keepRecent);
   const replaced = args.packs.slice(0, args.packs.length - kept.length);
   const inKept = new Set<string>();
-  for (const p of kept) for (const oid of packObjectIds(args.git, p.sha256)) inKept.add(oid);
+  for (const p of kept) for (const oid of args.git.packObjectIds(p.sha256)) inKept.add(oid);
 
-  const reader = new ObjectReader(args.git);
-  let bytes: Uint8Array;
-  let objects: number;
-  try {
-    const reachable = await reachableObjects(reader, args.head, policy.history);
-    const baseObjects = [...reachable].filter((oid) => !inKept.has(oid));
-    if (baseObjects.length === 0) return { packs: [...kept], base: null, replaced, objects: 0 };
-    // The nonce (see the header): unreferenced, so the next compaction drops it.
-    const nonce = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
-    const entries = [packEntry("blob", Buffer.from(`slivingdoc compaction nonce ${nonce}\n`))];
-    for (const oid of baseObjects) {
-      const entry = await reader.entry(oid);
-      if (entry === null) throw new MissingObjectError(`object ${oid} of the head is missing`);
-      entries.push(entry);
-    }
-    bytes = writePack(entries);
-    objects = entries.length;
-  } finally {
-    reader.close();
+  const reachable = await reachableObjects(args.git, args.head, policy.history);
+  const baseObjects = [...reachable].filter((oid) => !inKept.has(oid));
+  if (baseObjects.length === 0) return { packs: [...kept], base: null, replaced, objects: 0 };
+  // The nonce (see the header): unreferenced, so the next compaction drops it.
+  const nonce = randomHex(16);
+  const entries = [packEntry("blob", Buffer.from(`slivingdoc compaction nonce ${nonce}\n`))];
+  for (const oid of baseObjects) {
+    const entry = await args.git.packEntry(oid);
+    if (entry === null) throw new MissingObjectError(`object ${oid} of the head is missing`);
+    entries.push(entry);
   }
+  const bytes = writePack(entries);
+  const objects = entries.length;
   const sha256 = createHash("sha256").update(bytes).digest("hex");
   const base: PackDescriptor = { key: packKey(sha256), size: bytes.byteLength, sha256 };
   const put = await args.store.putIfAbsent(base.key, bytes);
@@ -148,124 +142,38 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
 }
 
 /**
- * The object ids a pack holds, from its index in the cache (pack index
- * version 2: magic, version, 256 fan-out entries, then the sorted ids).
- * https://git-scm.com/docs/pack-format#_version_2_pack_idx_files_support_packs_larger_than_4_gib_and
- */
-export function packObjectIds(store: GitStore, sha256: string): string[] {
-  const file = join(store.gitdir, "objects", "pack", `pack-${sha256}.idx`);
-  let idx: Buffer;
-  try {
-    idx = fs.readFileSync(file);
-  } catch (cause) {
-    throw new MissingObjectError(`pack ${sha256} was never imported into this cache`, { cause });
-  }
-  if (idx.length < 8 + 256 * 4 || idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) {
-    throw new MissingObjectError(`pack index ${sha256} is not a version 2 index`);
-  }
-  const count = idx.readUInt32BE(8 + 255 * 4);
-  const start = 8 + 256 * 4;
-  if (idx.length < start + count * 20) throw new MissingObjectError(`pack index ${sha256} is truncated`);
-  const ids: string[] = [];
-  for (let i = 0; i < count; i++) ids.push(idx.toString("hex", start + i * 20, start + (i + 1) * 20));
-  return ids;
-}
-
-/**
- * Object reads for compaction: the cache's packs and loose objects through
- * PackReader, anything else (a deltified entry) through GitStore's public
- * API, as a pack of the one object whose single entry is undeltified.
- */
-class ObjectReader {
-  private readonly packs: PackReader;
-
-  constructor(private readonly git: GitStore) {
-    this.packs = new PackReader(git.gitdir);
-  }
-
-  close(): void {
-    this.packs.close();
-  }
-
-  async read(oid: string): Promise<{ type: string; object: Buffer } | null> {
-    return this.packs.read(oid) ?? this.throughGitStore(oid);
-  }
-
-  /**
-   * The object as a pack entry: an undeltified entry of a cached pack is
-   * copied byte for byte (no inflating and deflating again); anything else
-   * is read and deflated.
-   */
-  async entry(oid: string): Promise<Buffer | null> {
-    const raw = this.packs.entry(oid);
-    if (raw) return raw;
-    const object = await this.read(oid);
-    return object === null ? null : packEntry(object.type, object.object);
-  }
-
-  private async throughGitStore(oid: string): Promise<{ type: string; object: Buffer } | null> {
-    let pack: Uint8Array;
-    try {
-      pack = await this.git.packObjects([oid]);
-    } catch (cause) {
-      if ((cause as { code?: string }).code === "NotFoundError" || cause instanceof MissingObjectError) return null;
-      throw cause;
-    }
-    // "PACK", version, object count (1), then the one undeltified entry, then the checksum.
-    let i = 12;
-    let byte = pack[i++]!;
-    const type = PACK_TYPES[(byte >> 4) & 7] ?? "";
-    while (byte & 0x80) byte = pack[i++]!;
-    if (type === "") throw new MissingObjectError(`object ${oid} came back deltified or malformed`);
-    return { type, object: inflateSync(pack.subarray(i, pack.length - 20)) };
-  }
-}
-
-/**
  * Every object reachable from `head`: commits (following every parent, to
  * `history` commits deep), their trees and blobs. A parent missing from the
  * cache below the head is a shallow boundary left by an earlier compaction
  * with a shorter history, and ends the walk there; a missing head, tree or
  * blob is an error.
  */
-async function reachableObjects(reader: ObjectReader, head: string, history: number | "all"): Promise<Set<string>> {
+async function reachableObjects(cache: ObjectCache, head: string, history: number | "all"): Promise<Set<string>> {
   const objects = new Set<string>();
-  const walkTree = async (oid: string): Promise<void> => {
-    if (objects.has(oid)) return; // a tree seen before: its whole subtree was walked
-    const tree = await reader.read(oid);
-    if (tree === null || tree.type !== "tree") throw new MissingObjectError(`tree ${oid} missing`);
-    objects.add(oid);
-    const buf = tree.object;
-    let i = 0;
-    while (i < buf.length) {
-      const space = buf.indexOf(0x20, i);
-      const nul = buf.indexOf(0, space);
-      if (space < 0 || nul < 0 || nul + 21 > buf.length) throw new MissingObjectError(`tree ${oid} malformed`);
-      const mode = buf.toString("latin1", i, space);
-      const child = buf.toString("hex", nul + 1, nul + 21);
-      i = nul + 21;
-      if (mode === "40000") await walkTree(child);
-      else objects.add(child);
-    }
-  };
+  const read = (oid: string) => cache.find(oid);
   let frontier = [head];
   for (let depth = 0; frontier.length > 0 && (history === "all" || depth < history); depth++) {
     const next: string[] = [];
     for (const oid of frontier) {
       if (objects.has(oid)) continue;
-      const commit = await reader.read(oid);
+      const commit = await read(oid);
       if (commit === null) {
         if (depth === 0) throw new MissingObjectError(`head ${oid} missing`);
         continue; // shallow boundary
       }
       if (commit.type !== "commit") throw new MissingObjectError(`${oid} is not a commit`);
       objects.add(oid);
-      const text = commit.object.toString("latin1");
-      const headerEnd = text.indexOf("\n\n");
-      for (const line of text.slice(0, headerEnd < 0 ? text.length : headerEnd).split("\n")) {
-        if (line.startsWith("tree ")) await walkTree(line.slice(5));
-        else if (line.startsWith("parent ")) next.push(line.slice(7));
-      }
+      const { tree, parents } = decodeCommit(commit.object);
+      // A tree seen before: its whole subtree was walked.
+      await walkTree(read, tree, {
+        tree: (t) => {
+          if (objects.has(t)) return false;
+          objects.add(t);
+          return true;
+        },
+        entry: (_, blob) => objects.add(blob),
+      });
+      next.push(...parents);
     }
     frontier = next;
   }

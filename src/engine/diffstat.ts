@@ -1,6 +1,6 @@
 /** Per-file line counts between two trees, as `git diff --numstat` would count them. */
 import type { FileStat } from "../contract/results.ts";
-import type { FlatTree, GitStore } from "./git-store.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { decodeText } from "./text.ts";
 import { diffStat } from "./xdiff/index.ts";
 
@@ -16,7 +16,7 @@ export function lineCount(bytes: Uint8Array): number {
  * `lines`: line counts of blobs already known (a pull counts the files it
  * writes), so a file added on one side is not read back just to count them.
  */
-export async function treeDiffStat(git: GitStore, from: FlatTree, to: FlatTree, lines: Map<string, number> = new Map()): Promise<FileStat[]> {
+export async function treeDiffStat(git: ObjectCache, from: FlatTree, to: FlatTree, lines: Map<string, number> = new Map()): Promise<FileStat[]> {
   const read = async (oid: string | undefined) => (oid === undefined ? "" : (decodeText(await git.readBlob(oid)) ?? ""));
   const stats: FileStat[] = [];
   // Only the paths that differ, sorted: most calls change a few files of many.

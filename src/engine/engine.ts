@@ -3,16 +3,20 @@
  * private state lives, who we are, and the hooks tests and logs use.
  */
 import { mkdirSync, realpathSync } from "node:fs";
-import { isAbsolute, relative, resolve, sep } from "node:path";
+import { resolve } from "node:path";
 import { DomainError } from "../contract/errors.ts";
+import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./compact.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import { blobId } from "./blob-id.ts";
-import { type Baseline, CheckoutState, flushStatCaches, type ProcessIdentity, registeredCheckouts } from "./checkout-state.ts";
-import { type FlatTree, type GitStore, MissingObjectError } from "./git-store.ts";
+import { blobId } from "./git/objects.ts";
+import { registeredCheckouts } from "./checkout-registry.ts";
+import { type Baseline, CheckoutState, type ProcessIdentity } from "./checkout-state.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { MissingObjectError } from "./git/objects.ts";
 import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
 import { settlePublication } from "./publication.ts";
+import type { ProcessMemory } from "./process-memory.ts";
 import { scanNotebook } from "./scan.ts";
 import { lineCount } from "./diffstat.ts";
 import { StatCache } from "./stat-cache.ts";
@@ -24,6 +28,11 @@ export interface EngineDeps {
   storeId: string;
   privateRoot: string;
   self: ProcessIdentity;
+  /**
+   * What the process keeps between calls (process-memory.ts): one per
+   * process, shared by all its calls; a fresh one is a fresh world.
+   */
+  memory: ProcessMemory;
   /** How many times a commit that lost the race re-merges and tries again. */
   commitRetries: number;
   /** The paths this process may not change (none by default). */
@@ -55,30 +64,25 @@ export interface EngineDeps {
 // with jittered backoff capped at 1 s, 30 rarely costs more than a few seconds.
 export const DEFAULT_COMMIT_RETRIES = 30;
 
-function isInside(parent: string, child: string): boolean {
-  const rel = relative(parent, child);
-  // "..x" is a name inside; only ".." itself or "../…" leads out.
-  return rel !== "" && rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
-}
-
 /**
- * Checkouts never publish one another's files (decisions §3): a directory
- * inside another checkout, or containing one, is refused. So is one that
- * overlaps the private state.
+ * Checkouts never publish one another's files (docs/design.md, Roots and
+ * checkouts): a directory inside another checkout, or containing one, is
+ * refused. So is one that overlaps the private state.
  */
 function refuseNesting(deps: EngineDeps, dir: string): void {
   const privateRoot = deps.privateRoot;
-  if (dir === privateRoot || isInside(dir, privateRoot) || isInside(privateRoot, dir)) {
+  if (isAtOrBelow(dir, privateRoot) || isAtOrBelow(privateRoot, dir)) {
     throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");
   }
-  for (const other of registeredCheckouts(privateRoot)) {
-    if (isInside(other, dir)) {
+  for (const other of registeredCheckouts(privateRoot, deps.memory)) {
+    if (other === dir) continue; // the checkout itself
+    if (isAtOrBelow(other, dir)) {
       throw new DomainError(
         "PATH_OUTSIDE_ROOT",
         `This directory is inside another checkout (${other}); pull or commit that checkout, or use a directory outside it.`,
       );
     }
-    if (isInside(dir, other)) {
+    if (isAtOrBelow(dir, other)) {
       throw new DomainError(
         "PATH_OUTSIDE_ROOT",
         `This directory contains another checkout (${other}); address that checkout or a directory beside it.`,
@@ -87,18 +91,19 @@ function refuseNesting(deps: EngineDeps, dir: string): void {
   }
 }
 
-export interface Session {
+/** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
+export interface OpenCheckout {
   deps: Required<Omit<EngineDeps, "onStage" | "afterWrite">> & {
     onStage: (stage: string) => Promise<void> | void;
     afterWrite: () => Promise<void> | void;
   };
   dir: string;
   state: CheckoutState;
-  git: GitStore;
+  git: ObjectCache;
   /** The visible files, as blob ids (the blobs are in the object cache). */
-  ours: FlatTree;
+  local: FlatTree;
   /** Contents of the visible files read this call, by blob id, so merging reads them from memory. */
-  oursContents: Map<string, Uint8Array>;
+  localContents: Map<string, Uint8Array>;
   /** The stat cache as of the scan; materialize adds the files it writes. */
   statCache: StatCache;
   /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
@@ -108,7 +113,7 @@ export interface Session {
   replaced: boolean;
 }
 
-function withDefaults(deps: EngineDeps): Session["deps"] {
+function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
   return {
     pathSets: NO_PATH_SETS,
     lockTimeoutMs: 30_000,
@@ -126,16 +131,16 @@ function withDefaults(deps: EngineDeps): Session["deps"] {
 /**
  * Open a checkout for one operation: resolve it, take its lock, repair an
  * interrupted earlier operation, and scan the visible files. The caller must
- * `close` the session.
+ * `closeCheckout` it.
  */
-export async function openSession(deps: EngineDeps, path: string, create: boolean): Promise<Session> {
+export async function openCheckout(deps: EngineDeps, path: string, create: boolean): Promise<OpenCheckout> {
   const full = withDefaults(deps);
   // Refuse a nested checkout before creating anything for it.
   const requested = resolve(path);
   refuseNesting(full, requested);
   if (create) {
     try {
-      mkdirSync(path, { recursive: true }); // synchronous: see GitStore.open
+      mkdirSync(path, { recursive: true }); // synchronous: see ObjectCache.open
     } catch (cause) {
       throw new DomainError("LOCAL_STATE", "The notebook directory could not be created.", { cause });
     }
@@ -156,6 +161,7 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
     dir,
     self: full.self,
     lockTimeoutMs: full.lockTimeoutMs,
+    memory: full.memory,
   });
   // Long operations keep the lock fresh as they go (checkout-lock.ts).
   const { onStage, afterWrite } = full;
@@ -177,8 +183,8 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
       dir,
       state,
       git: state.git,
-      ours: new Map(),
-      oursContents: new Map(),
+      local: new Map(),
+      localContents: new Map(),
       statCache: StatCache.empty(),
       lineCounts: new Map(),
       baseline,
@@ -191,16 +197,16 @@ export async function openSession(deps: EngineDeps, path: string, create: boolea
 }
 
 /**
- * Scan the visible files into the session, and keep their blobs as the
+ * Scan the visible files into the checkout, and keep their blobs as the
  * snapshot recovery needs. The stat cache spares reading files unchanged
  * since the last scan; `useCache: false` reads everything (a repair).
  */
-export async function scanOurs(session: Session, useCache = true): Promise<void> {
-  await session.deps.onStage("scan");
-  const takenMs = session.deps.now().getTime();
-  const cache = useCache ? session.state.loadStatCache() : StatCache.empty();
-  const scanned = scanNotebook(session.dir, cache.known);
-  const ours: FlatTree = new Map();
+export async function scanLocal(checkout: OpenCheckout, useCache = true): Promise<void> {
+  await checkout.deps.onStage("scan");
+  const takenMs = checkout.deps.now().getTime();
+  const cache = useCache ? checkout.state.loadStatCache() : StatCache.empty();
+  const scanned = scanNotebook(checkout.dir, cache.known);
+  const local: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
   // Read again: files the cache could not vouch for. Changed: files whose
   // stamp or content differs from what the cache records, or that came or
@@ -209,24 +215,24 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
   let changed = Math.abs(cache.size - scanned.size);
   for (const [path, file] of scanned) {
     if (file.oid !== null) {
-      ours.set(path, file.oid);
+      local.set(path, file.oid);
       continue;
     }
     reread = true;
     // A file that still hashes to its recorded blob is already stored.
     let oid = blobId(file.bytes);
-    if (oid !== cache.recorded(path)) oid = await session.git.writeBlob(file.bytes);
+    if (oid !== cache.recorded(path)) oid = await checkout.git.writeBlob(file.bytes);
     if (!cache.records(path, file.stamp, oid)) changed++;
-    ours.set(path, oid);
+    local.set(path, oid);
     contents.set(oid, file.bytes);
   }
-  session.ours = ours;
-  session.oursContents = contents;
-  session.statCache = cache;
+  checkout.local = local;
+  checkout.localContents = contents;
+  checkout.statCache = cache;
   // Nothing new: the cache, in memory and on disk, already says all of this.
   if (!reread && changed === 0) return;
-  cache.recordScan(scanned, ours, takenMs);
-  keepOrSave(session, changed);
+  cache.recordScan(scanned, local, takenMs);
+  keepOrSave(checkout, changed);
 }
 
 /**
@@ -237,9 +243,9 @@ export async function scanOurs(session: Session, useCache = true): Promise<void>
  * once; the rest when the process ends (flushKeptState). The file on disk is
  * right either way — an older one only trusts fewer entries.
  */
-function keepOrSave(session: Session, changed: number): void {
-  if (changed <= FEW_CHANGES) session.state.keepStatCache(session.statCache);
-  else session.state.saveStatCache(session.statCache);
+function keepOrSave(checkout: OpenCheckout, changed: number): void {
+  if (changed <= FEW_CHANGES) checkout.state.keepStatCache(checkout.statCache);
+  else checkout.state.saveStatCache(checkout.statCache);
 }
 
 const FEW_CHANGES = 32;
@@ -249,42 +255,42 @@ const FEW_CHANGES = 32;
  * (materialize.ts), then remember the written files in the stat cache so the
  * next scan need not read or store them again.
  */
-export async function materializeInto(session: Session, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
-  const b = session.baseline;
+export async function materializeInto(checkout: OpenCheckout, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
+  const b = checkout.baseline;
   // Already there (a call that found nothing to do): no file to write, no state to replace.
-  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(session.ours, to)) return;
-  const written = (oid: string, bytes: Uint8Array) => session.lineCounts.set(oid, lineCount(bytes));
-  const writes = await materialize(session.state, session.ours, to, target, { ...session.deps, written }, recovery);
+  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(checkout.local, to)) return;
+  const written = (oid: string, bytes: Uint8Array) => checkout.lineCounts.set(oid, lineCount(bytes));
+  const writes = await materialize(checkout.state, checkout.local, to, target, { ...checkout.deps, written }, recovery);
   if (writes.length === 0) return;
-  session.statCache.recordWrites(session.dir, writes, session.deps.now().getTime());
+  checkout.statCache.recordWrites(checkout.dir, writes, checkout.deps.now().getTime());
   try {
-    keepOrSave(session, writes.length);
+    keepOrSave(checkout, writes.length);
   } catch {
     /* only a speed-up: the next scan reads those files instead */
   }
 }
 
 /** The bytes of a visible file as scanned: from memory when read this call, else from the object cache. */
-export async function oursBytes(session: Session, path: string): Promise<Uint8Array> {
-  const oid = session.ours.get(path)!;
-  return session.oursContents.get(oid) ?? (await session.git.readBlob(oid));
+export async function localBytes(checkout: OpenCheckout, path: string): Promise<Uint8Array> {
+  const oid = checkout.local.get(path)!;
+  return checkout.localContents.get(oid) ?? (await checkout.git.readBlob(oid));
 }
 
 /** Before the process ends: write out what only its memory holds (stat caches). */
-export function flushKeptState(): void {
-  flushStatCaches();
+export function flushKeptState(memory: ProcessMemory): void {
+  memory.flush();
 }
 
-export function closeSession(session: Session): void {
-  session.state.release();
+export function closeCheckout(checkout: OpenCheckout): void {
+  checkout.state.release();
 }
 
 /** The baseline's files; an absent baseline (never pulled) is the empty tree. */
-export async function baselineFiles(session: Session): Promise<FlatTree> {
-  const b = session.baseline;
+export async function baselineFiles(checkout: OpenCheckout): Promise<FlatTree> {
+  const b = checkout.baseline;
   if (b === null || b.tree === null) return new Map();
   try {
-    return (await session.git.readFlatTree(b.tree)).files;
+    return (await checkout.git.readFlatTree(b.tree)).files;
   } catch (cause) {
     if (cause instanceof MissingObjectError) throw new BaselineMissing(cause);
     throw cause;

@@ -123,7 +123,9 @@ export async function collectGarbage(options: GcOptions): Promise<GcReport> {
     try {
       listed = (await store.list("packs/")).filter((o) => PACK_KEY.test(o.key));
     } catch (cause) {
-      throw new DomainError("MANIFEST_READ", "The store's packs could not be listed; nothing was deleted.", { cause });
+      // No reason of errors.md names a failed listing; INTERNAL is the table's
+      // fallback (MANIFEST_READ means that `current` could not be read).
+      throw new DomainError("INTERNAL", "The store's packs could not be listed; nothing was deleted.", { cause });
     }
     // Strict, fails closed: an invalid manifest throws MANIFEST_INVALID and nothing is deleted.
     const { manifest, etag } = await readManifest(store);

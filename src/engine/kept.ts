@@ -20,6 +20,38 @@ export function keepRecent<K, V>(map: Map<K, V>, key: K, value: V, bound: number
   }
 }
 
+/** A map that keeps its `bound` most recently set entries (keepRecent), with `release` asked before each drop. */
+export class RecentMap<K, V> {
+  private readonly map = new Map<K, V>();
+
+  constructor(
+    private readonly bound: number,
+    private readonly release: (key: K, value: V) => boolean = () => true,
+  ) {}
+
+  get(key: K): V | undefined {
+    return this.map.get(key);
+  }
+
+  /** Set `key` and make it the most recent. */
+  set(key: K, value: V): void {
+    keepRecent(this.map, key, value, this.bound, this.release);
+  }
+
+  delete(key: K): void {
+    this.map.delete(key);
+  }
+
+  /** Drop every entry whose key matches (no release asked). */
+  deleteWhere(test: (key: K) => boolean): void {
+    for (const key of [...this.map.keys()]) if (test(key)) this.map.delete(key);
+  }
+
+  entries(): IterableIterator<[K, V]> {
+    return this.map.entries();
+  }
+}
+
 /**
  * A file's inode, size and times, or null when it is absent: a file
  * replaced (rename) or written to since changes it.

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
+import { randomHex } from "../contract/random-hex.ts";
 
 export const MANIFEST_KEY = "current";
 export const FORMAT_VERSION = 1;
@@ -47,7 +48,7 @@ export function packKey(sha256: string): string {
 }
 
 export function newPublicationId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return randomHex(16);
 }
 
 export function parseManifest(body: Uint8Array): Manifest {

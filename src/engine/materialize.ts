@@ -32,9 +32,10 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../contract/errors.ts";
+import { randomHex } from "../contract/random-hex.ts";
 import type { Baseline, CheckoutState } from "./checkout-state.ts";
-import type { FlatTree, GitStore } from "./git-store.ts";
-import { blobId } from "./blob-id.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { blobId } from "./git/objects.ts";
 import { PARTIAL_FILE } from "./scan.ts";
 
 export interface FileWrite {
@@ -55,8 +56,7 @@ export function plannedWrites(from: FlatTree, to: FlatTree): FileWrite[] {
 }
 
 function partialName(): string {
-  const hex = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
-  return `.slivingdoc-partial-${hex}`;
+  return `.slivingdoc-partial-${randomHex(8)}`;
 }
 
 /** Create `file` with `bytes`, or return false when something already exists there. */
@@ -101,7 +101,8 @@ function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<s
 
 function removeVisible(root: string, path: string): void {
   rmSync(join(root, path), { force: true });
-  // Directories exist only through their files (decisions §4).
+  // Directories exist only through their files (docs/design.md, The notebook
+  // contract).
   for (let dir = dirname(path); dir !== "." && dir !== ""; dir = dirname(dir)) {
     try {
       rmdirSync(join(root, dir));
@@ -114,7 +115,7 @@ function removeVisible(root: string, path: string): void {
 /** Deletions first, so a file can give way to a directory of the same name. */
 async function apply(
   root: string,
-  git: GitStore,
+  git: ObjectCache,
   writes: FileWrite[],
   forward: boolean,
   afterWrite: () => Promise<void> | void = () => {},

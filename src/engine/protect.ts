@@ -7,14 +7,14 @@
 import { isProtected } from "../contract/path-sets.ts";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import type { PathSets } from "../contract/results.ts";
-import { materializeInto, type Session } from "./engine.ts";
-import type { FlatTree } from "./git-store.ts";
+import { materializeInto, type OpenCheckout } from "./engine.ts";
+import type { FlatTree } from "./git/object-cache.ts";
 
-export function takeRemoteSide(ours: FlatTree, theirs: FlatTree, sets: PathSets): FlatTree {
-  if (sets.readOnly.length === 0 && sets.writable.length === 0) return ours;
+export function takeAcceptedSide(local: FlatTree, accepted: FlatTree, sets: PathSets): FlatTree {
+  if (sets.readOnly.length === 0 && sets.writable.length === 0) return local;
   const result: FlatTree = new Map();
-  for (const [path, oid] of ours) if (!isProtected(path, sets)) result.set(path, oid);
-  for (const [path, oid] of theirs) if (isProtected(path, sets)) result.set(path, oid);
+  for (const [path, oid] of local) if (!isProtected(path, sets)) result.set(path, oid);
+  for (const [path, oid] of accepted) if (isProtected(path, sets)) result.set(path, oid);
   return result;
 }
 
@@ -25,23 +25,23 @@ function describeSets(sets: PathSets): string {
   return parts.join("; ");
 }
 
-export async function refuseProtectedChanges(session: Session, base: FlatTree): Promise<void> {
-  const sets = session.deps.pathSets;
+export async function refuseProtectedChanges(checkout: OpenCheckout, baselineTree: FlatTree): Promise<void> {
+  const sets = checkout.deps.pathSets;
   if (sets.readOnly.length === 0 && sets.writable.length === 0) return;
   const changed = new Set<string>();
-  for (const [path, oid] of session.ours) if (base.get(path) !== oid) changed.add(path);
-  for (const path of base.keys()) if (!session.ours.has(path)) changed.add(path);
+  for (const [path, oid] of checkout.local) if (baselineTree.get(path) !== oid) changed.add(path);
+  for (const path of baselineTree.keys()) if (!checkout.local.has(path)) changed.add(path);
   const protectedPaths = [...changed].filter((p) => isProtected(p, sets)).sort();
   if (protectedPaths.length === 0) return;
 
-  const reset: FlatTree = new Map(session.ours);
+  const reset: FlatTree = new Map(checkout.local);
   for (const path of protectedPaths) {
-    const accepted = base.get(path);
-    if (accepted === undefined) reset.delete(path);
-    else reset.set(path, accepted);
+    const last = baselineTree.get(path);
+    if (last === undefined) reset.delete(path);
+    else reset.set(path, last);
   }
   // The baseline stays where it is; only the protected files change back.
-  await materializeInto(session, reset, session.baseline!, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" });
+  await materializeInto(checkout, reset, checkout.baseline!, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" });
   const files: ErrorFile[] = protectedPaths.map((path) => ({ path, reason: "READ_ONLY", ranges: [] }));
   throw new DomainError(
     "READ_ONLY_PATH",

@@ -25,7 +25,7 @@ import { createHash } from "node:crypto";
 import type { ObjectStore } from "../store/object-store.ts";
 import { loadAcceptedState, readManifest } from "./accepted-state.ts";
 import type { CheckoutState, Publication } from "./checkout-state.ts";
-import { MissingObjectError } from "./git-store.ts";
+import { MissingObjectError } from "./git/objects.ts";
 
 export type Landed = "yes" | "no" | "unknown";
 

@@ -1,77 +1,78 @@
 /**
  * pull: bring the accepted state into the visible directory without losing
- * unpublished edits. base = baseline, ours = visible files, theirs =
- * accepted state; the merge result is written, conflicts with git's markers,
+ * unpublished edits. The merge's sides: the baseline, the local (visible)
+ * files, and the accepted state; the merge result is written, conflicts with git's markers,
  * and the baseline moves to the accepted state.
  */
 import type { OperationOutcome } from "../contract/results.ts";
 import { loadAcceptedState, rememberAccepted } from "./accepted-state.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeSession, type EngineDeps, materializeInto, openSession, scanOurs } from "./engine.ts";
-import { type FlatTree, MissingObjectError } from "./git-store.ts";
+import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, scanLocal } from "./engine.ts";
+import type { FlatTree } from "./git/object-cache.ts";
+import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees } from "./tree-merge.ts";
 import { conflictError } from "./conflict.ts";
-import { takeRemoteSide } from "./protect.ts";
+import { takeAcceptedSide } from "./protect.ts";
 
 export async function pull(deps: EngineDeps, path: string): Promise<OperationOutcome> {
-  const session = await openSession(deps, path, true);
+  const checkout = await openCheckout(deps, path, true);
   try {
-    await scanOurs(session);
-    await session.deps.onStage("fetch");
+    await scanLocal(checkout);
+    await checkout.deps.onStage("fetch");
     // Fetching first also repairs a cache that lost accepted history, so a
     // baseline that was once accepted can be read again below.
-    let accepted = await loadAcceptedState(session.deps.store, session.git);
-    rememberAccepted(session.deps.storeId, accepted);
-    await session.deps.onStage("merge");
-    let base: FlatTree;
+    let accepted = await loadAcceptedState(checkout.deps.store, checkout.git);
+    rememberAccepted(checkout.deps.memory, checkout.deps.storeId, accepted);
+    await checkout.deps.onStage("merge");
+    let baselineTree: FlatTree;
     try {
-      base = await baselineFiles(session);
+      baselineTree = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
       // The cache cannot produce the baseline: download the accepted packs
       // again, since the baseline was once accepted and is in them.
-      await session.git.dropPacks();
-      accepted = await loadAcceptedState(session.deps.store, session.git);
+      await checkout.git.dropPacks();
+      accepted = await loadAcceptedState(checkout.deps.store, checkout.git);
       try {
-        base = await baselineFiles(session);
+        baselineTree = await baselineFiles(checkout);
       } catch (again) {
         // Gone for good (compacted away): merge against nothing. Every
         // differing file becomes a conflict block; nothing is lost.
         if (!(again instanceof BaselineMissing)) throw again;
-        base = new Map();
+        baselineTree = new Map();
       }
     }
     // Protected paths take the remote's side before the merge, so they never
     // conflict: the process may not change them anyway.
-    const ours = takeRemoteSide(session.ours, accepted.files, session.deps.pathSets);
+    const local = takeAcceptedSide(checkout.local, accepted.files, checkout.deps.pathSets);
     let merge;
     try {
-      merge = await mergeTrees(session.git, base, ours, accepted.files, session.oursContents);
+      merge = await mergeTrees(checkout.git, baselineTree, local, accepted.files, checkout.localContents);
     } catch (e) {
       if (!(e instanceof MissingObjectError)) throw e;
       // An object the cache lost: read every visible file again (the stat
       // cache was forgotten), and merge against nothing if the baseline's
       // files are what is missing.
-      await scanOurs(session, false);
-      const again = takeRemoteSide(session.ours, accepted.files, session.deps.pathSets);
+      await scanLocal(checkout, false);
+      const again = takeAcceptedSide(checkout.local, accepted.files, checkout.deps.pathSets);
       try {
-        merge = await mergeTrees(session.git, base, again, accepted.files, session.oursContents);
+        merge = await mergeTrees(checkout.git, baselineTree, again, accepted.files, checkout.localContents);
       } catch (e2) {
         if (!(e2 instanceof MissingObjectError)) throw e2;
-        merge = await mergeTrees(session.git, new Map(), again, accepted.files, session.oursContents);
+        merge = await mergeTrees(checkout.git, new Map(), again, accepted.files, checkout.localContents);
       }
     }
     await materializeInto(
-      session,
+      checkout,
       merge.result,
       { generation: accepted.generation, head: accepted.head, tree: accepted.tree },
       { operation: "pull", remoteAccepted: "no" },
     );
     if (merge.conflicts.length > 0) throw conflictError(merge.conflicts, "pull");
-    await session.deps.onStage("diffstat");
-    const files = await treeDiffStat(session.git, session.ours, merge.result, session.lineCounts);
-    return { path: session.dir, generation: accepted.generation, files };
+    await checkout.deps.onStage("diffstat");
+    const files = await treeDiffStat(checkout.git, checkout.local, merge.result, checkout.lineCounts);
+    return { path: checkout.dir, generation: accepted.generation, files };
   } finally {
-    closeSession(session);
+    closeCheckout(checkout);
   }
 }

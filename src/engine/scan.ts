@@ -1,8 +1,9 @@
 /**
  * The scan: read the visible directory into a notebook tree and enforce the
- * notebook contract (decisions §4) — regular files of valid UTF-8 without
- * U+0000, under valid UTF-8 names without a `.git` segment. Every violation
- * is collected so the caller learns all offending files at once.
+ * notebook contract (docs/design.md, The notebook contract) — regular files
+ * of valid UTF-8 without U+0000, under valid UTF-8 names without a `.git`
+ * segment. Every violation is collected so the caller learns all offending
+ * files at once.
  *
  * Nothing is skipped silently: an entry that cannot be stat'ed, read or
  * listed (no permission, or an absolute path longer than the file system
@@ -175,7 +176,12 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
 
   try {
     if (!lstatSync(root).isDirectory()) {
-      throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook path is not a directory.");
+      // Something that is not a directory where the notebook should be: the
+      // notebook contract's violation (PATH_OUTSIDE_ROOT is for escapes).
+      throw new DomainError(
+        "INVALID_CONTENT",
+        "The notebook path is not a directory; the notebook is a directory of text files. Move or delete what is there, or address a directory, then call again.",
+      );
     }
   } catch (e) {
     if (e instanceof DomainError) throw e;

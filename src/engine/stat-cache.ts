@@ -14,7 +14,7 @@
  *   timestamps (ext3, HFS+) or two-second ones (FAT) gets two seconds. The
  *   ctime tells which: unlike the mtime, no program can set it;
  * - a cache that cannot be read is ignored (everything is read again), and
- *   the object cache forgets it when an object goes missing (git-store.ts).
+ *   the object cache forgets it when an object goes missing (git/object-cache.ts).
  *
  * An untrusted entry still names a blob the object cache holds, so a file
  * whose content hashes to it need not be stored again.

@@ -1,7 +1,8 @@
 /**
  * Bytes ⇄ text for notebook files. The decoder is fatal (invalid UTF-8 is
  * refused, never replaced) and keeps a BOM, so a decode/encode round trip is
- * exact for every file the notebook accepts (decisions §4).
+ * exact for every file the notebook accepts (docs/design.md, The notebook
+ * contract).
  */
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
@@ -17,10 +18,4 @@ export function decodeText(bytes: Uint8Array): string | null {
 
 export function encodeText(text: string): Uint8Array {
   return encoder.encode(text);
-}
-
-export function bytesEqual(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
-  if (a === b) return true;
-  if (a === undefined || b === undefined || a.length !== b.length) return false;
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
 }

@@ -1,6 +1,7 @@
 /**
- * The three-tree merge (decisions §6): base = the checkout's baseline,
- * ours = the visible files, theirs = the accepted state. Paths changed on
+ * The three-tree merge (docs/design.md, Merging) of its three sides: the
+ * baseline (the checkout's), local (the visible files) and accepted (the
+ * accepted state). Paths changed on
  * one side take that side; paths changed on both are merged line by line
  * exactly as `git merge-file` would (xdiff/), with git's markers.
  *
@@ -10,7 +11,7 @@
  * directory and moves the file aside (`name~local` or `name~accepted`).
  */
 import type { ErrorFile } from "../contract/errors.ts";
-import type { FlatTree, GitStore } from "./git-store.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { decodeText, encodeText } from "./text.ts";
 import { mergeText } from "./xdiff/index.ts";
 
@@ -22,7 +23,7 @@ export interface TreeMerge {
 /** Blob contents already in memory (the visible files just scanned), by id. */
 export type KnownContents = Map<string, Uint8Array>;
 
-async function text(git: GitStore, oid: string | undefined, known: KnownContents): Promise<string> {
+async function text(git: ObjectCache, oid: string | undefined, known: KnownContents): Promise<string> {
   if (oid === undefined) return "";
   const decoded = decodeText(known.get(oid) ?? (await git.readBlob(oid)));
   // Accepted content was validated when it was committed; anything else is corrupt history.
@@ -31,40 +32,40 @@ async function text(git: GitStore, oid: string | undefined, known: KnownContents
 }
 
 export async function mergeTrees(
-  git: GitStore,
-  base: FlatTree,
-  ours: FlatTree,
-  theirs: FlatTree,
+  git: ObjectCache,
+  baseline: FlatTree,
+  local: FlatTree,
+  accepted: FlatTree,
   known: KnownContents = new Map(),
 ): Promise<TreeMerge> {
   // Nothing changed here since the baseline: the result is the accepted
   // state as it stands (a valid tree, so no clash to resolve either). The
   // common case of every pull, and of every commit when nothing changed.
   // (Trees are never changed once built, so the result may be that very map.)
-  if (sameTree(ours, base)) return { result: theirs, conflicts: [] };
+  if (sameTree(local, baseline)) return { result: accepted, conflicts: [] };
   const result: FlatTree = new Map();
   const conflicts = new Map<string, ErrorFile>();
-  const paths = new Set([...base.keys(), ...ours.keys(), ...theirs.keys()]);
+  const paths = new Set([...baseline.keys(), ...local.keys(), ...accepted.keys()]);
   for (const path of paths) {
-    const b = base.get(path);
-    const o = ours.get(path);
-    const t = theirs.get(path);
+    const b = baseline.get(path);
+    const l = local.get(path);
+    const a = accepted.get(path);
     let merged: string | undefined;
-    if (o === t) merged = o;
-    else if (o === b) merged = t;
-    else if (t === b) merged = o;
+    if (l === a) merged = l;
+    else if (l === b) merged = a;
+    else if (a === b) merged = l;
     else {
-      const out = mergeText(await text(git, b, known), await text(git, o, known), await text(git, t, known));
+      const out = mergeText(await text(git, b, known), await text(git, l, known), await text(git, a, known));
       if (out.conflicts.length > 0) {
         conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
       }
       // A clean merge of a deletion with nothing left is a deletion.
-      const bothPresent = o !== undefined && t !== undefined;
+      const bothPresent = l !== undefined && a !== undefined;
       merged = out.text === "" && !bothPresent && out.conflicts.length === 0 ? undefined : await git.writeBlob(encodeText(out.text));
     }
     if (merged !== undefined) result.set(path, merged);
   }
-  resolveDirectoryClashes(result, ours, theirs, conflicts);
+  resolveDirectoryClashes(result, local, accepted, conflicts);
   const list = [...conflicts.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { result, conflicts: list };
 }
@@ -79,10 +80,10 @@ export function sameTree(a: FlatTree, b: FlatTree): boolean {
 /**
  * A path cannot be a file and a directory at once. The directory wins, and
  * the file moves to `path~local` (the caller's) or `path~accepted` (the
- * remote's), so neither side's content is lost; the clash is reported as a
+ * accepted state's), so neither side's content is lost; the clash is reported as a
  * PATH_CONFLICT on the original path.
  */
-function resolveDirectoryClashes(result: FlatTree, ours: FlatTree, theirs: FlatTree, conflicts: Map<string, ErrorFile>): void {
+function resolveDirectoryClashes(result: FlatTree, local: FlatTree, accepted: FlatTree, conflicts: Map<string, ErrorFile>): void {
   const dirs = new Set<string>();
   for (const path of result.keys()) {
     for (let i = path.indexOf("/"); i >= 0; i = path.indexOf("/", i + 1)) dirs.add(path.slice(0, i));
@@ -91,7 +92,7 @@ function resolveDirectoryClashes(result: FlatTree, ours: FlatTree, theirs: FlatT
     if (!dirs.has(path)) continue;
     const oid = result.get(path)!;
     result.delete(path);
-    const side = theirs.get(path) === oid && ours.get(path) !== oid ? "accepted" : "local";
+    const side = accepted.get(path) === oid && local.get(path) !== oid ? "accepted" : "local";
     let target = `${path}~${side}`;
     while (result.has(target) || dirs.has(target)) target += "~";
     result.set(target, oid);

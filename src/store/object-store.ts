@@ -1,6 +1,7 @@
 /**
- * The object store the engine needs, and nothing more (decisions §5):
- * read, create-only write, compare-and-swap on the ETag, list, delete.
+ * The object store the engine needs, and nothing more (docs/design.md, The
+ * store and the publication protocol): read, create-only write,
+ * compare-and-swap on the ETag, list, delete.
  *
  * Absence is a value (`null`), and so is a lost precondition
  * (`{ ok: false }`): both are normal outcomes the engine branches on.

@@ -1,8 +1,9 @@
 /**
- * The startup compatibility probe (decisions §5, errors.md "Startup
- * refusals"). Before serving, prove on the configured store — under a
- * dedicated, random key that no notebook uses — that it enforces the three
- * conditional-write guarantees the publication protocol rests on:
+ * The startup compatibility probe (docs/design.md, The store and the
+ * publication protocol; docs/errors.md, "Startup refusals"). Before serving,
+ * prove on the configured store — under a dedicated, random key that no
+ * notebook uses — that it enforces the three conditional-write guarantees the
+ * publication protocol rests on:
  *
  * 1. create-only (`If-None-Match: *`): a second create of an existing key loses;
  * 2. compare-and-swap (`If-Match`): a wrong or stale ETag loses, the current one wins;
@@ -11,9 +12,9 @@
  * Some backends (the S3 layer of GCS, some proxies) ignore the conditions and
  * answer 200 to everything; on such a store two commits would silently
  * overwrite each other and acknowledged edits would be lost. The probe is the
- * only defence (lessons-from-peers: "Backends lie"). An operational failure
- * (denied access, unknown key id, expired login, missing bucket, unreachable
- * endpoint) also refuses, with a cause that names it.
+ * only defence (docs/design.md, What earlier systems got wrong). An
+ * operational failure (denied access, unknown key id, expired login, missing
+ * bucket, unreachable endpoint) also refuses, with a cause that names it.
  *
  * The result's `cause` is one short sentence for the operator. It is built
  * only from fixed text and the S3 error code / HTTP status that s3.ts puts in
@@ -24,6 +25,7 @@
  * happened; a failed delete is ignored (the refusal or the success is what
  * matters, and a leftover `probe/…` key is never read by the engine).
  */
+import { randomHex } from "../contract/random-hex.ts";
 import { type ConditionalWrite, type ObjectStore, StoreError } from "./object-store.ts";
 
 export type ProbeResult = { ok: true } | { ok: false; cause: string };
@@ -58,7 +60,7 @@ function probeId(random: (() => number) | undefined): string {
   if (random !== undefined) {
     return Array.from({ length: 16 }, () => Math.min(15, Math.floor(random() * 16)).toString(16)).join("");
   }
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return randomHex(8);
 }
 
 export async function probeStore(store: ObjectStore, options: ProbeOptions = {}): Promise<ProbeResult> {

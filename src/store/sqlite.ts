@@ -1,8 +1,8 @@
 /**
- * The embedded default store: one SQLite file (decisions §2), safe for many
- * processes on one machine. Each conditional write is a single statement, so
- * SQLite's own write lock makes it atomic across processes; WAL lets readers
- * proceed while one writer holds it.
+ * The embedded default store: one SQLite file (docs/design.md,
+ * Configuration), safe for many processes on one machine. Each conditional
+ * write is a single statement, so SQLite's own write lock makes it atomic
+ * across processes; WAL lets readers proceed while one writer holds it.
  */
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";

@@ -1,22 +1,26 @@
 /**
- * One pull or commit as both surfaces run it: decode, resolve the path, run
- * the engine with stage timing, and build the success result or the error
- * envelope — with the pair of log records (start, completion) that share
- * the call's mcpReqID, which is also the result's diagnosticId.
+ * How both surfaces run an operation of the registry (operations.ts):
+ * decode its input with the entry's schema, run the entry with stage
+ * timing, and build its result or the error envelope — with the pair of log
+ * records (start, completion) that share the call's mcpReqID, which is also
+ * the result's diagnosticId.
  */
 import { DomainError } from "../contract/errors.ts";
-import { type ErrorEnvelope, errorEnvelope, newDiagnosticId, type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
+import type { InputSchema } from "../contract/input-schema.ts";
+import { type ErrorEnvelope, errorEnvelope, newDiagnosticId, type PathSets, type SuccessResult } from "../contract/results.ts";
 import { scrubText } from "../contract/scrub.ts";
-import { decodeToolInput } from "../contract/tool-input.ts";
 import type { ToolName } from "../contract/tools.ts";
-import { commit } from "../engine/commit.ts";
 import type { EngineDeps } from "../engine/engine.ts";
-import { pull } from "../engine/pull.ts";
+import type { ObjectStore } from "../store/object-store.ts";
 import type { Log } from "./log.ts";
+import { operationByTool } from "./operations.ts";
 import { type PathContext, resolveNotebookPath } from "./paths.ts";
 
 export interface OperationContext {
+  /** The engine's dependencies; a surface may make them on first read (a getter), so operations that need no checkout never do. */
   deps: EngineDeps;
+  /** The store, when it is not to be read from `deps` (which may not be made yet). */
+  store?: ObjectStore;
   sets: PathSets;
   paths: PathContext;
   log: Log;
@@ -26,8 +30,61 @@ export interface OperationContext {
   requireAbsolute: boolean;
 }
 
-export type OperationResult =
-  | { ok: true; result: SuccessResult; diagnosticId: string }
+/** What an operation's runner gets for one call. */
+export interface RunContext {
+  sets: PathSets;
+  store: ObjectStore;
+  /** The engine's dependencies, with this call's stage timing; made on first use. */
+  engine(): EngineDeps;
+  /** A caller's notebook path (absent or "": the default directory), resolved and bounded by the workspace root. */
+  notebookPath(path: string | undefined): string;
+}
+
+/** A command-line flag of an operation, beyond the configuration flags every command takes. */
+export interface CliFlag {
+  type: "string" | "boolean";
+  description: string;
+  alias?: string;
+  valueHint?: string;
+  required?: boolean;
+  /**
+   * The value must reach us byte for byte: a U+FFFD in it is checked
+   * against the raw command line (cli/arguments.ts).
+   */
+  exactBytes?: boolean;
+}
+
+/** An operation's command line: flags and positional path in, the input object out. */
+export interface CliForm {
+  name: string;
+  /** One line for help. */
+  summary: string;
+  /** How to call it, for a refusal that lacks a required flag ("commit -m MSG [PATH]"). */
+  usage: string;
+  flags: Record<string, CliFlag>;
+  /** Takes one optional notebook PATH. */
+  path: boolean;
+  /** The operation's input from the parsed flags (a start-up refusal for a bad flag value). */
+  toInput(flags: Record<string, string | boolean>, path: string | undefined): Record<string, unknown>;
+}
+
+/**
+ * One operation: its names on the two surfaces, its input, what runs it and
+ * how a person reads its result. Result objects are what `--json` and MCP's
+ * structured content carry.
+ */
+export interface Operation<I = any, R = any> {
+  cli: CliForm;
+  /** The MCP tool, for the operations that are one; the MCP surface stays exactly notes_pull and notes_commit. */
+  tool?: { name: ToolName; description: string };
+  input: InputSchema<I>;
+  run(ctx: RunContext, input: I): Promise<R>;
+  /** The human output of a success (the CLI's, on stderr). */
+  render(result: R): string;
+}
+
+export type OperationResult<R = any> =
+  | { ok: true; result: R; diagnosticId: string }
   | { ok: false; envelope: ErrorEnvelope; diagnosticId: string };
 
 /** Milliseconds per stage, from the engine's stage hooks. */
@@ -56,29 +113,44 @@ class StageTimer {
 
 const round = (ms: number) => Math.round(ms * 10) / 10;
 
-export async function runOperation(ctx: OperationContext, tool: ToolName, args: unknown, requestId?: string | number): Promise<OperationResult> {
+export async function runOperation(ctx: OperationContext, tool: ToolName, args: unknown, requestId?: string | number): Promise<OperationResult<SuccessResult>>;
+export async function runOperation<R>(ctx: OperationContext, operation: Operation<any, R>, args: unknown, requestId?: string | number): Promise<OperationResult<R>>;
+export async function runOperation(
+  ctx: OperationContext,
+  operation: Operation | ToolName,
+  args: unknown,
+  requestId?: string | number,
+): Promise<OperationResult> {
+  const op = typeof operation === "string" ? operationByTool(operation) : operation;
+  const tool = op.tool?.name ?? op.cli.name;
   const diagnosticId = newDiagnosticId();
   const timer = new StageTimer();
   ctx.log.info("tool call started", { mcpReqID: diagnosticId, tool, ...(requestId !== undefined ? { requestId } : {}) });
   try {
     timer.mark("decode");
-    const input = decodeToolInput(tool, args);
-    const path = resolveNotebookPath(input.path, ctx.paths, ctx.requireAbsolute);
-    const deps: EngineDeps = {
-      ...ctx.deps,
-      onStage: async (stage) => {
-        timer.mark(stage);
-        await ctx.deps.onStage?.(stage);
-      },
+    const input = op.input.decode(args);
+    let deps: EngineDeps | null = null;
+    const run: RunContext = {
+      sets: ctx.sets,
+      store: ctx.store ?? ctx.deps.store,
+      engine: () =>
+        (deps ??= {
+          ...ctx.deps,
+          onStage: async (stage) => {
+            timer.mark(stage);
+            await ctx.deps.onStage?.(stage);
+          },
+        }),
+      notebookPath: (path) => resolveNotebookPath(path, ctx.paths, ctx.requireAbsolute),
     };
-    const outcome = tool === "notes_pull" ? await pull(deps, path) : await commit(deps, path, input.message!);
-    const result = successResult(outcome, ctx.sets);
+    const result = await op.run(run, input);
+    const counts = result as { generation?: unknown; filesChanged?: unknown };
     ctx.log.info("tool call completed", {
       mcpReqID: diagnosticId,
       tool,
       outcome: "OK",
-      generation: result.generation,
-      filesChanged: result.filesChanged,
+      ...(typeof counts.generation === "number" ? { generation: counts.generation } : {}),
+      ...(typeof counts.filesChanged === "number" ? { filesChanged: counts.filesChanged } : {}),
       ...timer.finish(),
     });
     return { ok: true, result, diagnosticId };

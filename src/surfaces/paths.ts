@@ -1,11 +1,13 @@
 /**
- * Resolving a caller's notebook path (mcp-tools.md "Inputs", decisions §3):
- * `~/` expands to the home directory, `..` and symlinks are resolved, and
- * the result must be at or below the workspace root when one is set.
+ * Resolving a caller's notebook path (mcp-tools.md "Inputs", docs/design.md,
+ * Roots and checkouts): `~/` expands to the home directory, `..` and symlinks
+ * are resolved, and the result must be at or below the workspace root when
+ * one is set.
  */
 import { realpathSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { DomainError } from "../contract/errors.ts";
+import { isAtOrBelow } from "../contract/path-containment.ts";
 import { PATH_MAX_BYTES } from "../contract/tool-input.ts";
 
 /** The longest file name Linux, macOS and Windows file systems hold. */
@@ -35,11 +37,6 @@ export function realpathLoose(path: string): string {
       current = parent;
     }
   }
-}
-
-export function isAtOrBelow(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
 }
 
 export function resolveNotebookPath(input: string | undefined, ctx: PathContext, requireAbsolute = false): string {

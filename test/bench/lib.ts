@@ -18,10 +18,11 @@ import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { MANIFEST_KEY, packKey } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
+import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { isProcessAlive } from "../../src/surfaces/runtime.ts";
+import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 import { isolatedGitEnv, mulberry32 } from "../support/seeded.ts";
 
 export const ROOT = join(import.meta.dir, "../..");
@@ -187,6 +188,9 @@ export function s3Location(s3: S3Env, name: string): Location {
   };
 }
 
+/** What the bench process keeps between its in-process calls, as a server would. */
+const benchMemory = new ProcessMemory();
+
 /** Engine dependencies for in-process work (seeding, writers) on a location. */
 export function engineDepsFor(store: ObjectStore, loc: Location, privateRoot: string, overrides: Partial<EngineDeps> = {}): EngineDeps {
   mkdirSync(privateRoot, { recursive: true });
@@ -195,6 +199,7 @@ export function engineDepsFor(store: ObjectStore, loc: Location, privateRoot: st
     storeId: loc.storeId,
     privateRoot,
     self: { pid: process.pid, isAlive: isProcessAlive },
+    memory: benchMemory,
     commitRetries: 10,
     ...overrides,
   };
@@ -266,6 +271,22 @@ export async function casRate(store: ObjectStore, writes: number, key = "floor/c
     const r = await store.putIfMatch(key, body(i), etag);
     if (!r.ok) throw new Error("cas rate: a conditional write lost with a single writer");
     etag = r.etag;
+  }
+  return (writes * 1000) / (performance.now() - t0);
+}
+
+/**
+ * The protocol's own limit: one writer looping `GET current` + conditional
+ * `PUT` of it, the fastest any coordinator-free protocol can publish one
+ * change after another (commits per second).
+ */
+export async function readCasRate(store: ObjectStore, writes: number, key = "floor/read-cas-rate"): Promise<number> {
+  const body = (i: number) => new TextEncoder().encode(JSON.stringify({ i, pad: "x".repeat(400) }));
+  if ((await store.get(key)) === null && !(await store.putIfAbsent(key, body(-1))).ok) throw new Error("read-cas rate: create lost");
+  const t0 = performance.now();
+  for (let i = 0; i < writes; i++) {
+    const read = await store.get(key);
+    if (read === null || !(await store.putIfMatch(key, body(i), read.etag)).ok) throw new Error("read-cas rate: a write lost with a single writer");
   }
   return (writes * 1000) / (performance.now() - t0);
 }

@@ -15,7 +15,7 @@ import { writeFileSync } from "node:fs";
 import { coldScenarios } from "./cold.bench.ts";
 import { historyScenario } from "./history.bench.ts";
 import * as L from "./lib.ts";
-import { raceScenario } from "./race.bench.ts";
+import { CURVE, raceScenario } from "./race.bench.ts";
 import { renderProfiles, renderTable, type Row } from "./report.ts";
 import { startupScenario } from "./startup.bench.ts";
 import { warmScenarios } from "./warm.bench.ts";
@@ -32,8 +32,8 @@ const out = flag("--out");
 
 /** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
 const REPS = quick
-  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, racers: 4, raceCommits: 5 }
-  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, racers: 16, raceCommits: 20 };
+  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, curve: [1, 4, 16], raceCommits: 5 }
+  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, curve: CURVE, raceCommits: 20 };
 
 const s3 = L.s3FromEnv();
 const root = L.tempDir("run");
@@ -65,7 +65,7 @@ try {
     if (only.has("S1") || only.has("S2")) await stage(`S1/S2 warm calls (${kind})`, () => warmScenarios(location(kind, "warm"), REPS.warm));
   }
   for (const kind of stores) {
-    if (only.has("S6")) await stage(`S6 race (${kind})`, () => raceScenario(location(kind, "race"), REPS.racers, REPS.raceCommits));
+    if (only.has("S6")) await stage(`S6 race (${kind})`, () => raceScenario(location(kind, "race"), REPS.curve, REPS.raceCommits));
   }
   for (const kind of stores) {
     if (only.has("S3") || only.has("S4") || only.has("S7")) {
@@ -81,7 +81,7 @@ try {
   L.removeDir(root);
 }
 
-const order = ["S1", "S1 ref", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S5", "S5 +compact", "S6", "S7", "S8"];
+const order = ["S1", "S1 ref", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S5", "S5 +compact", "S6", "S6 cli", ...CURVE.map((n) => `S6 ×${n}`), "S7", "S8"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;

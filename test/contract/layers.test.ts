@@ -16,10 +16,24 @@ const files = (function walk(dir: string): string[] {
 const LAYERS = ["contract", "store", "engine", "surfaces"] as const;
 const layerOf = (file: string) => LAYERS.indexOf(file.split("/")[0] as (typeof LAYERS)[number]);
 
-function imports(file: string): string[] {
-  const text = readFileSync(join(src, file), "utf8");
-  return [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"/gm), ...text.matchAll(/import\("([^"]+)"\)/g)].map((m) => m[1]!);
+/** Static imports and re-exports, dynamic `import()`, and `require()` (the surfaces load the engine lazily with it). */
+function importsIn(text: string): string[] {
+  return [
+    ...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"/gm),
+    ...text.matchAll(/^\s*import\s+"([^"]+)"/gm),
+    ...text.matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g),
+    ...text.matchAll(/\brequire\(\s*"([^"]+)"\s*\)/g),
+  ].map((m) => m[1]!);
 }
+
+const imports = (file: string) => importsIn(readFileSync(join(src, file), "utf8"));
+
+test("the import finder sees every form of import", () => {
+  expect(importsIn('import { a } from "./a.ts";\nimport "./d.ts";\nconst b = await import("./b.ts");\nconst c = require("./c.ts") as C;')).toEqual(["./a.ts", "./d.ts", "./b.ts", "./c.ts"]);
+  // The lazy loads this test exists for are really seen.
+  expect(imports("surfaces/engine-deps.ts")).toContain("../engine/engine.ts");
+  expect(imports("surfaces/mcp/serve.ts")).toContain("../../engine/discard.ts");
+});
 
 test("imports point down the layers only", () => {
   const upward: string[] = [];
@@ -37,7 +51,7 @@ test("imports point down the layers only", () => {
 
 test("isomorphic-git in one engine file, the AWS SDK in one store file", () => {
   const users = (pkg: RegExp) => files.filter((f) => imports(f).some((s) => pkg.test(s))).sort();
-  expect(users(/^isomorphic-git/)).toEqual(["engine/git-store.ts"]);
+  expect(users(/^isomorphic-git/)).toEqual(["engine/git/object-cache.ts"]);
   expect(users(/^@aws-sdk\//)).toEqual(["store/s3.ts"]);
   expect(users(/^@modelcontextprotocol\//).every((f) => f.startsWith("surfaces/mcp/"))).toBe(true);
   expect(users(/^citty$/).every((f) => f.startsWith("surfaces/cli/"))).toBe(true);
@@ -50,4 +64,29 @@ test("only the surfaces and main.ts touch `process`", () => {
     return /\bprocess\.(?!exitCode)/.test(code);
   });
   expect(touching).toEqual([]);
+});
+
+/**
+ * What every start loads: the modules main.ts reaches by static imports
+ * (type-only ones cost nothing). The engine, the MCP SDK and the AWS SDK
+ * stay out, loaded by `import()` or `require()` when a command needs them:
+ * `serve` answers `initialize` before loading any of them
+ * (docs/performance.md, S8).
+ */
+test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
+  const staticImports = (file: string) =>
+    [...readFileSync(join(src, file), "utf8").matchAll(/^\s*(?:(?:import|export)\s+(?!type\s)[^;]*?from\s+|import\s+)"([^"]+)"/gm)].map((m) => m[1]!);
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const spec of staticImports(file)) {
+      if (spec.startsWith(".")) visit(relative(src, join(src, file, "..", spec)));
+      else packages.add(spec);
+    }
+  };
+  visit("main.ts");
+  expect([...seen].filter((f) => f.startsWith("engine/"))).toEqual([]);
+  expect([...packages].filter((p) => /^@modelcontextprotocol\/|^@aws-sdk\/|^isomorphic-git|^zod/.test(p))).toEqual([]);
 });

@@ -7,7 +7,8 @@ import { buildPathSets, isProtected, parsePathSet } from "../../src/contract/pat
 import { errorEnvelope, errorText, successResult, successText } from "../../src/contract/results.ts";
 import { DomainError } from "../../src/contract/errors.ts";
 import { StartupRefusal } from "../../src/contract/startup.ts";
-import { serverInstructions, toolDescription } from "../../src/contract/tools.ts";
+import { serverInstructions } from "../../src/contract/tools.ts";
+import { toolDescription } from "../../src/surfaces/operations.ts";
 
 const PULL =
   "Write the current notebook into the notebook directory and record the accepted state. Omit path or pass an empty string to use the server’s notebook directory, which the result reports. Edit UTF-8 text files (without U+0000) there between notes_pull and notes_commit; notes_commit publishes the changes and incorporates concurrent non-conflicting changes.";

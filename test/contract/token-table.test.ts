@@ -1,8 +1,8 @@
 /**
  * The token table in src/contract/tokens.ts is pinned against the product's
- * own errors page, docs/errors.md (the spec's errors.md): every code with its
- * retryable verdict, every reason with its code and action, every action's
- * CLI wording, every file reason, and the ENGINE_FAILED detail set.
+ * own errors page, docs/errors.md (the contract's token table): every code
+ * with its retryable verdict, every reason with its code and action, every
+ * action's CLI wording, every file reason, and the ENGINE_FAILED detail set.
  */
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -73,7 +73,7 @@ test("RECOVERY_FAILURE's action follows the report", () => {
   expect(new DomainError("LOCAL_MUTATION_FAILED", "x", { recovery: { ...report, resynchronized: false } }).action).toBe("RETRY");
 });
 
-test("the envelope and its candid text item are exactly the spec's example", () => {
+test("the envelope and its candid text item are exactly mcp-tools.md's example", () => {
   const error = new DomainError("MERGE_CONFLICT", "Resolve the conflict blocks before notes_commit.", {
     files: [{ path: "notes/today.md", reason: "TEXT_CONFLICT", ranges: [{ start: 12, end: 18 }] }],
   });

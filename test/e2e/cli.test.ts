@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { DEFAULT_COMMIT_RETRIES } from "../../src/engine/engine.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { engineDeps, resolveConfig } from "../../src/surfaces/runtime.ts";
+import { resolveConfig } from "../../src/surfaces/config.ts";
+import { engineDeps } from "../../src/surfaces/engine-deps.ts";
 import { read, write } from "../support/fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-cli-"));

@@ -5,7 +5,9 @@
  */
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
-import { engineDeps, openStore, resolveConfig } from "../../src/surfaces/runtime.ts";
+import { resolveConfig } from "../../src/surfaces/config.ts";
+import { engineDeps } from "../../src/surfaces/engine-deps.ts";
+import { openStore } from "../../src/surfaces/stores.ts";
 
 const [op, dir, killAt] = process.argv.slice(2) as ["pull" | "commit", string, string];
 const config = resolveConfig({}, process.env, process.cwd());

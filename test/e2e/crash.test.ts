@@ -12,8 +12,9 @@ import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { parseManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
+import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { isProcessAlive } from "../../src/surfaces/runtime.ts";
+import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 import { read, write } from "../support/fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-crash-"));
@@ -35,6 +36,7 @@ function crashWorld(name: string) {
       storeId: `sqlite:${storeFile}`,
       privateRoot,
       self: { pid: process.pid, isAlive: isProcessAlive },
+      memory: new ProcessMemory(),
       commitRetries: 10,
     };
     try {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { runCli } from "../../src/surfaces/cli/commands.ts";
+import { runCli } from "../../src/surfaces/cli/run.ts";
 import { withPacksInGit } from "../support/cgit.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 

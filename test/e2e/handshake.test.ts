@@ -21,19 +21,34 @@ import { mulberry32 } from "../support/seeded.ts";
 
 const identity = serverIdentity("9.9.9", "/notebook", NO_PATH_SETS);
 
-/** The SDK server's answer to one raw message (a fresh server each time, as each session has one). */
+/** The id of the ping sent behind each message: its answer marks that the SDK is done with the message. */
+const SENTINEL = "handshake-test-sentinel";
+
+/**
+ * The SDK server's answer to one raw message (a fresh server each time, as
+ * each session has one): every message it sends back, one JSON a line, or
+ * "(no answer)". A ping goes right behind the message; the in-memory
+ * transport runs the server without I/O, so once the ping is answered and
+ * the microtasks after it have run, any answer to the message has arrived.
+ */
 async function sdkAnswer(message: unknown): Promise<string> {
   const { server } = createMcpServer({ identity, sets: NO_PATH_SETS, operation: {} as OperationContext });
   const [client, serverSide] = InMemoryTransport.createLinkedPair();
-  const answered = new Promise<string>((resolve) => {
-    client.onmessage = (m) => resolve(JSON.stringify(m));
+  const answers: string[] = [];
+  const done = new Promise<void>((resolve) => {
+    client.onmessage = (m) => {
+      if ("id" in m && m.id === SENTINEL) resolve();
+      else answers.push(JSON.stringify(m));
+    };
   });
   await server.connect(serverSide);
   await client.start();
   await client.send(message as never);
-  const answer = await Promise.race([answered, Bun.sleep(2_000).then(() => "(no answer)")]);
+  await client.send({ jsonrpc: "2.0", id: SENTINEL, method: "ping" });
+  await done;
+  await new Promise((resolve) => setImmediate(resolve));
   await server.close();
-  return answer;
+  return answers.length === 0 ? "(no answer)" : answers.join("\n");
 }
 
 const base = () => ({

@@ -147,11 +147,13 @@ describe("one server", () => {
   });
 
   test("each call logs a start and a completion record whose mcpReqID is the diagnosticId", async () => {
-    const r = await call(session, "notes_commit", { message: "\u0000" });
+    // A session of its own, ended before reading its log: the whole of
+    // stderr is there once the stream has ended, with no pause to guess.
+    const own = await connect(env);
+    const r = await call(own, "notes_commit", { message: "\u0000" });
     const id = r.data.diagnosticId as string;
-    await Bun.sleep(50);
-    const records = session
-      .stderr()
+    const stderr = await own.finish();
+    const records = stderr
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as Record<string, unknown>)
@@ -232,11 +234,12 @@ describe("two servers sharing one store", () => {
 });
 
 describe("the process", () => {
-  test("stdout of a whole session is JSON-RPC, line by line, and the server exits within a second of stdin closing", async () => {
+  test("stdout of a whole session is JSON-RPC, line by line, and the server exits when stdin closes", async () => {
     requireBinary();
     const env = envFor("raw");
     mkdirSync(env.TMPDIR!, { recursive: true });
     const p = Bun.spawn([BINARY, "serve"], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const out = jsonLines(p.stdout);
     const send = (msg: unknown) => p.stdin.write(`${JSON.stringify(msg)}\n`);
     send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
@@ -246,15 +249,12 @@ describe("the process", () => {
     send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "notes_pull", arguments: { bogus: true } } });
     send({ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "no_such_tool", arguments: {} } });
     await p.stdin.flush();
-    await Bun.sleep(500);
-    const closedAt = performance.now();
+    for (const id of [1, 2, 3, 4, 5, 6]) await out.answer(id);
+    // Every call is answered and the server is still running: closing stdin is what ends it.
+    expect(p.exitCode).toBeNull();
     await p.stdin.end();
-    const code = await p.exited;
-    const elapsed = performance.now() - closedAt;
-    expect(code).toBe(0);
-    expect(elapsed).toBeLessThan(1000);
-    const lines = (await new Response(p.stdout).text()).split("\n").filter((l) => l !== "");
-    const messages = lines.map((l) => JSON.parse(l) as { jsonrpc: string; id: number; result?: unknown; error?: unknown });
+    expect(await p.exited).toBe(0);
+    const messages = (await out.ended) as Array<{ jsonrpc: string; id: number; result?: unknown; error?: unknown }>;
     for (const m of messages) expect(m.jsonrpc).toBe("2.0");
     // Calls run concurrently, so answers may come in any order; each comes once.
     expect(messages.map((m) => m.id).sort()).toEqual([1, 2, 3, 4, 5, 6]);
@@ -270,26 +270,9 @@ describe("cancellation", () => {
     const env = envFor("cancel");
     mkdirSync(env.TMPDIR!, { recursive: true });
     const p = Bun.spawn([BINARY, "serve"], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-    const lines: Array<Record<string, unknown>> = [];
-    const reader = (async () => {
-      let buffer = "";
-      for await (const chunk of p.stdout) {
-        buffer += new TextDecoder().decode(chunk);
-        for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
-          lines.push(JSON.parse(buffer.slice(0, nl)));
-          buffer = buffer.slice(nl + 1);
-        }
-      }
-    })();
+    const out = jsonLines(p.stdout);
     const send = (msg: unknown) => p.stdin.write(`${JSON.stringify(msg)}\n`);
-    const answer = async (id: number) => {
-      for (let i = 0; i < 400; i++) {
-        const found = lines.find((l) => l.id === id);
-        if (found) return found as { result: { structuredContent: Record<string, unknown> } };
-        await Bun.sleep(25);
-      }
-      throw new Error(`no answer to ${id}`);
-    };
+    const answer = async (id: number) => (await out.answer(id)) as { result: { structuredContent: Record<string, unknown> } };
     send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "c", version: "1" } } });
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
@@ -304,7 +287,7 @@ describe("cancellation", () => {
     send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
     const after = (await answer(4)).result.structuredContent;
     expect(after.code).toBe("OK");
-    expect(lines.some((l) => l.id === 3)).toBe(false);
+    expect(out.messages.some((l) => l.id === 3)).toBe(false);
     // Whatever the cancel interrupted, nothing is lost: committing again publishes everything.
     send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "notes_commit", arguments: { message: "again" } } });
     const again = (await answer(5)).result.structuredContent;
@@ -312,7 +295,7 @@ describe("cancellation", () => {
     expect(again.generation).toBe(1);
     await p.stdin.end();
     expect(await p.exited).toBe(0);
-    await reader;
+    await out.ended;
     for (let i = 0; i < 1500; i += 299) expect(readFileSync(join(dir, `note-${i}.md`), "utf8")).toBe(`note ${i}\n`);
   });
 });
@@ -375,3 +358,47 @@ describe("path sets through MCP", () => {
     }
   });
 });
+
+/**
+ * A server's stdout read as it comes, one JSON message a line (a line that
+ * is not JSON fails the test). `answer(id)` resolves when the response with
+ * that id has been read, and rejects if stdout ends first; `ended` resolves
+ * with every message once stdout has ended.
+ */
+function jsonLines(stdout: ReadableStream<Uint8Array>) {
+  const messages: Array<Record<string, unknown>> = [];
+  const waiting: Array<() => void> = [];
+  let done = false;
+  const ended = (async () => {
+    let buffer = "";
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of stdout) {
+        buffer += decoder.decode(chunk, { stream: true });
+        for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
+          messages.push(JSON.parse(buffer.slice(0, nl)));
+          buffer = buffer.slice(nl + 1);
+        }
+        for (const wake of waiting.splice(0)) wake();
+      }
+      expect(buffer).toBe("");
+      return messages;
+    } finally {
+      done = true;
+      for (const wake of waiting.splice(0)) wake();
+    }
+  })();
+  ended.catch(() => {}); // a broken line fails whichever wait comes next
+  async function answer(id: number): Promise<Record<string, unknown>> {
+    for (;;) {
+      const found = messages.find((m) => m.id === id);
+      if (found) return found;
+      if (done) {
+        await ended;
+        throw new Error(`stdout ended with no answer to ${id}`);
+      }
+      await new Promise<void>((resolve) => waiting.push(resolve));
+    }
+  }
+  return { messages, answer, ended };
+}

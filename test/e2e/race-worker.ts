@@ -8,7 +8,9 @@ import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
-import { engineDeps, openStore, resolveConfig } from "../../src/surfaces/runtime.ts";
+import { resolveConfig } from "../../src/surfaces/config.ts";
+import { engineDeps } from "../../src/surfaces/engine-deps.ts";
+import { openStore } from "../../src/surfaces/stores.ts";
 
 const [id, dir, commits] = [process.argv[2]!, process.argv[3]!, Number(process.argv[4])];
 const config = resolveConfig({}, process.env, process.cwd());

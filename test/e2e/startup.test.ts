@@ -1,5 +1,5 @@
 /**
- * What start-up puts off, and what it must not (src/surfaces/runtime.ts,
+ * What start-up puts off, and what it must not (src/surfaces/verified-store.ts,
  * src/surfaces/mcp/serve.ts): a store whose probe is trusted is opened on
  * first use, so its failures reach the call with the store's token, exactly
  * as when it was opened at start; a probe that fails, and bad configuration,
@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { storeIdentity } from "../../src/surfaces/runtime.ts";
+import { storeIdentity } from "../../src/surfaces/stores.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 import { spawnServe } from "../support/raw-mcp.ts";
 

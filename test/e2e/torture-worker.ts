@@ -21,7 +21,9 @@ import { DomainError } from "../../src/contract/errors.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { StoreOperation } from "../../src/store/object-store.ts";
-import { engineDeps, openStore, resolveConfig } from "../../src/surfaces/runtime.ts";
+import { resolveConfig } from "../../src/surfaces/config.ts";
+import { engineDeps } from "../../src/surfaces/engine-deps.ts";
+import { openStore } from "../../src/surfaces/stores.ts";
 import { type Fault, faultyStore } from "../support/faulty-store.ts";
 import { mulberry32 } from "../support/seeded.ts";
 

@@ -15,8 +15,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
 import { commit } from "../../src/engine/commit.ts";
-import { type CompactionPolicy, compactPacks, needsCompaction, packObjectIds } from "../../src/engine/compact.ts";
-import { GitStore } from "../../src/engine/git-store.ts";
+import { type CompactionPolicy, compactPacks, needsCompaction } from "../../src/engine/compact.ts";
+import { ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
@@ -31,8 +31,8 @@ afterEach(async () => {
 const current = readCurrent;
 
 /** A maintenance cache holding every listed pack, as `slivingdoc gc` would open one. */
-async function maintenanceCache(name: string): Promise<GitStore> {
-  const git = await GitStore.open(join(world.root, "maintenance", name));
+async function maintenanceCache(name: string): Promise<ObjectCache> {
+  const git = await ObjectCache.open(join(world.root, "maintenance", name), world.memory.objects);
   await loadAcceptedState(world.store, git);
   return git;
 }
@@ -112,8 +112,8 @@ describe("compaction", () => {
 
     // The kept packs' objects are not repeated in the base.
     const git = await maintenanceCache("check");
-    const baseIds = new Set(packObjectIds(git, after.manifest.packs[0]!.sha256));
-    for (const p of after.manifest.packs.slice(1)) for (const oid of packObjectIds(git, p.sha256)) expect(baseIds.has(oid)).toBe(false);
+    const baseIds = new Set(git.packObjectIds(after.manifest.packs[0]!.sha256));
+    for (const p of after.manifest.packs.slice(1)) for (const oid of git.packObjectIds(p.sha256)) expect(baseIds.has(oid)).toBe(false);
 
     // C git reads the compacted store: the full history, and nothing dangling but the nonce.
     const repo = await cGitRepo(after.manifest);
@@ -146,7 +146,7 @@ describe("compaction", () => {
     const after = await current(world.store);
     expect(after.manifest.packs).toHaveLength(9);
     const git = await maintenanceCache("check");
-    const ids = after.manifest.packs.flatMap((p) => packObjectIds(git, p.sha256));
+    const ids = after.manifest.packs.flatMap((p) => git.packObjectIds(p.sha256));
     const repo = await cGitRepo(after.manifest);
     try {
       const types = spawnSync("git", ["cat-file", "--batch-check=%(objecttype)"], { cwd: repo, encoding: "utf8", env: isolatedGitEnv(repo), input: `${ids.join("\n")}\n` });
@@ -162,7 +162,7 @@ describe("compaction", () => {
     const after = await current(world.store);
     expect(after.manifest.packs).toHaveLength(1);
     const git = await maintenanceCache("check");
-    const ids = packObjectIds(git, after.manifest.packs[0]!.sha256);
+    const ids = git.packObjectIds(after.manifest.packs[0]!.sha256);
     const repo = await cGitRepo(after.manifest);
     let commits = 0;
     try {
@@ -181,7 +181,7 @@ describe("compaction", () => {
     const a = await history(34);
     const { manifest, etag } = await current(world.store);
     const [id] = readdirSync(join(world.privateRoot, "checkouts"));
-    const git = await GitStore.open(join(world.privateRoot, "checkouts", id!, "git"));
+    const git = await ObjectCache.open(join(world.privateRoot, "checkouts", id!, "git"), world.memory.objects);
     const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { history: "all" } });
     expect(result!.packs).toHaveLength(9);
     const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result!.packs };

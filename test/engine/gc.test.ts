@@ -11,11 +11,11 @@ import { createHash } from "node:crypto";
 import { commit } from "../../src/engine/commit.ts";
 import { compactPacks } from "../../src/engine/compact.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
-import { GitStore } from "../../src/engine/git-store.ts";
+import { ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
-import type { ListedObject, ObjectStore } from "../../src/store/object-store.ts";
+import { type ListedObject, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
 import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
 import { join } from "node:path";
@@ -123,6 +123,23 @@ describe("gc", () => {
     expect(await world.store.get(o)).not.toBeNull();
   });
 
+  test("a listing that fails is STORAGE_FAILURE · INTERNAL, retryable, and nothing is deleted", async () => {
+    await seeded();
+    const o = await orphan(world.store, "orphan");
+    const before = await current(world.store);
+    const failing: ObjectStore = {
+      ...world.store,
+      list: async () => {
+        throw new StoreError("list", "injected failure", "failed");
+      },
+    };
+    const e = await refusal(() => collectGarbage({ store: failing, now: later }));
+    expect([e.code, e.reason, e.action, e.retryable]).toEqual(["STORAGE_FAILURE", "INTERNAL", "RETRY", true]);
+    expect(e.message).toBe("The store's packs could not be listed; nothing was deleted.");
+    expect(await world.store.get(o)).not.toBeNull();
+    expect((await current(world.store)).etag).toBe(before.etag);
+  });
+
   test("a publication between gc's read and its fence wins; gc deletes nothing that round and tries again", async () => {
     const a = await seeded();
     const o = await orphan(world.store, "orphan");
@@ -151,7 +168,7 @@ describe("gc", () => {
     const warm = world.checkout("warm");
     await pull(world.deps(), warm);
     const { manifest, etag } = await current(world.store);
-    const git = await GitStore.open(join(world.root, "maintenance"));
+    const git = await ObjectCache.open(join(world.root, "maintenance"), world.memory.objects);
     await loadAcceptedState(world.store, git);
     const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { maxPacks: 8, keepRecent: 3 } });
     const next = { ...manifest, publication: newPublicationId(), packs: result!.packs };
@@ -176,7 +193,7 @@ describe("gc", () => {
     const o = await orphan(world.store, "orphan");
     const before = (await current(world.store)).manifest;
     const compact = async (m: Manifest) => {
-      const git = await GitStore.open(join(world.root, "maintenance-gc"));
+      const git = await ObjectCache.open(join(world.root, "maintenance-gc"), world.memory.objects);
       await loadAcceptedState(world.store, git);
       const r = await compactPacks({ store: world.store, git, head: m.head, packs: m.packs, policy: { maxPacks: 8, keepRecent: 3 } });
       return r?.packs ?? null;

@@ -48,7 +48,7 @@ test("every published pack passes git verify-pack, and the history passes git fs
 });
 
 test("our pack index is byte for byte what git index-pack writes, and our packs are what git verify-pack accepts", async () => {
-  const { indexUndeltifiedPack } = await import("../../src/engine/pack-reader.ts");
+  const { indexUndeltifiedPack } = await import("../../src/engine/git/pack.ts");
   const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
@@ -70,6 +70,71 @@ test("our pack index is byte for byte what git index-pack writes, and our packs 
     const bad = new Uint8Array((await world.store.get(packs[0]!.key))!.body);
     bad[20]! ^= 0xff;
     expect(() => indexUndeltifiedPack(bad)).toThrow();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("deltified packs written by C git import and read correctly, and their objects can be packed again", async () => {
+  // slivingdoc never writes deltas; a pack from elsewhere may have them, and
+  // isomorphic-git (git/object-cache.ts) indexes it, reads its deltified
+  // entries, and packs them.
+  const { ObjectCache } = await import("../../src/engine/git/object-cache.ts");
+  const { ProcessMemory } = await import("../../src/engine/process-memory.ts");
+  const { indexUndeltifiedPack } = await import("../../src/engine/git/pack.ts");
+  const { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const dir = mkdtempSync(join(tmpdir(), "slivingdoc-delta-"));
+  try {
+    const repo = join(dir, "repo");
+    mkdirSync(repo);
+    expect(git(repo, "init", "-q", "--initial-branch=main").code).toBe(0);
+    // Versions of one long file that differ by a line: what git deltifies.
+    const lines = Array.from({ length: 400 }, (_, i) => `line ${i} of a note that changes a little each time\n`);
+    for (let v = 0; v < 4; v++) {
+      lines[v * 50] = `edited in version ${v}\n`;
+      mkdirSync(join(repo, "notes"), { recursive: true });
+      writeFileSync(join(repo, "notes", "long.md"), lines.join(""));
+      writeFileSync(join(repo, `v${v}.md`), `version ${v}\n`);
+      expect(git(repo, "add", "-A").code).toBe(0);
+      expect(git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", `v${v}`).code).toBe(0);
+    }
+    const ids = git(repo, "rev-list", "--objects", "main").out.trim().split("\n").map((l) => l.split(" ")[0]!);
+    const packed = Bun.spawnSync(["git", "pack-objects", "--stdout", "--window=10", "--depth=10"], {
+      cwd: repo,
+      stdin: Buffer.from(`${ids.join("\n")}\n`),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(packed.exitCode).toBe(0);
+    const pack = new Uint8Array(packed.stdout);
+    expect(indexUndeltifiedPack(pack)).toBeNull(); // it does hold deltas
+
+    const cache = await ObjectCache.open(join(dir, "cache"), new ProcessMemory().objects);
+    await cache.importPack("from-c-git", pack);
+    const head = git(repo, "rev-parse", "main").out.trim();
+    const tree = await cache.readFlatTree(await cache.commitTree(head));
+    const listed = git(repo, "ls-tree", "-r", "main").out.trim().split("\n").map((l) => l.split(/\s+/));
+    expect([...tree.files].sort()).toEqual(listed.map((l) => [l[3]!, l[2]!] as [string, string]).sort());
+    for (const [path, oid] of tree.files) {
+      expect(Buffer.from(await cache.readBlob(oid)).equals(readFileSync(join(repo, path)))).toBe(true);
+    }
+    // Every version of the long file, deltified or not, reads back.
+    for (const oid of ids) expect(await cache.has(oid)).toBe(true);
+
+    // Packing them again (as a commit or compaction would) makes a pack C git accepts, holding exactly them.
+    const again = await cache.packObjects(ids);
+    const file = join(dir, "again.pack");
+    writeFileSync(file, again);
+    const bare = join(dir, "bare");
+    expect(git(dir, "init", "-q", "--bare", bare).code).toBe(0);
+    expect(git(bare, "index-pack", file).code).toBe(0);
+    const verified = git(bare, "verify-pack", "-v", file.replace(/\.pack$/, ".idx"));
+    expect(verified.code).toBe(0);
+    const inPack = verified.out.split("\n").filter((l) => /^[0-9a-f]{40} /.test(l)).map((l) => l.slice(0, 40));
+    expect(inPack.sort()).toEqual([...ids].sort());
+    cache.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

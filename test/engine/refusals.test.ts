@@ -3,12 +3,15 @@
  * remote changed.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
+import { dirname } from "node:path";
+import { DomainError } from "../../src/contract/errors.ts";
 import { commit } from "../../src/engine/commit.ts";
+import { scanNotebook } from "../../src/engine/scan.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { isProcessAlive, processStartTime } from "../../src/surfaces/runtime.ts";
+import { isProcessAlive, processStartTime } from "../../src/surfaces/process-identity.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
 
@@ -18,6 +21,22 @@ afterEach(async () => {
 });
 
 const tokens = (e: { code: string; reason: string; action: string; retryable: boolean }) => [e.code, e.reason, e.action, e.retryable];
+
+test("a notebook path that is not a directory is INVALID_CONTENT, not a path outside the root", () => {
+  world = makeWorld();
+  const file = world.checkout("a-file");
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, "not a directory\n");
+  let e: unknown;
+  try {
+    scanNotebook(file);
+  } catch (thrown) {
+    e = thrown;
+  }
+  expect(e).toBeInstanceOf(DomainError);
+  expect(tokens(e as DomainError)).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES", false]);
+  expect((e as DomainError).message).toStartWith("The notebook path is not a directory;");
+});
 
 describe("commit refusals before any store access", () => {
   test("a directory never pulled is PULL_REQUIRED, and the store is not even read", async () => {

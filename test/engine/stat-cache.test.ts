@@ -6,7 +6,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { lstatSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { blobId } from "../../src/engine/blob-id.ts";
+import { blobId } from "../../src/engine/git/objects.ts";
 import { CheckoutState } from "../../src/engine/checkout-state.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { type EngineDeps, flushKeptState } from "../../src/engine/engine.ts";
@@ -25,7 +25,7 @@ const OID = "a".repeat(40);
 
 /** The private state of the checkout at `dir`, as the engine opens it (release it after). */
 function openState(deps: EngineDeps, dir: string): Promise<CheckoutState> {
-  return CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(dir), self: deps.self });
+  return CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(dir), self: deps.self, memory: deps.memory });
 }
 
 function cacheWith(s: FileStamp, takenMs: number): StatCache {
@@ -208,7 +208,7 @@ test("what a process kept in memory only is written out when it ends (flushKeptS
   const st = lstatSync(join(b, "n.md"));
   const stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
   expect(StatCache.load(file).known("n.md", stamp)).toBeNull();
-  flushKeptState();
+  flushKeptState(world.memory);
   expect(StatCache.load(file).known("n.md", stamp)).not.toBeNull();
 });
 

@@ -9,7 +9,8 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type FlatTree, GitStore } from "../../src/engine/git-store.ts";
+import { type FlatTree, ObjectCache } from "../../src/engine/git/object-cache.ts";
+import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { mulberry32 } from "../support/seeded.ts";
 
 const SEED = Number(process.env.TREE_SEED ?? 0x7ee5);
@@ -44,7 +45,7 @@ function mutate(rnd: () => number, base: FlatTree): FlatTree {
 }
 
 test(`an incremental build equals a full build (seed ${SEED})`, async () => {
-  const git = await GitStore.open(join(root, "git"));
+  const git = await ObjectCache.open(join(root, "git"), new ProcessMemory().objects);
   const rnd = mulberry32(SEED);
   for (let round = 0; round < 200; round++) {
     const before = randomTree(rnd, 1 + Math.floor(rnd() * 30));

@@ -1,7 +1,8 @@
 /**
  * The store conformance suite: every ObjectStore (the embedded SQLite store,
  * S3, test wrappers) must pass it, so the engine can rely on exactly these
- * semantics and nothing else (decisions §5).
+ * semantics and nothing else (docs/design.md, The store and the publication
+ * protocol).
  *
  * `open` returns a store isolated from every other call's keys (a fresh
  * prefix or a fresh file), so suites may share one server.
@@ -141,6 +142,28 @@ export function describeStoreConformance(
       expect(listed.map((o) => o.size)).toEqual([7, 7, 9]);
       for (const o of listed) expect(o.modified).toBeInstanceOf(Date);
       expect((await store.list("")).map((o) => o.key)).toEqual(["current", "packs/a", "packs/b", "packs/c/d", "packsx"]);
+    });
+
+    // gc removes packs older than a grace period by this time (src/engine/gc.ts):
+    // a store that listed a constant or a made-up time would let it delete a
+    // pack just written, or never delete anything.
+    test("listed objects carry a real modification time: near now when fresh, later for a later write", async () => {
+      const store = await fresh();
+      const near = (d: Date) => expect(Math.abs(d.getTime() - Date.now())).toBeLessThan(5 * 60_000);
+      expect((await store.putIfAbsent("mtime/a", text("a"))).ok).toBe(true);
+      const created = await store.putIfAbsent("mtime/swapped", text("v1"));
+      if (!created.ok) throw new Error("create lost on a fresh store");
+      const first = new Map((await store.list("mtime/")).map((o) => [o.key, o.modified.getTime()]));
+      for (const o of await store.list("mtime/")) near(o.modified);
+      // S3 keeps LastModified to the second: a later write must be a second later to show.
+      await Bun.sleep(1_100);
+      expect((await store.putIfAbsent("mtime/b", text("b"))).ok).toBe(true);
+      expect((await store.putIfMatch("mtime/swapped", text("v2"), created.etag)).ok).toBe(true);
+      const second = new Map((await store.list("mtime/")).map((o) => [o.key, o.modified.getTime()]));
+      expect(second.get("mtime/a")).toBe(first.get("mtime/a")!);
+      expect(second.get("mtime/b")!).toBeGreaterThan(first.get("mtime/a")!);
+      expect(second.get("mtime/swapped")!).toBeGreaterThan(first.get("mtime/swapped")!);
+      near(new Date(second.get("mtime/b")!));
     });
 
     test("delete removes a key, and create-only then succeeds again", async () => {

@@ -1,10 +1,15 @@
-// One racer of the multi-process test: waits for the start time, then tries
-// one compare-and-swap on `current` and prints whether it won.
+// One racer of the multi-process test: opens the store, says "ready" on
+// stdout, waits for the go byte on stdin (sent to all racers at once, once
+// all are ready), then tries one compare-and-swap on `current` and prints
+// whether it won.
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 
-const [file, etag, id, startAt] = process.argv.slice(2) as [string, string, string, string];
+const [file, etag, id] = process.argv.slice(2) as [string, string, string];
 const store = openSqliteStore(file);
-while (Date.now() < Number(startAt)) await Bun.sleep(1);
+process.stdout.write("ready\n");
+const go = Bun.stdin.stream().getReader();
+await go.read();
+go.releaseLock();
 const result = await store.putIfMatch("current", new TextEncoder().encode(`writer ${id}`), etag);
 process.stdout.write(result.ok ? "won" : "lost");
 await store.close();

@@ -16,14 +16,22 @@ test("sqlite: 8 processes racing one compare-and-swap produce exactly one winner
   const store = openSqliteStore(file);
   const created = await store.putIfAbsent("current", new TextEncoder().encode("start"));
   if (!created.ok) throw new Error("create lost on a fresh store");
-  const startAt = Date.now() + 1500;
   const racers = Array.from({ length: 8 }, (_, i) =>
-    Bun.spawn([process.execPath, join(import.meta.dir, "sqlite-race-worker.ts"), file, created.etag, String(i), String(startAt)], {
+    Bun.spawn([process.execPath, join(import.meta.dir, "sqlite-race-worker.ts"), file, created.etag, String(i)], {
+      stdin: "pipe",
       stdout: "pipe",
       stderr: "inherit",
     }),
   );
-  const outcomes = await Promise.all(racers.map(async (p) => [await new Response(p.stdout).text(), await p.exited] as const));
+  // A barrier, not a start time: every racer has opened the store and is
+  // blocked on its stdin before any of them is told to go, however slowly
+  // the machine started them.
+  const outputs = racers.map((p) => readUntil(p.stdout, "ready\n"));
+  const after = await Promise.all(outputs.map((o) => o.reached));
+  expect(after.map((a) => a.before)).toEqual(Array(8).fill(""));
+  for (const p of racers) p.stdin.write("go\n");
+  await Promise.all(racers.map((p) => p.stdin.end()));
+  const outcomes = await Promise.all(racers.map(async (p, i) => [await outputs[i]!.rest, await p.exited] as const));
   for (const [, code] of outcomes) expect(code).toBe(0);
   const winners = outcomes.flatMap(([out], i) => (out === "won" ? [i] : []));
   expect(winners.length).toBe(1);
@@ -31,3 +39,36 @@ test("sqlite: 8 processes racing one compare-and-swap produce exactly one winner
   expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe(`writer ${winners[0]}`);
   await store.close();
 });
+
+/**
+ * Reads a process's stdout: `reached` resolves, with what came before it,
+ * once `marker` has been read; `rest` then resolves with everything after
+ * the marker, up to the end of the stream. A stream that ends before the
+ * marker rejects `reached`.
+ */
+function readUntil(stream: ReadableStream<Uint8Array>, marker: string) {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let after = "";
+  const reached = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the racer's output ended before "${marker.trim()}": ${JSON.stringify(text)}`);
+      text += decoder.decode(value, { stream: true });
+      const at = text.indexOf(marker);
+      if (at >= 0) {
+        after = text.slice(at + marker.length);
+        return { before: text.slice(0, at) };
+      }
+    }
+  })();
+  const rest = reached.then(async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return after + decoder.decode();
+      after += decoder.decode(value, { stream: true });
+    }
+  });
+  return { reached, rest };
+}

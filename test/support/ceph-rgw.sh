@@ -20,7 +20,8 @@
 #   SLIVINGDOC_CEPH_TIMEOUT  seconds to wait for each daemon (default 90)
 #   BUN                    the bun binary (default: the project's own)
 #
-# Facts this relies on: /work/shared/notes/ceph-rgw.md (project notes).
+# Facts this relies on: the comments at each setting below, and how RGW
+# behaves as an S3 server in docs/s3.md ("Ceph RGW").
 # Memory: about 165 MB for the three daemons; memstore keeps the data in RAM,
 # so every start is a fresh, empty cluster.
 

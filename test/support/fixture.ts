@@ -6,15 +6,18 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { EngineDeps } from "../../src/engine/engine.ts";
+import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { isProcessAlive } from "../../src/surfaces/runtime.ts";
+import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 
 export interface World {
   root: string;
   storeFile: string;
   privateRoot: string;
   store: ObjectStore;
+  /** What the world's one "process" keeps between calls: every deps() shares it. */
+  memory: ProcessMemory;
   deps(overrides?: Partial<EngineDeps>): EngineDeps;
   checkout(name: string): string;
   close(): Promise<void>;
@@ -26,16 +29,19 @@ export function makeWorld(store?: ObjectStore, storeId?: string): World {
   const storeFile = join(root, "store.db");
   const privateRoot = join(root, "private");
   const s = store ?? openSqliteStore(storeFile);
+  const memory = new ProcessMemory();
   return {
     root,
     storeFile,
     privateRoot,
     store: s,
+    memory,
     deps: (overrides = {}) => ({
       store: s,
       storeId: storeId ?? `sqlite:${storeFile}`,
       privateRoot,
       self: { pid: process.pid, isAlive: isProcessAlive },
+      memory,
       commitRetries: 10,
       ...overrides,
     }),

@@ -17,6 +17,8 @@ export interface Session {
   client: Client;
   stderr: () => string;
   close(): Promise<void>;
+  /** Close the session and wait for the server's stderr to end; resolves with all of it. */
+  finish(): Promise<string>;
 }
 
 export async function connect(env: Record<string, string>, args: string[] = []): Promise<Session> {
@@ -26,9 +28,11 @@ export async function connect(env: Record<string, string>, args: string[] = []):
   transport.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString("utf8");
   });
+  const stderrEnded = new Promise<void>((resolve) => transport.stderr?.on("end", resolve));
   const client = new Client({ name: "slivingdoc-test", version: "1.0.0" });
   await client.connect(transport);
-  return { client, stderr: () => stderr, close: () => client.close() };
+  const close = () => client.close();
+  return { client, stderr: () => stderr, close, finish: () => close().then(() => stderrEnded).then(() => stderr) };
 }
 
 export interface ToolOutcome {

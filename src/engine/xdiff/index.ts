@@ -13,12 +13,13 @@ export { findMarkerBlocks } from "./markers.ts";
 export const MARKER_LABELS: { ours: "local"; theirs: "accepted" } = { ours: "local", theirs: "accepted" };
 
 /*
- * What `git merge-file -p -L local -L baseline -L accepted ours base theirs`
+ * What `git merge-file -p -L local -L baseline -L accepted LOCAL BASELINE ACCEPTED`
  * prints, plus one range (one-based, inclusive, from the "<<<<<<<" line to
- * the ">>>>>>>" line) per conflict block.
+ * the ">>>>>>>" line) per conflict block. xdiff's own names (merge.ts, a
+ * port of C git's) call local "ours" and accepted "theirs".
  */
-export function mergeText(base: string, ours: string, theirs: string): { text: string; conflicts: LineRange[] } {
-  return xdlMerge(base, ours, theirs, MARKER_LABELS);
+export function mergeText(baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
+  return xdlMerge(baseline, local, accepted, MARKER_LABELS);
 }
 
 /*

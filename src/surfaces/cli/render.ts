@@ -1,8 +1,8 @@
 /**
- * Human output of the CLI, on stderr (decisions §7): the outcome in a line,
- * the files, and for errors the tokens with the action in its CLI wording.
- * Every path is quoted and every free text has its control characters
- * escaped (quote.ts): a file name must not drive the terminal.
+ * Human output of the CLI, on stderr (docs/design.md, CLI conventions): the
+ * outcome in a line, the files, and for errors the tokens with the action in
+ * its CLI wording. Every path is quoted and every free text has its control
+ * characters escaped (quote.ts): a file name must not drive the terminal.
  */
 import type { ErrorEnvelope, SuccessResult } from "../../contract/results.ts";
 import { ACTION_WORDING } from "../../contract/tokens.ts";
@@ -22,19 +22,19 @@ function setLines(r: { readOnly: string[]; writable: string[] }): string[] {
   return lines;
 }
 
-export function renderSuccess(operation: "pull" | "commit", r: SuccessResult): string {
+/**
+ * A pull's or a commit's result: one line for the outcome, then the files.
+ * `words` say it for the operation: the verb of a change ("pulled"), and
+ * the line for nothing changed.
+ */
+export function renderDiffstat(r: SuccessResult, words: { verb: string; upToDate: (dir: string, generation: number) => string }): string {
   const lines: string[] = [];
   const dir = quotePath(r.path);
   if (r.files.length === 0) {
-    lines.push(
-      operation === "pull"
-        ? `pulled ${dir}: up to date at generation ${r.generation}`
-        : `nothing to publish in ${dir}; up to date at generation ${r.generation}`,
-    );
+    lines.push(words.upToDate(dir, r.generation));
   } else {
-    const verb = operation === "pull" ? "pulled" : "committed";
     lines.push(
-      `${verb} ${dir} at generation ${r.generation}: ${plural(r.filesChanged, "file", "files")} changed, ` +
+      `${words.verb} ${dir} at generation ${r.generation}: ${plural(r.filesChanged, "file", "files")} changed, ` +
         `${plural(r.insertions, "insertion", "insertions")}(+), ${plural(r.deletions, "deletion", "deletions")}(-)`,
     );
     // A terminal is not the place for ten thousand lines; --json has them all.

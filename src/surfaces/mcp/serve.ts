@@ -1,7 +1,10 @@
 /**
  * `slivingdoc serve`: the MCP server over stdio. Stdout carries only
  * protocol messages; logs go to stderr. The server exits when stdin closes,
- * so a host that goes away never leaves it orphaned.
+ * so a host that goes away never leaves it orphaned, and on SIGTERM or
+ * SIGINT (`docker stop`, Ctrl-C): it takes no new call, lets the calls in
+ * flight finish and answer, and stops as it does when stdin closes — what
+ * the process kept in memory written out, "server stopped" logged, exit 0.
  *
  * Start-up is short because the MCP SDK, the engine and the tools' code are
  * loaded only after a plain `initialize` has been answered (handshake.ts):
@@ -12,7 +15,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
-import { DeferredStore, engineDeps, preparePrivateRoot, type RuntimeConfig, runtimeSecrets } from "../runtime.ts";
+import { type RuntimeConfig, runtimeSecrets } from "../config.ts";
+import { DeferredStore } from "../deferred-store.ts";
+import { engineDeps, preparePrivateRoot } from "../engine-deps.ts";
 import type { TextSink } from "../stdio.ts";
 import { earlyInitializeResponse, serverIdentity } from "./handshake.ts";
 import { StdioTransport } from "./stdio.ts";
@@ -31,7 +36,8 @@ export interface ServeOptions {
 /**
  * Without --workspace-root the server makes a fresh session directory whose
  * `notebook/` is both its notebook directory and its workspace root
- * (decisions §3); with it, the workspace root is the notebook directory.
+ * (docs/design.md, Roots and checkouts); with it, the workspace root is the
+ * notebook directory.
  */
 function notebookRoot(config: RuntimeConfig, env: Record<string, string | undefined>): { dir: string; session: string | null } {
   if (config.workspaceRoot !== null) {
@@ -46,6 +52,41 @@ function notebookRoot(config: RuntimeConfig, env: Record<string, string | undefi
 
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
+const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
+
+/**
+ * SIGTERM and SIGINT as a request to stop: `requested` resolves with the
+ * first one's name. Without a handler either signal would end the process
+ * at once, mid-call, and drop what it keeps for its end. `dispose` removes
+ * the handlers once the server has stopped.
+ */
+function stopSignals(log: Log): { requested: Promise<string>; dispose(): void } {
+  let resolveRequested!: (signal: string) => void;
+  const requested = new Promise<string>((resolve) => {
+    resolveRequested = resolve;
+  });
+  let received: string | null = null;
+  const handlers = STOP_SIGNALS.map((signal) => {
+    const handler = () => {
+      if (received !== null) {
+        log.info("stop already requested; waiting for the calls in flight", { signal });
+        return;
+      }
+      received = signal;
+      log.info("stopping", { signal });
+      resolveRequested(signal);
+    };
+    process.on(signal, handler);
+    return [signal, handler] as const;
+  });
+  return {
+    requested,
+    dispose: () => {
+      for (const [signal, handler] of handlers) process.off(signal, handler);
+    },
+  };
+}
+
 /** Serve until stdin closes; resolves when the server has shut down. */
 export async function serve(options: ServeOptions): Promise<void> {
   const { config, log } = options;
@@ -54,8 +95,49 @@ export async function serve(options: ServeOptions): Promise<void> {
   preparePrivateRoot(config);
   const identity = serverIdentity(options.version, root.dir, config.pathSets);
   const transport = new StdioTransport(options.input, options.output);
-  const first = await transport.firstLine();
-  if (first !== null) {
+  const signals = stopSignals(log);
+  let signalled = false;
+  void signals.requested.then(() => {
+    signalled = true;
+    transport.hold();
+  });
+  try {
+    await run(options, root, identity, transport, signals.requested, () => signalled);
+  } finally {
+    signals.dispose();
+  }
+  log.info("server stopped", {});
+  if (root.session !== null) removeSession(root as { dir: string; session: string }, config, options.store);
+}
+
+/**
+ * The session directory goes when it holds nothing unpublished (discard.ts),
+ * with its checkout's private state, so servers' sessions do not pile up;
+ * one whose notebook has files, or lacks files its baseline has (deletions
+ * not yet published), stays for the next commit from it.
+ */
+function removeSession(root: { dir: string; session: string }, config: RuntimeConfig, store: ObjectStore): void {
+  const { storeId, privateRoot } = engineDeps(config, store);
+  // Loaded here, not at the top: the engine stays out of the handshake's path.
+  const { discardIfNothingUnpublished } = require("../../engine/discard.ts") as typeof import("../../engine/discard.ts");
+  try {
+    if (discardIfNothingUnpublished({ privateRoot, storeId, dir: root.dir })) rmdirSync(root.session);
+  } catch {
+    /* not removable: keep it */
+  }
+}
+
+async function run(
+  options: ServeOptions,
+  root: { dir: string },
+  identity: ReturnType<typeof serverIdentity>,
+  transport: StdioTransport,
+  stopRequested: Promise<string>,
+  signalled: () => boolean,
+): Promise<void> {
+  const { config, log } = options;
+  const first = await Promise.race([transport.firstLine(), stopRequested.then(() => null)]);
+  if (first !== null && !signalled()) {
     let request: unknown;
     try {
       request = JSON.parse(first);
@@ -108,16 +190,6 @@ export async function serve(options: ServeOptions): Promise<void> {
       await server.close();
     })();
   };
-  void transport.ended.then(stop);
+  void Promise.race([transport.ended, stopRequested]).then(stop);
   await closed;
-  log.info("server stopped", {});
-  // An untouched session directory is removed; one with a checkout stays, since it may hold unpublished edits.
-  if (root.session !== null) {
-    try {
-      rmdirSync(root.dir);
-      rmdirSync(root.session);
-    } catch {
-      /* not empty: keep it */
-    }
-  }
 }

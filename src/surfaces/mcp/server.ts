@@ -1,10 +1,11 @@
 /**
- * The MCP server (mcp-tools.md): exactly two tools, no prompts, no
+ * The MCP server (mcp-tools.md): exactly two tools — the entries of the
+ * operations registry that are tools (operations.ts) — no prompts, no
  * resources. Built by a factory so each test gets a fresh one.
  *
  * The SDK's high-level McpServer, and even the low-level Server's own
  * tools/call wrapper, validate tool arguments themselves and answer with
- * protocol errors; the spec wants strict decoding by the project, answered
+ * protocol errors; mcp-tools.md wants strict decoding by the project, answered
  * with the domain error envelope (INVALID_REQUEST · MALFORMED_INPUT). So
  * tools/call is registered on the protocol layer directly, with a schema
  * that accepts any params, and decoding happens in runOperation.
@@ -15,8 +16,9 @@ import { deserializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { errorText, type PathSets, successText } from "../../contract/results.ts";
-import { inputSchema, TOOL_NAMES, type ToolName, toolDescription } from "../../contract/tools.ts";
+import { TOOL_NAMES, type ToolName } from "../../contract/tools.ts";
 import { type OperationContext, runOperation } from "../operation.ts";
+import { operationByTool, toolList } from "../operations.ts";
 import type { ServerIdentity } from "./handshake.ts";
 
 /** The SDK's parser of one stdio line, for the transport (stdio.ts), which is loaded before the SDK. */
@@ -33,14 +35,6 @@ const AnyToolCall = z.object({
   method: z.literal("tools/call"),
   params: z.unknown(),
 });
-
-export function toolList(sets: PathSets) {
-  return TOOL_NAMES.map((name) => ({
-    name,
-    description: toolDescription(name, sets),
-    inputSchema: inputSchema(name),
-  }));
-}
 
 export interface SlivingdocServer {
   server: Server;
@@ -67,7 +61,7 @@ export function createMcpServer(options: McpServerOptions): SlivingdocServer {
     inFlight++;
     let outcome;
     try {
-      outcome = await runOperation(options.operation, name as ToolName, params?.arguments, extra.requestId);
+      outcome = await runOperation(options.operation, operationByTool(name as ToolName), params?.arguments, extra.requestId);
     } finally {
       if (--inFlight === 0) for (const wake of waiting.splice(0)) wake();
     }

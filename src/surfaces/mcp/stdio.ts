@@ -34,6 +34,8 @@ export class StdioTransport implements Transport {
   private wakeFirstLine: (() => void) | null = null;
   private inputEnded = false;
   private closed = false;
+  /** Set by hold(): lines still read are no longer delivered. */
+  private held = false;
   /** The request answered early, whose second answer (from the SDK's server) is not sent. */
   private earlyAnswer: { id: string | number; text: string } | null = null;
 
@@ -47,7 +49,7 @@ export class StdioTransport implements Transport {
 
   /** Waits for the first complete line (or the end of input) and returns it without consuming it. */
   async firstLine(): Promise<string | null> {
-    while (this.lines.length === 0 && !this.inputEnded && this.earlyErrors.length === 0) {
+    while (this.lines.length === 0 && !this.inputEnded && !this.held && this.earlyErrors.length === 0) {
       await new Promise<void>((resolve) => {
         this.wakeFirstLine = resolve;
       });
@@ -64,6 +66,15 @@ export class StdioTransport implements Transport {
     this.earlyAnswer = { id: response.id, text };
     this.output.write(text);
     return this.output.flush();
+  }
+
+  /**
+   * Deliver no more messages: a server told to stop (a signal) finishes the
+   * calls it has, but starts none that arrive after.
+   */
+  hold(): void {
+    this.held = true;
+    this.wakeFirstLine?.();
   }
 
   /** The SDK's deserializer (from server.ts, which loads the SDK), for start() to deliver messages with. */
@@ -137,7 +148,7 @@ export class StdioTransport implements Transport {
 
   private deliver(): void {
     const deserialize = this.deserialize;
-    if (!this.started || deserialize === null) return;
+    if (!this.started || deserialize === null || this.held) return;
     while (this.lines.length > 0 && !this.closed) {
       const line = this.lines.shift()!;
       let message: JSONRPCMessage;

@@ -1,21 +1,36 @@
 /**
- * The checkout's git object database: the one file that imports
- * isomorphic-git. Objects are written here atomically (temp file + rename),
- * because a crash must never leave a torn loose object that would later be
- * trusted; isomorphic-git reads loose objects and packs, builds the packs we
- * publish (`packObjects`) and indexes the packs we download (`indexPack`).
+ * The object cache: a checkout's local git object database, and the one
+ * reader of git objects the rest of the engine uses. Objects are written
+ * here atomically (temp file + rename), because a crash must never leave a
+ * torn loose object that would later be trusted.
+ *
+ * The git formats themselves live beside it: objects.ts (ids, trees,
+ * commits), pack.ts (entries, packs, indexes), pack-reader.ts (reads
+ * through every pack index at once), walk.ts (descending a tree).
+ *
+ * What isomorphic-git does for us (this is the one file that imports it):
+ * the packs slivingdoc writes are undeltified, and everything about them —
+ * writing, indexing, reading — is done by the modules above. A pack with
+ * deltified entries (written by C git or another tool) is what isomorphic-git
+ * is for: it indexes such a pack on import (`indexPack`), reads its
+ * deltified objects (`readObject`, also the second opinion on an entry the
+ * fast reader found corrupt), and packs them again (`packObjects`).
+ * test/engine/git-compat.test.ts feeds it a pack from `git pack-objects`.
  *
  * The engine sees notebook trees as flat maps (slash path → blob id); this
  * module turns them into git trees and back.
  */
-import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
-import { keepRecent } from "./kept.ts";
-import { indexUndeltifiedPack, PackReader, packEntry, writePack } from "./pack-reader.ts";
+import { randomHex } from "../../contract/random-hex.ts";
+import type { KeptObjects, SharedReader } from "./kept-objects.ts";
+import { BadPackError, decodeCommit, encodeCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, sha1Hex, type TreeEntry, wrapObject } from "./objects.ts";
+import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
+import type { PackReader } from "./pack-reader.ts";
+import { walkTree } from "./walk.ts";
 
 /** Notebook-relative slash path → blob id. */
 export type FlatTree = Map<string, string>;
@@ -32,85 +47,26 @@ export interface ReadTree extends BuiltTree {
   files: FlatTree;
 }
 
-/** An object the history needs is absent: the state cannot be trusted. */
-export class MissingObjectError extends Error {
-  override readonly name = "MissingObjectError";
-}
-
-/** A downloaded pack could not be imported. */
-export class BadPackError extends Error {
-  override readonly name = "BadPackError";
-}
-
-const FILE_MODE = "100644";
-const TREE_MODE = "40000";
-
-function sha1Hex(data: Uint8Array): string {
-  return createHash("sha1").update(data).digest("hex");
-}
-
-function randomSuffix(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/**
- * Trees this process read or built lately, by object cache and tree id. Git
- * objects never change, so a kept tree stays right for as long as the cache
- * holds its objects: a server's calls on an unchanged notebook (pull and
- * commit before and after every step) then read no tree at all. Callers get
- * copies; `dropPacks` forgets a cache's trees.
- */
-const RECENT_TREES = 8;
-const recentTrees = new Map<string, ReadTree>();
-const recentCommits = new Map<string, string>();
-
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  keepRecent(map, key, value, RECENT_TREES);
-}
-
 function copyOf(read: ReadTree): ReadTree {
   return { tree: read.tree, trees: new Set(read.trees), dirs: new Map(read.dirs), files: new Map(read.files) };
 }
 
-interface SharedReader {
-  gitdir: string;
-  reader: PackReader;
-  /** Sessions using it now: an evicted reader is closed when the last one ends. */
-  users: number;
-}
-
-/** How many caches keep a reader open (their pack files stay open too). */
-const KEPT_READERS = 8;
-const sharedReaders = new Map<string, SharedReader>();
-
-function acquireReader(gitdir: string): SharedReader {
-  const shared = sharedReaders.get(gitdir) ?? { gitdir, reader: new PackReader(gitdir), users: 0 };
-  shared.users++;
-  // A reader in use stays; an evicted one is closed now, or by its last user (releaseReader).
-  keepRecent(sharedReaders, gitdir, shared, KEPT_READERS, (_, old) => {
-    if (old.users > 0) return false;
-    old.reader.close();
-    return true;
-  });
-  return shared;
-}
-
-function releaseReader(shared: SharedReader): void {
-  shared.users--;
-  if (shared.users === 0 && sharedReaders.get(shared.gitdir) !== shared) shared.reader.close();
-}
-
-export class GitStore {
+export class ObjectCache {
   /** isomorphic-git's per-repository cache (parsed pack indexes); replaced when packs are dropped. */
   private cache: object = {};
 
   private constructor(
     readonly gitdir: string,
+    private readonly kept: KeptObjects,
     private readonly onDamage: () => void,
   ) {}
 
-  /** `onDamage` runs whenever an object the cache should hold is missing or unreadable. */
-  static async open(gitdir: string, onDamage: () => void = () => {}): Promise<GitStore> {
+  /**
+   * `kept` is what the process keeps of its object caches between calls
+   * (ProcessMemory.objects); `onDamage` runs whenever an object the cache
+   * should hold is missing or unreadable.
+   */
+  static async open(gitdir: string, kept: KeptObjects, onDamage: () => void = () => {}): Promise<ObjectCache> {
     // Synchronous: every call opens the cache, and Bun's promise-based
     // recursive mkdir cost more than the rest of a warm pull's set-up.
     fs.mkdirSync(join(gitdir, "objects", "pack"), { recursive: true });
@@ -120,18 +76,18 @@ export class GitStore {
       await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
       await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
     }
-    return new GitStore(gitdir, onDamage);
+    return new ObjectCache(gitdir, kept, onDamage);
   }
 
   /**
-   * Trees and commits built this session, in memory only: they reach the
+   * Trees and commits built by this open checkout (one call), in memory only: they reach the
    * cache inside the pack a commit uploads and imports, so writing each one
    * loose first (a file, a rename, a directory) was wasted work.
    */
   private readonly built = new Map<string, { type: string; object: Buffer }>();
 
   private keep(type: "tree" | "commit", content: Buffer): string {
-    const oid = sha1Hex(Buffer.concat([Buffer.from(`${type} ${content.byteLength}\0`), content]));
+    const oid = objectId(type, content);
     if (!this.built.has(oid)) this.built.set(oid, { type, object: content });
     return oid;
   }
@@ -141,13 +97,12 @@ export class GitStore {
    * kept. Synchronous: these are small, and awaiting each costs more.
    */
   async writeObject(type: "blob" | "tree" | "commit", content: Uint8Array): Promise<string> {
-    const header = Buffer.from(`${type} ${content.byteLength}\0`);
-    const wrapped = Buffer.concat([header, content]);
+    const wrapped = wrapObject(type, content);
     const oid = sha1Hex(wrapped);
     const dir = join(this.gitdir, "objects", oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
     if (fs.existsSync(file)) return oid;
-    const tmp = join(dir, `tmp-${randomSuffix()}`);
+    const tmp = join(dir, `tmp-${randomHex(8)}`);
     const data = deflateSync(wrapped);
     try {
       fs.writeFileSync(tmp, data);
@@ -214,27 +169,16 @@ export class GitStore {
         }
         return kept;
       }
-      // Sort keys computed once: git's order compares names as bytes, a tree as if it ended in "/".
-      const entries: Array<{ key: Buffer; name: Buffer; isTree: boolean; oid: string }> = [];
-      for (const [name, oid] of dir.files) {
-        const bytes = Buffer.from(name);
-        entries.push({ key: bytes, name: bytes, isTree: false, oid });
-      }
-      for (const [name, sub] of dir.dirs) {
-        entries.push({ key: Buffer.from(`${name}/`), name: Buffer.from(name), isTree: true, oid: build(sub) });
-      }
-      entries.sort((a, b) => Buffer.compare(a.key, b.key));
-      const parts: Buffer[] = [];
-      for (const e of entries) {
-        parts.push(Buffer.from(`${e.isTree ? TREE_MODE : FILE_MODE} `), e.name, Buffer.from([0]), Buffer.from(e.oid, "hex"));
-      }
-      const oid = this.keep("tree", Buffer.concat(parts));
+      const entries: TreeEntry[] = [];
+      for (const [name, oid] of dir.files) entries.push({ name, isTree: false, oid });
+      for (const [name, sub] of dir.dirs) entries.push({ name, isTree: true, oid: build(sub) });
+      const oid = this.keep("tree", encodeTree(entries));
       trees.add(oid);
       dirs.set(dir.prefix, oid);
       return oid;
     };
     const tree = build(root);
-    remember(recentTrees, `${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), dirs: new Map(dirs), files: new Map(files) });
+    this.kept.trees.set(`${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), dirs: new Map(dirs), files: new Map(files) });
     return { tree, trees, dirs };
   }
 
@@ -243,16 +187,10 @@ export class GitStore {
    * writeCommit normalises newlines, which the message rules forbid).
    */
   async writeCommit(args: { tree: string; parent: string | null; message: string; when: Date }): Promise<string> {
-    const seconds = Math.floor(args.when.getTime() / 1000);
-    const ident = `slivingdoc <slivingdoc@localhost> ${seconds} +0000`;
-    const head = [`tree ${args.tree}`];
-    if (args.parent) head.push(`parent ${args.parent}`);
-    head.push(`author ${ident}`, `committer ${ident}`);
-    const body = Buffer.concat([Buffer.from(`${head.join("\n")}\n\n`), Buffer.from(args.message, "utf8")]);
-    return this.keep("commit", body);
+    return this.keep("commit", encodeCommit(args));
   }
 
-  /** This session's use of the process's fast reader for this cache; null until the first read. */
+  /** This call's use of the process's fast reader for this cache; null until the first read. */
   private shared: SharedReader | null = null;
   /** Packs were removed here: the reader must check every pack again. */
   private stale = false;
@@ -263,12 +201,12 @@ export class GitStore {
    * Fast reads of packed and loose objects (pack-reader.ts), through one
    * reader per cache for the whole process: indexing every pack again on
    * each call cost a warm commit more than its own work. The reader catches
-   * up with the pack directory when a session first reads and after packs
+   * up with the pack directory when a call first reads and after packs
    * were added or dropped.
    */
   private reader(): PackReader {
     if (this.shared === null || this.stale) {
-      this.shared ??= acquireReader(this.gitdir);
+      this.shared ??= this.kept.acquireReader(this.gitdir);
       // Packs rewritten or removed: trees kept from them may no longer be readable here.
       if (this.shared.reader.refresh()) this.forgetTrees();
     } else if (this.packAdded) {
@@ -285,18 +223,22 @@ export class GitStore {
   }
 
   private forgetTrees(): void {
-    for (const map of [recentTrees, recentCommits]) {
-      for (const key of [...map.keys()]) if (key.startsWith(`${this.gitdir}\0`)) map.delete(key);
-    }
+    this.kept.forgetTrees(this.gitdir);
   }
 
-  /** End of the session: the process's reader stays open for the next one (up to a bound). */
+  /** End of the call: the process's reader stays open for the next one (up to a bound). */
   close(): void {
-    if (this.shared) releaseReader(this.shared);
+    if (this.shared) this.kept.releaseReader(this.shared);
     this.shared = null;
   }
 
-  private async read(oid: string, retried = false): Promise<{ type: string; object: Uint8Array }> {
+  /**
+   * The object, or null when this cache cannot produce it. Reports no
+   * damage: a caller may expect absences (compaction at a shallow boundary).
+   * Built objects first, then the fast reader, then isomorphic-git, which
+   * also reads deltified entries (packs written elsewhere).
+   */
+  async find(oid: string, retried = false): Promise<GitObject | null> {
     const built = this.built.get(oid);
     if (built) return built;
     if (!retried) {
@@ -316,11 +258,43 @@ export class GitStore {
         // A cached loose object that cannot be read is not trusted: drop it,
         // and read again, since a pack may hold a good copy.
         await rm(loose, { force: true });
-        return this.read(oid, true);
+        return this.find(oid, true);
       }
-      this.onDamage();
-      throw new MissingObjectError("object missing or unreadable", { cause });
+      return null;
     }
+  }
+
+  /** The object; an absent one is damage (`onDamage`) and throws MissingObjectError. */
+  private async read(oid: string): Promise<GitObject> {
+    const found = await this.find(oid);
+    if (found !== null) return found;
+    this.onDamage();
+    throw new MissingObjectError(`object ${oid} missing or unreadable`);
+  }
+
+  /**
+   * The object as an undeltified pack entry, or null when absent: an
+   * undeltified entry of a cached pack is copied byte for byte (no
+   * inflating and deflating again); anything else is read and deflated.
+   */
+  async packEntry(oid: string): Promise<Buffer | null> {
+    const raw = this.built.has(oid) ? null : this.reader().entry(oid);
+    if (raw) return raw;
+    const object = await this.find(oid);
+    return object === null ? null : packEntry(object.type, Buffer.from(object.object));
+  }
+
+  /** The ids of the objects in the imported pack `name`; MissingObjectError when it was never imported here. */
+  packObjectIds(name: string): string[] {
+    let idx: Buffer;
+    try {
+      idx = fs.readFileSync(join(this.gitdir, "objects", "pack", `pack-${name}.idx`));
+    } catch (cause) {
+      throw new MissingObjectError(`pack ${name} was never imported into this cache`, { cause });
+    }
+    const parsed = parsePackIndex(idx);
+    if (parsed === null) throw new MissingObjectError(`pack index ${name} is not a version 2 index, or is truncated`);
+    return Array.from({ length: parsed.count }, (_, i) => parsed.oid(i));
   }
 
   /**
@@ -355,24 +329,22 @@ export class GitStore {
   async commitTree(commit: string): Promise<string> {
     this.reader(); // catches up with the packs first, forgetting trees they no longer vouch for
     const key = `${this.gitdir}\0${commit}`;
-    const kept = recentCommits.get(key);
+    const kept = this.kept.commits.get(key);
     if (kept !== undefined) return kept;
-    const { type, object } = await this.read(commit);
-    if (type !== "commit") throw new MissingObjectError("not a commit");
-    const match = /^tree ([0-9a-f]{40})\n/.exec(Buffer.from(object).toString("latin1"));
-    if (!match) throw new MissingObjectError("commit without a tree");
-    remember(recentCommits, key, match[1]!);
-    return match[1]!;
+    const { tree } = await this.readCommit(commit);
+    this.kept.commits.set(key, tree);
+    return tree;
   }
 
   /** The commit's first parent; null for a root commit. */
   async commitParent(commit: string): Promise<string | null> {
+    return (await this.readCommit(commit)).parents[0] ?? null;
+  }
+
+  private async readCommit(commit: string): Promise<{ tree: string; parents: string[] }> {
     const { type, object } = await this.read(commit);
     if (type !== "commit") throw new MissingObjectError("not a commit");
-    const text = Buffer.from(object).toString("latin1");
-    const end = text.indexOf("\n\n");
-    const headers = end < 0 ? text : text.slice(0, end);
-    return /^parent ([0-9a-f]{40})$/m.exec(headers)?.[1] ?? null;
+    return decodeCommit(object);
   }
 
   /**
@@ -392,13 +364,13 @@ export class GitStore {
   async readFlatTree(tree: string): Promise<ReadTree> {
     this.reader(); // as in commitTree
     const key = `${this.gitdir}\0${tree}`;
-    const kept = recentTrees.get(key);
+    const kept = this.kept.trees.get(key);
     if (kept) {
-      remember(recentTrees, key, kept);
+      this.kept.trees.set(key, kept);
       return copyOf(kept);
     }
     const read = await this.readFlatTreeObjects(tree);
-    remember(recentTrees, key, copyOf(read));
+    this.kept.trees.set(key, copyOf(read));
     return read;
   }
 
@@ -406,27 +378,17 @@ export class GitStore {
     const files: FlatTree = new Map();
     const trees = new Set<string>();
     const dirs = new Map<string, string>();
-    const walk = async (oid: string, prefix: string) => {
-      const { type, object } = await this.read(oid);
-      if (type !== "tree") throw new MissingObjectError("not a tree");
-      trees.add(oid);
-      dirs.set(prefix, oid);
-      const buf = Buffer.from(object);
-      let i = 0;
-      while (i < buf.length) {
-        const space = buf.indexOf(0x20, i);
-        const nul = buf.indexOf(0, space);
-        if (space < 0 || nul < 0 || nul + 21 > buf.length) throw new MissingObjectError("malformed tree");
-        const mode = buf.toString("latin1", i, space);
-        const name = buf.toString("utf8", space + 1, nul);
-        const child = buf.toString("hex", nul + 1, nul + 21);
-        i = nul + 21;
-        if (mode === TREE_MODE) await walk(child, `${prefix}${name}/`);
-        else if (mode === FILE_MODE) files.set(prefix + name, child);
-        else throw new MissingObjectError("unexpected tree entry mode");
-      }
-    };
-    await walk(tree, "");
+    await walkTree((oid) => this.read(oid), tree, {
+      tree: (oid, prefix) => {
+        trees.add(oid);
+        dirs.set(prefix, oid);
+        return true;
+      },
+      entry: (path, oid, mode) => {
+        if (mode !== FILE_MODE) throw new MissingObjectError("unexpected tree entry mode");
+        files.set(path, oid);
+      },
+    });
     return { tree, trees, dirs, files };
   }
 
@@ -473,7 +435,7 @@ export class GitStore {
    */
   async importPack(name: string, bytes: Uint8Array): Promise<void> {
     const incoming = join(this.gitdir, "incoming");
-    const suffix = randomSuffix();
+    const suffix = randomHex(8);
     const packRel = `incoming/pack-${name}-${suffix}.pack`;
     const tmpPack = join(this.gitdir, packRel);
     const tmpIdx = tmpPack.replace(/\.pack$/, ".idx");

@@ -1,0 +1,33 @@
+/**
+ * Private state files are replaced atomically (write a temporary file,
+ * fsync, rename), so a crash leaves the old or the new file, never a torn
+ * one; and read as JSON, absent being no error.
+ */
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { randomHex } from "../contract/random-hex.ts";
+
+/** `durable: false` skips the fsync, for a file that is only a speed-up (a torn one does not parse). */
+export function writeAtomic(file: string, data: string, durable = true): void {
+  const tmp = `${file}.tmp-${randomHex(8)}`;
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeSync(fd, data);
+    if (durable) fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+}
+
+/** The parsed file, or undefined when it is absent. */
+export function readJson(file: string): unknown | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+  return JSON.parse(text);
+}
+

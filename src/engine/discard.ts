@@ -1,0 +1,75 @@
+/**
+ * Whether a checkout may be thrown away, and throwing it away: for `serve`'s
+ * session directory, made fresh for each server (docs/design.md, Roots and
+ * checkouts), which would otherwise pile up, with its private state, for
+ * every server ever started.
+ *
+ * A checkout may go only when nothing unpublished can be in it: its visible
+ * directory is empty, and either it was never pulled or its baseline has no
+ * files either. An empty directory over a baseline with files holds the
+ * deletion of every file — unpublished work that must stay where the next
+ * commit from that directory can publish it. An interrupted operation
+ * (a journal, or a publication not yet settled) or one still running (its
+ * lock) also keeps it.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { checkoutId } from "./checkout-registry.ts";
+
+/** git's id of the empty tree: the baseline of a notebook whose every file was deleted and published. */
+const EMPTY_TREE = createHash("sha1").update("tree 0\0").digest("hex");
+
+export interface DiscardTarget {
+  privateRoot: string;
+  storeId: string;
+  /** The checkout's real path. */
+  dir: string;
+}
+
+function isEmptyDir(dir: string): boolean {
+  try {
+    return readdirSync(dir).length === 0;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
+/**
+ * Whether a state file may stand for something unpublished: a baseline with
+ * files, or a publication in flight not yet settled (publication.ts); true
+ * when it cannot be read, so such a checkout is kept.
+ */
+function stateHoldsWork(stateFile: string): boolean {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(stateFile, "utf8"));
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== "ENOENT";
+  }
+  const state = raw as { baseline?: { tree?: unknown }; publishing?: unknown } | null;
+  if (state?.publishing !== undefined) return true;
+  const tree = state?.baseline?.tree;
+  if (tree === null) return false;
+  return tree !== EMPTY_TREE;
+}
+
+/**
+ * Remove the checkout at `dir` (the directory itself) and its private state,
+ * if it holds nothing unpublished (see above). Returns whether it did; a
+ * checkout it keeps is left exactly as it was.
+ */
+export function discardIfNothingUnpublished(target: DiscardTarget): boolean {
+  const stateDir = join(target.privateRoot, "checkouts", checkoutId(target.storeId, target.dir));
+  if (!isEmptyDir(target.dir)) return false;
+  if (existsSync(join(stateDir, "journal.json")) || existsSync(join(stateDir, "lock"))) return false;
+  if (stateHoldsWork(join(stateDir, "state.json"))) return false;
+  // The directory first, and only while empty: a file written into it meanwhile keeps both.
+  try {
+    rmdirSync(target.dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") return false;
+  }
+  rmSync(stateDir, { recursive: true, force: true });
+  return true;
+}

@@ -1,0 +1,56 @@
+/**
+ * What a process keeps of its object caches between calls (docs/performance.md,
+ * "What a process keeps between calls"): one pack reader per cache, and the
+ * flat trees and commit trees read or built lately. Git objects never
+ * change, so a kept tree stays right for as long as the cache holds its
+ * objects; the object cache forgets a cache's trees whenever its reader
+ * starts over or its packs are dropped.
+ */
+import { RecentMap } from "../kept.ts";
+import type { ReadTree } from "./object-cache.ts";
+import { PackReader } from "./pack-reader.ts";
+
+export interface SharedReader {
+  gitdir: string;
+  reader: PackReader;
+  /** Object caches using it now: an evicted reader is closed when the last one ends. */
+  users: number;
+}
+
+export class KeptObjects {
+  private readonly readers: RecentMap<string, SharedReader>;
+  /** By `${gitdir}\0${tree id}`. */
+  readonly trees: RecentMap<string, ReadTree>;
+  /** Commit → its tree, by `${gitdir}\0${commit id}`. */
+  readonly commits: RecentMap<string, string>;
+
+  constructor(bounds: { readers: number; trees: number; commits: number }) {
+    // A reader in use stays; an evicted one is closed now, or by its last user (releaseReader).
+    this.readers = new RecentMap(bounds.readers, (_, old) => {
+      if (old.users > 0) return false;
+      old.reader.close();
+      return true;
+    });
+    this.trees = new RecentMap(bounds.trees);
+    this.commits = new RecentMap(bounds.commits);
+  }
+
+  acquireReader(gitdir: string): SharedReader {
+    const shared = this.readers.get(gitdir) ?? { gitdir, reader: new PackReader(gitdir), users: 0 };
+    shared.users++;
+    this.readers.set(gitdir, shared);
+    return shared;
+  }
+
+  releaseReader(shared: SharedReader): void {
+    shared.users--;
+    if (shared.users === 0 && this.readers.get(shared.gitdir) !== shared) shared.reader.close();
+  }
+
+  /** Forget the trees and commits kept of the cache at `gitdir`. */
+  forgetTrees(gitdir: string): void {
+    const mine = (key: string) => key.startsWith(`${gitdir}\0`);
+    this.trees.deleteWhere(mine);
+    this.commits.deleteWhere(mine);
+  }
+}

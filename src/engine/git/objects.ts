@@ -1,0 +1,114 @@
+/**
+ * Git objects: the id of an object, the loose-object encoding, and the
+ * codecs of the two structured kinds slivingdoc writes and reads — trees
+ * (regular files and subdirectories only) and commits.
+ * https://git-scm.com/book/en/v2/Git-Internals-Git-Objects
+ */
+import { createHash } from "node:crypto";
+
+export type ObjectType = "blob" | "tree" | "commit";
+
+/** An object's kind and content (without the "<type> <size>\0" header). */
+export interface GitObject {
+  type: string;
+  object: Uint8Array;
+}
+
+/** An object the history needs is absent: the state cannot be trusted. */
+export class MissingObjectError extends Error {
+  override readonly name = "MissingObjectError";
+}
+
+/** A downloaded pack could not be imported. */
+export class BadPackError extends Error {
+  override readonly name = "BadPackError";
+}
+
+export const FILE_MODE = "100644";
+export const TREE_MODE = "40000";
+
+/** "<type> <size>\0" followed by the content: what an id hashes and a loose file deflates. */
+export function wrapObject(type: string, content: Uint8Array): Buffer {
+  return Buffer.concat([Buffer.from(`${type} ${content.byteLength}\0`), content]);
+}
+
+export function sha1Hex(data: Uint8Array): string {
+  return createHash("sha1").update(data).digest("hex");
+}
+
+export function objectId(type: string, content: Uint8Array): string {
+  return sha1Hex(wrapObject(type, content));
+}
+
+/** A loose object, inflated: split its header from its content; null when malformed. */
+export function unwrapObject(raw: Buffer): { type: string; object: Buffer } | null {
+  const space = raw.indexOf(0x20);
+  const nul = raw.indexOf(0, space);
+  return space > 0 && nul > space ? { type: raw.toString("latin1", 0, space), object: raw.subarray(nul + 1) } : null;
+}
+
+export interface TreeEntry {
+  name: string;
+  isTree: boolean;
+  oid: string;
+}
+
+/** A tree object of files (mode 100644) and subtrees, in git's order: names as bytes, a tree as if it ended in "/". */
+export function encodeTree(entries: Iterable<TreeEntry>): Buffer {
+  // Sort keys computed once.
+  const keyed: Array<{ key: Buffer; name: Buffer; isTree: boolean; oid: string }> = [];
+  for (const e of entries) {
+    const name = Buffer.from(e.name);
+    keyed.push({ key: e.isTree ? Buffer.from(`${e.name}/`) : name, name, isTree: e.isTree, oid: e.oid });
+  }
+  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  const parts: Buffer[] = [];
+  for (const e of keyed) {
+    parts.push(Buffer.from(`${e.isTree ? TREE_MODE : FILE_MODE} `), e.name, Buffer.from([0]), Buffer.from(e.oid, "hex"));
+  }
+  return Buffer.concat(parts);
+}
+
+/** The entries of a tree object, with their modes; throws MissingObjectError when malformed. */
+export function decodeTree(object: Uint8Array): Array<{ mode: string; name: string; oid: string }> {
+  const buf = Buffer.from(object.buffer, object.byteOffset, object.byteLength);
+  const entries: Array<{ mode: string; name: string; oid: string }> = [];
+  let i = 0;
+  while (i < buf.length) {
+    const space = buf.indexOf(0x20, i);
+    const nul = buf.indexOf(0, space);
+    if (space < 0 || nul < 0 || nul + 21 > buf.length) throw new MissingObjectError("malformed tree");
+    entries.push({ mode: buf.toString("latin1", i, space), name: buf.toString("utf8", space + 1, nul), oid: buf.toString("hex", nul + 1, nul + 21) });
+    i = nul + 21;
+  }
+  return entries;
+}
+
+/** A commit whose message is kept byte for byte; author and committer are both slivingdoc, in UTC. */
+export function encodeCommit(args: { tree: string; parent: string | null; message: string; when: Date }): Buffer {
+  const seconds = Math.floor(args.when.getTime() / 1000);
+  const ident = `slivingdoc <slivingdoc@localhost> ${seconds} +0000`;
+  const head = [`tree ${args.tree}`];
+  if (args.parent) head.push(`parent ${args.parent}`);
+  head.push(`author ${ident}`, `committer ${ident}`);
+  return Buffer.concat([Buffer.from(`${head.join("\n")}\n\n`), Buffer.from(args.message, "utf8")]);
+}
+
+/** A commit's tree and parents (first parent first), from its headers; throws MissingObjectError without a tree. */
+export function decodeCommit(object: Uint8Array): { tree: string; parents: string[] } {
+  const text = Buffer.from(object.buffer, object.byteOffset, object.byteLength).toString("latin1");
+  const end = text.indexOf("\n\n");
+  let tree: string | null = null;
+  const parents: string[] = [];
+  for (const line of text.slice(0, end < 0 ? text.length : end).split("\n")) {
+    if (tree === null && /^tree [0-9a-f]{40}$/.test(line)) tree = line.slice(5);
+    else if (/^parent [0-9a-f]{40}$/.test(line)) parents.push(line.slice(7));
+  }
+  if (tree === null) throw new MissingObjectError("commit without a tree");
+  return { tree, parents };
+}
+
+/** A blob's id computed in memory (no copy of the content): equality of content without writing objects. */
+export function blobId(bytes: Uint8Array): string {
+  return createHash("sha1").update(`blob ${bytes.byteLength}\0`).update(bytes).digest("hex");
+}

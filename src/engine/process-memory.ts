@@ -1,0 +1,45 @@
+/**
+ * What a process keeps between calls (docs/performance.md, "What a process
+ * keeps between calls"), in one object with every bound in one place. A
+ * surface makes one per process and passes it in EngineDeps, so a server's
+ * calls share it; a test makes a fresh one for a fresh world. Each kept
+ * thing is checked before use and only ever a speed-up: a process that
+ * starts empty gets the same answers.
+ */
+import type { AcceptedState } from "./accepted-state.ts";
+import { KeptObjects } from "./git/kept-objects.ts";
+import { RecentMap } from "./kept.ts";
+import { KeptStatCaches } from "./kept-stat-caches.ts";
+
+export const KEPT_BOUNDS = {
+  /** Checkouts whose stat cache is kept: as many as a server is likely to serve at once. */
+  statCaches: 16,
+  /** Object caches whose pack reader stays open (their pack files stay open too). */
+  packReaders: 8,
+  /** Flat trees read or built, by object cache and tree id. */
+  trees: 8,
+  /** Commits' trees, by object cache and commit id. */
+  commits: 8,
+  /** Stores whose accepted state last seen is kept. */
+  acceptedStates: 8,
+} as const;
+
+export class ProcessMemory {
+  /** The stat cache of each checkout, written back when evicted or flushed. */
+  readonly statCaches = new KeptStatCaches(KEPT_BOUNDS.statCaches);
+  /** Pack readers, flat trees and commit trees of the object caches. */
+  readonly objects = new KeptObjects({ readers: KEPT_BOUNDS.packReaders, trees: KEPT_BOUNDS.trees, commits: KEPT_BOUNDS.commits });
+  /** The accepted state last seen of each store, by store identity (accepted-state.ts). */
+  readonly acceptedStates = new RecentMap<string, AcceptedState>(KEPT_BOUNDS.acceptedStates);
+  /**
+   * The checkout directory each registered state file named when last
+   * parsed, with the file's identity then (checkout-registry.ts). One entry
+   * per checkout under the private root: no bound beyond theirs.
+   */
+  readonly checkouts = new Map<string, { identity: string; checkout: string }>();
+
+  /** Before the process ends: write out what only memory holds (stat caches). */
+  flush(): void {
+    this.statCaches.flush();
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * What a checkout's state files hold (checkout-state.ts): `state.json`, the
+ * baseline and a publication in flight; `journal.json`, the visible files
+ * being rewritten.
+ */
+import { z } from "zod";
+
+const hex40 = z.string().regex(/^[0-9a-f]{40}$/);
+
+const BaselineSchema = z
+  .object({
+    generation: z.number().int().nonnegative(),
+    head: hex40.nullable(),
+    tree: hex40.nullable(),
+  })
+  .strict();
+
+/**
+ * A commit's publication between its conditional write and the baseline
+ * move: recorded before the write, so the next call on the checkout can
+ * learn whether it landed (publication.ts) when this one dies in between.
+ */
+const PublicationSchema = z
+  .object({
+    /** The manifest's publication id, and the pack the commit uploaded. */
+    publication: z.string(),
+    pack: z.object({ key: z.string(), sha256: z.string() }).strict(),
+    /** The manifest's generation and head commit. */
+    generation: z.number().int().positive(),
+    head: hex40,
+    /**
+     * Where the published tree differs from the visible files the commit
+     * scanned (changes merged in from others, not yet written): each path
+     * with the blob the visible file held then (null = absent).
+     */
+    merged: z.array(z.object({ path: z.string(), oid: hex40.nullable() }).strict()),
+  })
+  .strict();
+
+export const StateSchema = z
+  .object({
+    version: z.literal(1),
+    checkout: z.string(),
+    store: z.string(),
+    /** The identity of the directory this state was made for (absent in states written before it was recorded). */
+    directory: z.string().optional(),
+    baseline: BaselineSchema,
+    publishing: PublicationSchema.optional(),
+  })
+  .strict();
+
+export const JournalSchema = z
+  .object({
+    version: z.literal(1),
+    /** The baseline the interrupted operation was moving to. */
+    target: BaselineSchema,
+    /** Each visible file being rewritten: blob ids of its content before and after (null = absent). */
+    writes: z.array(z.object({ path: z.string(), before: hex40.nullable(), after: hex40.nullable() }).strict()),
+  })
+  .strict();
+
+export type Baseline = z.infer<typeof BaselineSchema>;
+export type CheckoutStateFile = z.infer<typeof StateSchema>;
+export type Journal = z.infer<typeof JournalSchema>;
+export type Publication = z.infer<typeof PublicationSchema>;

@@ -1,0 +1,57 @@
+/**
+ * The commands as citty defines them, for help and for the strict parser
+ * (arguments.ts): `serve`, and one command per entry of the operations
+ * registry (operations.ts), each with its own flags, the configuration
+ * flags of docs/cli.md, `--json`, and a notebook PATH when it takes one.
+ */
+import { type ArgsDef, type CommandDef, defineCommand } from "citty";
+import { OPERATIONS } from "../operations.ts";
+import type { Operation } from "../operation.ts";
+
+/** The configuration flags every command takes (docs/cli.md, Options). */
+const CONFIG_FLAGS = {
+  store: { type: "string", description: "Store URL: s3://BUCKET[/PREFIX] or sqlite:PATH (env SLIVINGDOC_STORE; default: the embedded store)", valueHint: "URL" },
+  region: { type: "string", description: "S3 region (env S3_REGION, then the AWS SDK's own)" },
+  endpoint: { type: "string", description: "S3 endpoint URL (env AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)", valueHint: "URL" },
+  "force-path-style": { type: "boolean", description: "S3 path-style addressing (env S3_FORCE_PATH_STYLE=1)" },
+  "workspace-root": { type: "string", description: "Only act at or below this directory (env SLIVINGDOC_WORKSPACE_ROOT)", valueHint: "DIR" },
+  "private-root": { type: "string", description: "Where per-checkout state lives (env SLIVINGDOC_PRIVATE_ROOT)", valueHint: "DIR" },
+  "commit-retries": { type: "string", description: "Attempts after a lost race before REMOTE_BUSY (env SLIVINGDOC_COMMIT_RETRIES; default 30)", valueHint: "N" },
+  "read-only-paths": { type: "string", description: "Comma-separated notebook paths this process may not change (env SLIVINGDOC_READ_ONLY_PATHS)", valueHint: "a,b" },
+  "writable-paths": { type: "string", description: "Comma-separated notebook paths this process may change; everything else is protected (env SLIVINGDOC_WRITABLE_PATHS)", valueHint: "a,b" },
+} as const satisfies ArgsDef;
+
+const JSON_FLAG = { json: { type: "boolean", description: "Print the structured result (success or error) as JSON on stdout" } } as const satisfies ArgsDef;
+
+const PATH_ARG = { type: "positional", required: false, description: "The notebook directory (default: the current directory)", valueHint: "PATH" } as const;
+
+/** An operation's command: its own flags first, then the configuration flags, `--json`, and PATH. */
+function operationCommand(op: Operation): CommandDef<ArgsDef> {
+  const own: ArgsDef = {};
+  for (const [name, flag] of Object.entries(op.cli.flags)) {
+    const { exactBytes: _exact, ...def } = flag;
+    own[name] = def as ArgsDef[string];
+  }
+  return defineCommand({
+    meta: { name: op.cli.name, description: op.cli.summary },
+    args: { ...own, ...CONFIG_FLAGS, ...JSON_FLAG, ...(op.cli.path ? { path: PATH_ARG } : {}) },
+  }) as CommandDef<ArgsDef>;
+}
+
+export const serveCommand = defineCommand({
+  meta: { name: "serve", description: "Run the MCP server over stdio, with the tools notes_pull and notes_commit" },
+  args: CONFIG_FLAGS,
+}) as CommandDef<ArgsDef>;
+
+/** Every command by name: `serve`, then the registry's operations in its order. */
+export const subCommands: Record<string, CommandDef<ArgsDef>> = {
+  serve: serveCommand,
+  ...Object.fromEntries(OPERATIONS.map((op) => [op.cli.name, operationCommand(op)])),
+};
+
+export function rootCommand(version: string): CommandDef<ArgsDef> {
+  return defineCommand({
+    meta: { name: "slivingdoc", version, description: "A shared notebook of UTF-8 text files for AI agents: pull, edit, commit." },
+    subCommands,
+  }) as CommandDef<ArgsDef>;
+}

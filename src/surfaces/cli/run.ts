@@ -1,0 +1,203 @@
+/**
+ * The CLI's dispatch (docs/design.md, Names and entry points; CLI
+ * conventions): help and version, `serve`, and every operation of the
+ * registry (operations.ts) — parse strictly, start up, run the operation,
+ * print its human output on stderr and, with `--json`, its result object
+ * on stdout.
+ */
+import type { ArgsDef } from "citty";
+import { renderUsage } from "citty";
+import { errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
+import { scrubText } from "../../contract/scrub.ts";
+import { StartupRefusal } from "../../contract/startup.ts";
+import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
+import type { EngineDeps } from "../../engine/engine.ts";
+import type { ObjectStore } from "../../store/object-store.ts";
+import { createLog, type Log, SILENT_LOG } from "../log.ts";
+import { type Operation, runOperation } from "../operation.ts";
+import { operationByCli } from "../operations.ts";
+import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../config.ts";
+import { engineDeps, flushProcessMemory } from "../engine-deps.ts";
+import { openVerifiedStore } from "../verified-store.ts";
+import type { TextSink } from "../stdio.ts";
+import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
+import { rootCommand, subCommands } from "./definitions.ts";
+import { terminalProgress } from "./progress.ts";
+import { escapeControls } from "./quote.ts";
+import { renderError } from "./render.ts";
+
+// The engine and the MCP server are imported where a command needs them,
+// not here: every start would otherwise load all of them (docs/performance.md, S8).
+
+export interface CliIo {
+  argv: string[];
+  /**
+   * The bytes of `argv`, entry for entry, or null where the system does not
+   * show them (raw-argv.ts): how a message of invalid UTF-8 is told from
+   * one holding a real U+FFFD. Read only when a message holds U+FFFD.
+   */
+  rawArgv?: () => Uint8Array[] | null;
+  /** The MCP protocol's input and output, for `serve`. */
+  protocol?: () => { input: ReadableStream<Uint8Array>; output: TextSink };
+  /** Read only when needed: finding out loads node:tty. */
+  stderrIsTTY?: boolean;
+  env: Env;
+  cwd: string;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  version: string;
+  /** Colours in help only on a terminal: escape codes would litter a pipe or a file. */
+  stdoutIsTTY?: boolean;
+}
+
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
+function help(text: string, io: CliIo): string {
+  return `${io.stdoutIsTTY ? text : text.replace(ANSI, "")}\n`;
+}
+
+/** Run the CLI; returns the exit code. Only main.ts exits the process. */
+export async function runCli(io: CliIo): Promise<number> {
+  const root = rootCommand(io.version);
+  const [first, ...rest] = io.argv;
+  if (first === undefined || first === "--help" || first === "-h" || first === "help") {
+    io.stdout(help(await renderUsage(root), io));
+    return first === undefined ? EXIT_CODES.STARTUP : EXIT_CODES.OK;
+  }
+  if (first === "--version" || first === "-v") {
+    io.stdout(`${io.version}\n`);
+    return EXIT_CODES.OK;
+  }
+  const command = subCommands[first];
+  if (!command) {
+    io.stderr(`slivingdoc: argument refusal: unknown command "${escapeControls(first)}"; the commands are ${Object.keys(subCommands).join(", ")}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    io.stdout(help(await renderUsage(command, root), io));
+    return EXIT_CODES.OK;
+  }
+  const operation = operationByCli(first);
+  let parsed: Parsed;
+  let args: Record<string, unknown> = {};
+  try {
+    parsed = parseStrict((command.args ?? {}) as ArgsDef, rest);
+    const { positionals } = parsed;
+    if (operation?.cli.path === true) {
+      if (positionals.length > 1) throw new StartupRefusal("argument refusal", `one notebook path at most; got ${positionals.length}: ${positionals.join(" ")}`);
+    } else if (positionals.length > 0) {
+      throw new StartupRefusal("argument refusal", `${first} takes no path; got ${positionals.join(" ")}`);
+    }
+    if (operation !== undefined) {
+      for (const [name, flag] of Object.entries(operation.cli.flags)) {
+        if (flag.required && parsed.flags[name] === undefined) {
+          throw new StartupRefusal("argument refusal", `${first} needs a ${name}: ${operation.cli.usage}`);
+        }
+      }
+      args = operation.cli.toInput(parsed.flags, positionals[0]);
+    }
+  } catch (e) {
+    if (!(e instanceof StartupRefusal)) throw e;
+    io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+  if (operation === undefined) return runServe(parsed, io);
+  return execute(operation, args, parsed, io);
+}
+
+/** Configuration and a verified store, or the start-up refusal printed and its exit code. */
+async function startUp(parsed: Parsed, io: CliIo): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
+  try {
+    const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
+    return { config, store: await openVerifiedStore(config) };
+  } catch (e) {
+    if (!(e instanceof StartupRefusal)) throw e;
+    io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+}
+
+async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
+  if (!io.protocol) throw new Error("serve needs the process's stdio");
+  const started = await startUp(parsed, io);
+  if (typeof started === "number") return started;
+  const { config, store } = started;
+  // isTTY is read at the first record, after the handshake (it loads node:tty).
+  const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
+  const { serve } = await import("../mcp/serve.ts");
+  try {
+    await serve({ config, store, version: io.version, log, env: io.env, ...io.protocol() });
+  } finally {
+    await store.close();
+    // As in execute(): the server's calls kept some state in memory only.
+    flushProcessMemory();
+  }
+  return EXIT_CODES.OK;
+}
+
+/**
+ * The CLI prints its own human output; of the log records it shows only the
+ * operator's cause of an unclassified failure, which the envelope never
+ * carries (its diagnosticId is printed with it).
+ */
+function causeLog(io: CliIo): Log {
+  return {
+    ...SILENT_LOG,
+    info(msg, fields) {
+      const outcome = String(fields?.outcome ?? "");
+      if (fields?.cause !== undefined && /INTERNAL|ENGINE_FAILED/.test(outcome)) {
+        io.stderr(`${escapeControls(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}`, runtimeSecrets(io.env)))}\n`);
+      }
+    },
+  };
+}
+
+/** One operation of the registry, from the command line. */
+async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo): Promise<number> {
+  const json = parsed.flags.json === true;
+  const started = await startUp(parsed, io);
+  if (typeof started === "number") return started;
+  const { config, store } = started;
+  for (const [name, flag] of Object.entries(operation.cli.flags)) {
+    const refused = flag.exactBytes ? messageRefusal(parsed, name, io.rawArgv) : null;
+    if (refused === null) continue;
+    await store.close();
+    const envelope = errorEnvelope(refused, newDiagnosticId(), config.pathSets);
+    if (json) io.stdout(`${JSON.stringify(envelope, null, 2)}\n`);
+    io.stderr(renderError(envelope));
+    return exitCodeFor(envelope.code);
+  }
+  const progress = terminalProgress(io);
+  // Made only for an operation that runs the engine (gc does not): it makes the private root and loads the engine.
+  let deps: EngineDeps | undefined;
+  try {
+    const outcome = await runOperation(
+      {
+        get deps() {
+          return (deps ??= { ...engineDeps(config, store), ...progress.hooks });
+        },
+        store,
+        sets: config.pathSets,
+        paths: { defaultDir: io.cwd, cwd: io.cwd, home: io.env.HOME ?? "", workspaceRoot: config.workspaceRoot },
+        log: causeLog(io),
+        secrets: [config.privateRoot, ...runtimeSecrets(io.env)],
+        requireAbsolute: false,
+      },
+      operation,
+      args,
+    );
+    progress.done();
+    if (outcome.ok) {
+      if (json) io.stdout(`${JSON.stringify(outcome.result, null, 2)}\n`);
+      io.stderr(operation.render(outcome.result));
+      return EXIT_CODES.OK;
+    }
+    if (json) io.stdout(`${JSON.stringify(outcome.envelope, null, 2)}\n`);
+    io.stderr(renderError(outcome.envelope));
+    return exitCodeFor(outcome.envelope.code);
+  } finally {
+    await store.close();
+    // This process ends here: what the engine kept in memory goes to disk for the next one.
+    flushProcessMemory();
+  }
+}

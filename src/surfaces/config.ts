@@ -1,0 +1,67 @@
+/**
+ * Flags + environment → the process's configuration: the store, the path
+ * sets, the private and workspace roots, the commit retry bound. Flags win
+ * over environment variables (docs/design.md, Configuration). Every invalid
+ * value is a start-up refusal raised here, before any store is opened.
+ */
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
+import type { PathSets } from "../contract/results.ts";
+import { isAtOrBelow } from "../contract/path-containment.ts";
+import { realpathLoose } from "./paths.ts";
+import { type ConfigFlags, type Env, invalid, nonEmpty } from "./settings.ts";
+import { parseStore, type StoreSpec, storeKind } from "./stores.ts";
+
+export type { ConfigFlags, Env } from "./settings.ts";
+
+export interface RuntimeConfig {
+  store: StoreSpec;
+  pathSets: PathSets;
+  privateRoot: string;
+  workspaceRoot: string | null;
+  /** Absent: the engine's default, applied by engineDeps (so resolving a configuration does not load the engine). */
+  commitRetries?: number;
+}
+
+const MAX_COMMIT_RETRIES = 100;
+
+function parseRetries(flags: ConfigFlags, env: Env): number | undefined {
+  const raw = nonEmpty(flags["commit-retries"]) ?? nonEmpty(env.SLIVINGDOC_COMMIT_RETRIES);
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) > MAX_COMMIT_RETRIES) {
+    throw invalid(`--commit-retries must be a whole number from 0 to ${MAX_COMMIT_RETRIES}`);
+  }
+  return Number(raw);
+}
+
+export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): RuntimeConfig {
+  const home = nonEmpty(env.HOME) ?? homedir();
+  const store = parseStore({ flags, env, cwd, home });
+  const commitRetries = parseRetries(flags, env);
+  const pathSets = buildPathSets(
+    parsePathSet("--read-only-paths", flags["read-only-paths"] ?? env.SLIVINGDOC_READ_ONLY_PATHS),
+    parsePathSet("--writable-paths", flags["writable-paths"] ?? env.SLIVINGDOC_WRITABLE_PATHS),
+  );
+  const stateHome = nonEmpty(env.XDG_STATE_HOME) ?? join(home, ".local", "state");
+  const privateRootRaw = nonEmpty(flags["private-root"]) ?? nonEmpty(env.SLIVINGDOC_PRIVATE_ROOT) ?? join(stateHome, "slivingdoc");
+  const workspaceRaw = nonEmpty(flags["workspace-root"]) ?? nonEmpty(env.SLIVINGDOC_WORKSPACE_ROOT);
+  const privateRoot = realpathLoose(resolve(cwd, privateRootRaw));
+  const workspaceRoot = workspaceRaw === undefined ? null : realpathLoose(resolve(cwd, workspaceRaw));
+  if (workspaceRoot !== null && (isAtOrBelow(workspaceRoot, privateRoot) || isAtOrBelow(privateRoot, workspaceRoot))) {
+    throw invalid("the private root and the workspace root overlap; give them separate directories");
+  }
+  const storeFile = storeKind(store).file?.(store);
+  if (storeFile !== undefined && workspaceRoot !== null && isAtOrBelow(workspaceRoot, storeFile)) {
+    throw invalid("the store file is inside the workspace root; keep it outside the notebook");
+  }
+  return { store, pathSets, privateRoot, workspaceRoot, ...(commitRetries !== undefined ? { commitRetries } : {}) };
+}
+
+/**
+ * Secrets the process can see, scrubbed from every diagnostic and result as
+ * defence in depth (they should never reach one in the first place).
+ */
+export function runtimeSecrets(env: Env): string[] {
+  return [env.AWS_SECRET_ACCESS_KEY, env.AWS_SESSION_TOKEN, env.AWS_ACCESS_KEY_ID].filter((v): v is string => !!v && v.length >= 8);
+}

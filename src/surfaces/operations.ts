@@ -1,0 +1,168 @@
+/**
+ * The operations registry: one entry per operation, and the one place both
+ * surfaces read them from. An entry holds the operation's CLI command and,
+ * for the two that are MCP tools, the tool's name and description; its
+ * input (one definition that decodes strictly and is advertised as the
+ * tool's JSON Schema, contract/input-schema.ts); what runs it; and how a
+ * person reads its result. The MCP server lists and calls the entries with
+ * a tool (mcp/server.ts), the CLI makes a command of every entry
+ * (cli/definitions.ts, cli/run.ts), and `--json` prints the result object
+ * the entry returns.
+ *
+ * Adding an operation is one entry here plus its engine function. Runners
+ * load the engine when they run, not when this module loads: the CLI and
+ * `serve` read this registry at start (docs/performance.md, S8).
+ */
+import { booleanField, countField, objectInput, optional } from "../contract/input-schema.ts";
+import { type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
+import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
+import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
+import { parseDuration } from "./cli/duration.ts";
+import { renderDiffstat } from "./cli/render.ts";
+import type { Operation } from "./operation.ts";
+
+const PATH_HELP = "The notebook directory (default: the current directory)";
+
+/** An entry, with its input and result types inferred from it. */
+function defineOperation<I, R>(operation: Operation<I, R>): Operation<I, R> {
+  return operation;
+}
+
+/** Every operation, in the order help lists them. */
+export const OPERATIONS: readonly Operation[] = [
+  defineOperation({
+    cli: {
+      name: "pull",
+      summary: "Write the accepted notebook into PATH, merging your unpublished edits",
+      usage: "pull [PATH]",
+      flags: {},
+      path: true,
+      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+    },
+    tool: {
+      name: "notes_pull",
+      description:
+        "Write the current notebook into the notebook directory and record the accepted state. Omit path or pass an empty string to use the server’s notebook directory, which the result reports. Edit UTF-8 text files (without U+0000) there between notes_pull and notes_commit; notes_commit publishes the changes and incorporates concurrent non-conflicting changes.",
+    },
+    input: objectInput("notes_pull", { path: PATH_FIELD }),
+    async run(ctx, input) {
+      const { pull } = await import("../engine/pull.ts");
+      const path = ctx.notebookPath(input.path);
+      return successResult(await pull(ctx.engine(), path), ctx.sets);
+    },
+    render: (r) => renderDiffstat(r, { verb: "pulled", upToDate: (dir, g) => `pulled ${dir}: up to date at generation ${g}` }),
+  }),
+
+  defineOperation({
+    cli: {
+      name: "commit",
+      summary: "Publish the changes in PATH and incorporate concurrent changes",
+      usage: "commit -m MSG [PATH]",
+      flags: {
+        message: {
+          type: "string",
+          alias: "m",
+          required: true,
+          exactBytes: true,
+          description: "The commit message (non-blank UTF-8, at most 16,384 bytes)",
+          valueHint: "MSG",
+        },
+      },
+      path: true,
+      toInput: (flags, path) => ({ ...(path !== undefined ? { path } : {}), message: flags.message }),
+    },
+    tool: {
+      name: "notes_commit",
+      description:
+        "Publish the caller’s changes in the notebook directory and incorporate concurrent non-conflicting changes. Omit path or pass an empty string to use the server’s notebook directory, which the result reports. message must be non-blank UTF-8 without U+0000, at most 16,384 bytes; it is retained in recent internal history only.",
+    },
+    // Declared path first: a call wrong in both is told about its path, as it always was.
+    input: objectInput("notes_commit", { path: PATH_FIELD, message: MESSAGE_FIELD }),
+    async run(ctx, input) {
+      const { commit } = await import("../engine/commit.ts");
+      const path = ctx.notebookPath(input.path);
+      return successResult(await commit(ctx.engine(), path, input.message), ctx.sets);
+    },
+    render: (r) =>
+      renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
+  }),
+
+  defineOperation({
+    cli: {
+      name: "gc",
+      summary: "Remove packs no manifest references, older than a grace period (maintenance)",
+      usage: "gc [--grace DURATION] [--dry-run]",
+      flags: {
+        grace: { type: "string", description: "Keep unreferenced packs younger than this: 90s, 30m, 1h, 2d (default 1h)", valueHint: "DURATION" },
+        "dry-run": { type: "boolean", description: "Report what would be removed; change nothing" },
+      },
+      path: false,
+      toInput: (flags) => ({
+        ...(typeof flags.grace === "string" ? { graceMs: parseDuration("grace", flags.grace) } : {}),
+        dryRun: flags["dry-run"] === true,
+      }),
+    },
+    input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField() }),
+    async run(ctx, input) {
+      const { collectGarbage, DEFAULT_GRACE_MS } = await import("../engine/gc.ts");
+      const report = await collectGarbage({ store: ctx.store, graceMs: input.graceMs ?? DEFAULT_GRACE_MS, dryRun: input.dryRun });
+      // Counts, not keys: no S3 key appears in any output (a server's log has them if needed).
+      return {
+        generation: report.generation,
+        referenced: report.referenced,
+        deleted: report.deleted.length,
+        young: report.young.length,
+        dryRun: input.dryRun,
+        ...(report.reason !== undefined ? { reason: report.reason } : {}),
+      };
+    },
+    render(s) {
+      if (s.generation === null) return "gc: the store holds no notebook; nothing to do\n";
+      const verb = s.dryRun ? "would remove" : "removed";
+      const busy = s.reason === "busy" ? " (publications kept winning; run again)" : "";
+      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${busy}\n`;
+    },
+  }),
+
+  defineOperation({
+    cli: {
+      name: "generation",
+      summary: "Print the accepted generation of the notebook (reads the store only)",
+      usage: "generation",
+      flags: {},
+      path: false,
+      toInput: () => ({}),
+    },
+    input: objectInput("generation", {}),
+    async run(ctx) {
+      const { acceptedGeneration } = await import("../engine/generation.ts");
+      return { generation: await acceptedGeneration(ctx.store) };
+    },
+    render: (r) => `generation ${r.generation}\n`,
+  }),
+];
+
+export function operationByCli(name: string): Operation | undefined {
+  return OPERATIONS.find((op) => op.cli.name === name);
+}
+
+/** The MCP tools, in TOOL_NAMES order: exactly notes_pull and notes_commit. */
+export function operationByTool(name: ToolName): Operation & { tool: NonNullable<Operation["tool"]> } {
+  const op = OPERATIONS.find((o) => o.tool?.name === name);
+  if (op === undefined) throw new Error(`no operation is the tool ${name}`);
+  return op as Operation & { tool: NonNullable<Operation["tool"]> };
+}
+
+/** A tool's description, with the path-set sentences of this process (mcp-tools.md "Tool descriptions"). */
+export function toolDescription(name: ToolName, sets: PathSets): string {
+  return withSentences(operationByTool(name).tool.description, sets);
+}
+
+/** What tools/list answers. */
+export function toolList(sets: PathSets) {
+  return TOOL_NAMES.map((name) => ({
+    name,
+    description: toolDescription(name, sets),
+    inputSchema: operationByTool(name).input.jsonSchema(),
+  }));
+}

@@ -1,0 +1,48 @@
+/**
+ * The operations registry (src/surfaces/operations.ts): the MCP surface is
+ * exactly the two tools, every operation is a CLI command, and what a tool
+ * advertises is what its decode accepts — one definition for both.
+ */
+import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DomainError } from "../../src/contract/errors.ts";
+import { TOOL_NAMES } from "../../src/contract/tools.ts";
+import { subCommands } from "../../src/surfaces/cli/definitions.ts";
+import { OPERATIONS, toolList } from "../../src/surfaces/operations.ts";
+import { NO_PATH_SETS } from "../../src/contract/results.ts";
+
+test("the MCP tools are exactly notes_pull and notes_commit, in that order", () => {
+  expect(OPERATIONS.flatMap((op) => (op.tool ? [op.tool.name] : [])).sort()).toEqual([...TOOL_NAMES].sort());
+  expect(toolList(NO_PATH_SETS).map((t) => t.name)).toEqual([...TOOL_NAMES]);
+});
+
+test("every operation is a CLI command of its own, beside serve", () => {
+  const names = OPERATIONS.map((op) => op.cli.name);
+  expect(new Set(names).size).toBe(names.length);
+  expect(Object.keys(subCommands)).toEqual(["serve", ...names]);
+});
+
+test("each input accepts exactly the properties it advertises, and requires what it marks required", () => {
+  for (const op of OPERATIONS) {
+    const schema = op.input.jsonSchema() as { properties: Record<string, unknown>; required?: string[]; additionalProperties: boolean };
+    expect(schema.additionalProperties).toBe(false);
+    const reason = (args: unknown) => {
+      try {
+        op.input.decode(args);
+        return "OK";
+      } catch (e) {
+        return e instanceof DomainError ? e.reason : String(e);
+      }
+    };
+    expect(reason({ notAField: 1 })).toBe("MALFORMED_INPUT");
+    for (const name of Object.keys(schema.properties)) expect(reason({ [name]: null })).toBe("MALFORMED_INPUT");
+    for (const name of schema.required ?? []) expect(reason({})).not.toBe("OK"), expect(name in schema.properties).toBe(true);
+  }
+});
+
+test("docs/cli.md's synopsis lists every command as the registry calls it", () => {
+  const cliDoc = readFileSync(join(import.meta.dir, "../../docs/cli.md"), "utf8");
+  const synopsis = /^```\n([\s\S]*?)\n```/m.exec(cliDoc)![1]!.split("\n");
+  for (const op of OPERATIONS) expect(synopsis.some((line) => line.startsWith(`slivingdoc ${op.cli.usage}`))).toBe(true);
+});

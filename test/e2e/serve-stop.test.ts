@@ -1,0 +1,183 @@
+/**
+ * How `serve` ends, through the built binary and real signals: SIGTERM and
+ * SIGINT finish the call in flight, write what the process kept in memory,
+ * log "server stopped" and exit 0; the session directory of a server
+ * started without --workspace-root goes away with its private state only
+ * when nothing unpublished can be in it.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BINARY, requireBinary } from "../support/mcp.ts";
+import { callTool, initialize, type Served, spawnMcp } from "../support/stdio-mcp.ts";
+
+const root = mkdtempSync(join(tmpdir(), "slivingdoc-stop-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function envFor(name: string) {
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: join(root, name, "home"),
+    TMPDIR: join(root, name, "tmp"),
+    SLIVINGDOC_STORE: `sqlite:${join(root, name, "store.db")}`,
+    SLIVINGDOC_PRIVATE_ROOT: join(root, name, "private"),
+  } satisfies Record<string, string>;
+  mkdirSync(env.TMPDIR, { recursive: true });
+  mkdirSync(env.HOME, { recursive: true });
+  return env;
+}
+
+function cli(env: Record<string, string>, ...args: string[]): void {
+  const run = Bun.spawnSync([BINARY, ...args], { env, stdout: "pipe", stderr: "pipe" });
+  if (run.exitCode !== 0) throw new Error(`slivingdoc ${args[0]} exited ${run.exitCode}: ${run.stderr.toString()}`);
+}
+
+/** A notebook of `count` files published through the CLI, so a server's pull has work to do. */
+function seed(env: ReturnType<typeof envFor>, count: number): void {
+  // A private root of its own: the server's checkout is then the only one in env's.
+  const seeder = { ...env, SLIVINGDOC_PRIVATE_ROOT: `${env.SLIVINGDOC_PRIVATE_ROOT}-seed` };
+  const dir = `${env.HOME}-seed`;
+  cli(seeder, "pull", dir);
+  for (let i = 0; i < count; i++) writeFileSync(join(dir, `note-${i}.md`), `# note ${i}\n\nline ${i}\n`);
+  cli(seeder, "commit", "-m", "seed", dir);
+}
+
+function serve(env: Record<string, string>, args: string[] = []): Served {
+  requireBinary();
+  return spawnMcp([BINARY, "serve", ...args], env);
+}
+
+const messagesOf = (s: Served) => s.records().map((r) => r.msg);
+
+describe("a stop signal", () => {
+  test("SIGTERM during a pull: the pull finishes and answers, then the server stops and exits 0", async () => {
+    const env = envFor("term");
+    seed(env, 1500);
+    const s = serve(env);
+    await initialize(s);
+    callTool(s, 1, "notes_pull", {});
+    await s.logged("tool call started");
+    s.kill("SIGTERM");
+    const answer = await s.answer(1);
+    expect(await s.exited).toBe(0);
+    expect(answer.result.isError ?? false).toBe(false);
+    const dir = answer.result.structuredContent.path as string;
+    expect(readdirSync(dir).length).toBe(1500);
+    const msgs = messagesOf(s);
+    // The signal came while the call ran: "stopping" is logged before the call completes.
+    expect(msgs.indexOf("stopping")).toBeGreaterThan(msgs.indexOf("tool call started"));
+    expect(msgs.indexOf("stopping")).toBeLessThan(msgs.indexOf("tool call completed"));
+    expect(msgs.at(-1)).toBe("server stopped");
+    expect(s.records().find((r) => r.msg === "stopping")!.signal).toBe("SIGTERM");
+  });
+
+  test("a call sent after the signal is not started", async () => {
+    const env = envFor("late");
+    const s = serve(env);
+    await initialize(s);
+    s.kill("SIGTERM");
+    await s.logged("stopping");
+    callTool(s, 1, "notes_pull", {});
+    expect(await s.exited).toBe(0);
+    expect(messagesOf(s)).not.toContain("tool call started");
+    expect(messagesOf(s).at(-1)).toBe("server stopped");
+  });
+
+  test("SIGINT while idle: the server stops and exits 0", async () => {
+    const env = envFor("int");
+    const s = serve(env);
+    await initialize(s);
+    s.kill("SIGINT");
+    expect(await s.exited).toBe(0);
+    expect(s.records().find((r) => r.msg === "stopping")!.signal).toBe("SIGINT");
+    expect(messagesOf(s).at(-1)).toBe("server stopped");
+  });
+
+  test("what the process kept in memory is written before it exits", async () => {
+    const env = envFor("kept");
+    seed(env, 3);
+    const s = serve(env);
+    await initialize(s);
+    callTool(s, 1, "notes_pull", {});
+    const dir = (await s.answer(1)).result.structuredContent.path as string;
+    // A small commit keeps its stat-cache changes in memory (the file on disk stays right, only slower).
+    writeFileSync(join(dir, "added.md"), "added\n");
+    callTool(s, 2, "notes_commit", { message: "one more" });
+    expect((await s.answer(2)).result.isError ?? false).toBe(false);
+    const checkouts = join(env.SLIVINGDOC_PRIVATE_ROOT, "checkouts");
+    const [id] = readdirSync(checkouts);
+    const cacheFile = join(checkouts, id!, "stat-cache.json");
+    const before = readFileSync(cacheFile, "utf8");
+    expect(before).not.toContain("added.md");
+    s.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+    expect(readFileSync(cacheFile, "utf8")).toContain("added.md");
+  });
+});
+
+describe("the session directory", () => {
+  const sessions = (env: ReturnType<typeof envFor>) => readdirSync(env.TMPDIR).filter((n) => n.startsWith("slivingdoc-"));
+  const checkouts = (env: ReturnType<typeof envFor>) => {
+    try {
+      return readdirSync(join(env.SLIVINGDOC_PRIVATE_ROOT, "checkouts"));
+    } catch {
+      return [];
+    }
+  };
+
+  test("never pulled: removed when the server stops", async () => {
+    const env = envFor("untouched");
+    const s = serve(env);
+    await initialize(s);
+    expect(sessions(env).length).toBe(1);
+    s.endInput();
+    expect(await s.exited).toBe(0);
+    expect(sessions(env)).toEqual([]);
+  });
+
+  test("pulled from an empty store and left empty: removed, with its private state", async () => {
+    const env = envFor("empty");
+    const s = serve(env);
+    await initialize(s);
+    callTool(s, 1, "notes_pull", {});
+    expect((await s.answer(1)).result.isError ?? false).toBe(false);
+    expect(checkouts(env).length).toBe(1);
+    s.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+    expect(sessions(env)).toEqual([]);
+    expect(checkouts(env)).toEqual([]);
+  });
+
+  test("every pulled file deleted: kept, and a commit from it publishes the deletions", async () => {
+    const env = envFor("deleted");
+    seed(env, 2);
+    const s = serve(env);
+    await initialize(s);
+    callTool(s, 1, "notes_pull", {});
+    const dir = (await s.answer(1)).result.structuredContent.path as string;
+    for (const name of readdirSync(dir)) rmSync(join(dir, name));
+    s.endInput();
+    expect(await s.exited).toBe(0);
+    expect(existsSync(dir)).toBe(true);
+    expect(checkouts(env).length).toBe(1);
+    // The deletions are still there to publish: another checkout then sees an empty notebook.
+    cli(env, "commit", "-m", "delete all", dir);
+    const other = join(root, "deleted-other");
+    cli(env, "pull", other);
+    expect(readdirSync(other)).toEqual([]);
+  });
+
+  test("with files: kept", async () => {
+    const env = envFor("files");
+    seed(env, 1);
+    const s = serve(env);
+    await initialize(s);
+    callTool(s, 1, "notes_pull", {});
+    const dir = (await s.answer(1)).result.structuredContent.path as string;
+    s.kill("SIGINT");
+    expect(await s.exited).toBe(0);
+    expect(readdirSync(dir)).toEqual(["note-0.md"]);
+    expect(checkouts(env).length).toBe(1);
+  });
+});

@@ -1,0 +1,25 @@
+/**
+ * The wrappers put around a store pass the same conformance suite as the
+ * stores themselves (docs/design.md, The store and the publication
+ * protocol): the fault injector with no fault armed (test/support/
+ * faulty-store.ts), and the store opened on first use that `serve` and the
+ * CLI get for a trusted S3 store (src/surfaces/deferred-store.ts) — both
+ * around the embedded store, and around each other.
+ */
+import { afterAll } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { DeferredStore } from "../../src/surfaces/deferred-store.ts";
+import { faultyStore } from "../support/faulty-store.ts";
+import { describeStoreConformance } from "./conformance.ts";
+
+const root = mkdtempSync(join(tmpdir(), "slivingdoc-wrappers-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const sqlite = () => openSqliteStore(join(root, `store-${n++}.db`));
+
+describeStoreConformance("faulty(sqlite), no fault armed", async () => faultyStore(sqlite(), () => null));
+describeStoreConformance("deferred(sqlite)", async () => new DeferredStore("sqlite", async () => sqlite()));
+describeStoreConformance("deferred(faulty(sqlite))", async () => new DeferredStore("sqlite", async () => faultyStore(sqlite(), () => null)));
