@@ -57,7 +57,7 @@ const LONG = env.SLIVINGDOC_FUZZ_LONG === "1";
 const SEED = env.SLIVINGDOC_MODEL_SEED !== undefined ? Number(env.SLIVINGDOC_MODEL_SEED) : Math.floor(Math.random() * 2 ** 31);
 const PATH = env.SLIVINGDOC_MODEL_PATH;
 const REPLAY = env.SLIVINGDOC_MODEL_REPLAY;
-const RUNS = { sqlite: Number(env.SLIVINGDOC_MODEL_RUNS ?? (LONG ? 400 : 14)), s3: Number(env.SLIVINGDOC_MODEL_RUNS ?? (LONG ? 200 : 6)) };
+const RUNS = { sqlite: Number(env.SLIVINGDOC_MODEL_RUNS ?? (LONG ? 400 : 14)), s3: Number(env.SLIVINGDOC_MODEL_RUNS ?? (LONG ? 200 : 4)) };
 const MAX_COMMANDS = LONG ? 80 : 50;
 /** Diagnosis only, to look past a known bug: SLIVINGDOC_MODEL_WITHOUT=rm-rf,kill,gc leaves those commands out. */
 /** Diagnosis only: SLIVINGDOC_MODEL_KILL_FROM=0.8 draws kill instants over the last 20% of a call instead of all of it. */
