@@ -22,7 +22,7 @@
  * old or the new state, never a torn one — except the stat cache, written
  * without fsync: a torn one does not parse, and is simply rebuilt.
  */
-import { mkdirSync, rmSync, statSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { DomainError } from "../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
@@ -61,6 +61,9 @@ function directoryIdentity(dir: string): string {
   const st = statSync(dir);
   return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
 }
+
+/** Beside journal.json: the journal's writes done so far (openJournalProgress). */
+const JOURNAL_DONE = "journal.done";
 
 export class CheckoutState {
   /** The directory was not the one this state was made for: its old state was dropped (open). */
@@ -126,7 +129,7 @@ export class CheckoutState {
       return;
     }
     if (state.directory === this.directory) return;
-    for (const name of ["journal.json", STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
+    for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
     this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
     this.replaced = true;
   }
@@ -190,6 +193,43 @@ export class CheckoutState {
 
   clearJournal(): void {
     rmSync(join(this.stateDir, "journal.json"), { force: true });
+    rmSync(join(this.stateDir, JOURNAL_DONE), { force: true });
+  }
+
+  /**
+   * Which of the journal's writes were done, one path a line, appended as
+   * each file is written or removed (materialize.ts): recovery needs to
+   * know, for a file changed since the crash, whether the change was made
+   * over what the dead call wrote. Not flushed to disk: it only has to
+   * outlive a killed process, as the visible files it describes do.
+   */
+  openJournalProgress(): { done(path: string): void; close(): void } {
+    const fd = openSync(join(this.stateDir, JOURNAL_DONE), "w", 0o600);
+    return {
+      done: (path) => {
+        writeSync(fd, `${JSON.stringify(path)}\n`);
+      },
+      close: () => closeSync(fd),
+    };
+  }
+
+  /** The paths the interrupted call had written or removed (openJournalProgress). */
+  readJournalProgress(): Set<string> {
+    let text: string;
+    try {
+      text = readFileSync(join(this.stateDir, JOURNAL_DONE), "utf8");
+    } catch {
+      return new Set();
+    }
+    const done = new Set<string>();
+    for (const line of text.split("\n")) {
+      try {
+        if (line !== "") done.add(JSON.parse(line) as string);
+      } catch {
+        /* a line cut by the crash: that write counts as not done */
+      }
+    }
+    return done;
   }
 
   private get statCacheFile(): string {

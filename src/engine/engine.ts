@@ -174,9 +174,9 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     return afterWrite();
   };
   try {
-    await recoverInterrupted(state);
+    const overrides = await recoverInterrupted(state);
     // A commit that died after its publication, before its baseline moved (publication.ts).
-    await settlePublication(state, full.store);
+    await settlePublication(state, full.store, overrides ?? []);
     const baseline = state.readBaseline();
     return {
       deps: full,

@@ -120,11 +120,13 @@ async function apply(
   forward: boolean,
   afterWrite: () => Promise<void> | void = () => {},
   written: (oid: string, bytes: Uint8Array) => void = () => {},
+  done: (path: string) => void = () => {},
 ): Promise<void> {
   const pick = (w: FileWrite) => (forward ? w.after : w.before);
   for (const w of writes) {
     if (pick(w) === null) {
       removeVisible(root, w.path);
+      done(w.path);
       await afterWrite();
     }
   }
@@ -134,6 +136,7 @@ async function apply(
     if (oid !== null) {
       const bytes = await git.readBlob(oid);
       writeVisible(root, w.path, bytes, made, forward && w.before === null);
+      done(w.path);
       written(oid, bytes);
       await afterWrite();
     }
@@ -180,7 +183,12 @@ export async function materialize(
       state.writeJournal({ version: 1, target, writes });
       stage = "materialize";
       await hooks.onStage("materialize");
-      await apply(state.dir, state.git, writes, true, hooks.afterWrite, hooks.written);
+      const progress = state.openJournalProgress();
+      try {
+        await apply(state.dir, state.git, writes, true, hooks.afterWrite, hooks.written, progress.done);
+      } finally {
+        progress.close();
+      }
     }
     stage = "baseline";
     await hooks.onStage("baseline");
@@ -195,7 +203,7 @@ export async function materialize(
     let resynchronized = false;
     try {
       // The journal was written above: finding none means the private state itself is gone.
-      resynchronized = await recoverInterrupted(state);
+      resynchronized = (await recoverInterrupted(state)) !== null;
     } catch {
       /* the journal stays; the next call tries the same recovery again */
     }
@@ -254,23 +262,50 @@ function removePartials(root: string, dir: string): void {
   for (const e of entries) if (e.isFile() && PARTIAL_FILE.test(e.name)) rmSync(join(root, dir, e.name), { force: true });
 }
 
+/** A path whose baseline is, for now, what an interrupted call wrote there (null: it removed the file). */
+export interface BaselineOverride {
+  path: string;
+  oid: string | null;
+}
+
 /**
  * Run before every operation, under the checkout lock: finish the bookkeeping
- * of an interrupted materialisation. Returns whether anything was repaired.
+ * of an interrupted materialisation. Returns null when there was nothing to
+ * repair, else the baseline overrides it applied.
+ *
+ * A file the dead call had written and that was changed since is kept, not
+ * put back: it holds an edit. But the edit was made over what the dead call
+ * wrote — someone else's change — so for that file the baseline becomes that
+ * content; else the next merge takes the other writer's change for a local
+ * edit, and a later deletion of it by that writer would be undone by ours.
+ * (Which writes were done is in the journal's progress record.)
  */
-export async function recoverInterrupted(state: CheckoutState): Promise<boolean> {
+export async function recoverInterrupted(state: CheckoutState): Promise<BaselineOverride[] | null> {
   const journal = state.readJournal();
-  if (journal === null) return false;
+  if (journal === null) return null;
   const baseline = state.readBaseline();
   const completed =
     baseline !== null && baseline.head === journal.target.head && baseline.generation === journal.target.generation;
+  const overrides: BaselineOverride[] = [];
   if (!completed) {
+    const done = state.readJournalProgress();
     const rollback: FileWrite[] = [];
-    for (const w of journal.writes) if (await mustUndo(state, w)) rollback.push(w);
+    for (const w of journal.writes) {
+      if (await mustUndo(state, w)) rollback.push(w);
+      else if (done.has(w.path) && w.after !== w.before) overrides.push({ path: w.path, oid: w.after });
+    }
     await apply(state.dir, state.git, rollback, false);
+    if (baseline !== null && overrides.length > 0) {
+      const files = baseline.tree === null ? new Map<string, string>() : (await state.git.readFlatTree(baseline.tree)).files;
+      for (const { path, oid } of overrides) {
+        if (oid === null) files.delete(path);
+        else files.set(path, oid);
+      }
+      state.writeBaseline({ ...baseline, tree: await state.git.storeFlatTree(files) });
+    }
   }
   const dirs = new Set(journal.writes.map((w) => dirname(w.path)));
   for (const dir of dirs) if (existsSync(join(state.dir, dir))) removePartials(state.dir, dir);
   state.clearJournal();
-  return true;
+  return overrides;
 }

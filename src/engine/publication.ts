@@ -26,17 +26,19 @@ import type { ObjectStore } from "../store/object-store.ts";
 import { loadAcceptedState, readManifest } from "./accepted-state.ts";
 import type { CheckoutState, Publication } from "./checkout-state.ts";
 import { MissingObjectError } from "./git/objects.ts";
+import type { BaselineOverride } from "./materialize.ts";
 
 export type Landed = "yes" | "no" | "unknown";
 
 /** Settle a publication a dead call left recorded; nothing to do when none is. */
-export async function settlePublication(state: CheckoutState, store: ObjectStore): Promise<Landed | null> {
+/** `overrides`: what recovering its journal kept (materialize.ts recoverInterrupted), which the moved baseline keeps too. */
+export async function settlePublication(state: CheckoutState, store: ObjectStore, overrides: BaselineOverride[] = []): Promise<Landed | null> {
   const pending = state.readPublication();
   if (pending === null) return null;
   const baseline = state.readBaseline();
   if (baseline === null) return null; // cannot happen: a commit needs a baseline; and the next write drops the record
   const landed = await publicationLanded(state, store, pending);
-  let tree = landed === "yes" ? await publishedTree(state, store, pending) : null;
+  let tree = landed === "yes" ? await publishedTree(state, store, pending, overrides) : null;
   if (tree === null) state.writeBaseline(baseline);
   else state.writeBaseline({ generation: pending.generation, head: pending.head, tree });
   return tree === null && landed === "yes" ? "unknown" : landed;
@@ -66,7 +68,7 @@ async function publicationLanded(state: CheckoutState, store: ObjectStore, pendi
 }
 
 /** The tree the visible files held when the landed commit scanned them, stored in the cache; null if it cannot be built. */
-async function publishedTree(state: CheckoutState, store: ObjectStore, pending: Publication): Promise<string | null> {
+async function publishedTree(state: CheckoutState, store: ObjectStore, pending: Publication, overrides: BaselineOverride[]): Promise<string | null> {
   const git = state.git;
   // The commit imports its pack only after its write landed: it may have died first.
   if (!git.hasPack(pending.pack.sha256)) {
@@ -77,9 +79,9 @@ async function publishedTree(state: CheckoutState, store: ObjectStore, pending: 
   }
   try {
     const published = await git.commitTree(pending.head);
-    if (pending.merged.length === 0) return published;
+    if (pending.merged.length === 0 && overrides.length === 0) return published;
     const files = (await git.readFlatTree(published)).files;
-    for (const { path, oid } of pending.merged) {
+    for (const { path, oid } of [...pending.merged, ...overrides]) {
       if (oid === null) files.delete(path);
       else files.set(path, oid);
     }

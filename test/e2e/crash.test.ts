@@ -181,18 +181,20 @@ describe("SIGKILL in the middle of writing a new file", () => {
     expect((await run((d) => commit(d, a, "after"))).files).toEqual([{ path: "shared.md", insertions: 1, deletions: 1 }]);
   });
 
-  test("a file changed since into anything but a prefix is a local edit, and is kept", async () => {
+  test("a file changed since into anything but a prefix is a local edit over what the pull wrote, and is kept", async () => {
     const { a, run } = await killedWhileAdding("edited-new");
     write(a, "new-1.md", "new from b\nrewritten by a\n");
-    const e = await run((d) => pull(d, a)).then(
-      () => null,
-      (err: { reason: string; files: Array<{ path: string }> }) => err,
-    );
-    expect(e?.reason).toBe("MERGE_CONFLICT");
-    expect(e?.files.map((f) => f.path)).toEqual(["new-1.md"]);
-    expect(read(a, "new-1.md")).toContain("rewritten by a\n");
+    // The dead pull had written b's file; a edited that: an edit of b's file, no conflict.
+    const pulled = await run((d) => pull(d, a));
+    expect(pulled.generation).toBe(2);
+    expect(read(a, "new-1.md")).toBe("new from b\nrewritten by a\n");
     expect(read(a, "new-2.md")).toBe("another from b\n");
+    expect((await run((d) => commit(d, a, "a's edit"))).files).toEqual([
+      { path: "new-1.md", insertions: 1, deletions: 1 },
+      { path: "shared.md", insertions: 1, deletions: 1 },
+    ]);
   });
+
 });
 
 /**
@@ -270,5 +272,53 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     expect(await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation)).toBe(1);
     const committed = await run((d) => commit(d, a, "again"));
     expect([committed.generation, committed.files]).toEqual([2, [{ path: "x.md", insertions: 1, deletions: 0 }]]);
+  });
+});
+
+/**
+ * A pull killed once it wrote a file, before its baseline moved, and the
+ * file edited since: the edit was made over the other writer's change the
+ * dead pull wrote, so that change is theirs, not a local edit. Without
+ * knowing which writes were done, the next merge took it for ours — a
+ * conflict on lines only the other writer touched, or, once they took the
+ * line back, our next commit published it again.
+ */
+describe("SIGKILL after a pull wrote a file that is edited since", () => {
+  async function killedThenEdited(name: string) {
+    const { dir, run, crash } = crashWorld(name);
+    const r = dir("r");
+    const v = dir("v");
+    await run((d) => pull(d, r));
+    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    await run((d) => commit(d, r, "seed"));
+    await run((d) => pull(d, v));
+    write(r, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    await run((d) => commit(d, r, "r 2"));
+    await crash("pull", v, "write:1");
+    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    write(v, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+    return { r, v, run, dir };
+  }
+
+  test("the other writer takes its line back: the next pull and commit do not publish it again", async () => {
+    const { r, v, run, dir } = await killedThenEdited("edited-after-pull-delete");
+    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    await run((d) => commit(d, r, "r takes r 2 back"));
+    await run((d) => pull(d, v));
+    expect(read(v, "shared.md")).toBe("# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+    const committed = await run((d) => commit(d, v, "v 2"));
+    expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
+    const c = dir("c");
+    await run((d) => pull(d, c));
+    expect(read(c, "shared.md")).toBe("# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+  });
+
+  test("the other writer adds after its line: no conflict, both kept", async () => {
+    const { r, v, run } = await killedThenEdited("edited-after-pull-add");
+    write(r, "shared.md", "# R\nr 1\nr 2\nr 3\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    await run((d) => commit(d, r, "r 3"));
+    const pulled = await run((d) => pull(d, v));
+    expect(pulled.generation).toBe(3);
+    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\nr 3\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
   });
 });
