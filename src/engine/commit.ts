@@ -201,7 +201,7 @@ async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, m
   // Only the directories that differ from the accepted tree are built.
   const { tree, files, trees, dirs } = accepted;
   const built = await git.writeFlatTree(merged, tree === null ? undefined : { tree, files, trees, dirs });
-  const head = await git.writeCommit({ tree: built.tree, parent: accepted.head, message, when: deps.now() });
+  const head = await git.writeCommit({ tree: built.tree, parent: accepted.head, message, when: deps.now(), agent: deps.agent() });
   const newObjects = [head, ...[...built.trees].filter((t) => !accepted.trees.has(t))];
   const known = new Set(accepted.files.values());
   for (const oid of new Set(merged.values())) if (!known.has(oid)) newObjects.push(oid);

@@ -4,6 +4,7 @@
  */
 import { mkdirSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
+import { DEFAULT_AGENT } from "../contract/agent.ts";
 import { DomainError } from "../contract/errors.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./compact.ts";
@@ -47,6 +48,12 @@ export interface EngineDeps {
   guessCurrent?: boolean;
   /** When a commit compacts the pack list (compact.ts); false never does (tests of compaction itself). */
   compaction?: Partial<CompactionPolicy> | false;
+  /**
+   * Who publishes: the name each commit records as its author and committer
+   * (contract/agent.ts), read when a commit is built — `serve` knows its
+   * client only after the handshake. Default "slivingdoc".
+   */
+  agent?: () => string;
   now?: () => Date;
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
@@ -119,6 +126,7 @@ function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
     lockTimeoutMs: 30_000,
     compaction: {},
     guessCurrent: true,
+    agent: () => DEFAULT_AGENT,
     now: () => new Date(),
     sleep: (ms) => Bun.sleep(ms),
     random: Math.random,

@@ -6,6 +6,7 @@
  */
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { AGENT_MAX_BYTES, agentProblem } from "../contract/agent.ts";
 import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
 import type { PathSets } from "../contract/results.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
@@ -22,6 +23,8 @@ export interface RuntimeConfig {
   workspaceRoot: string | null;
   /** Absent: the engine's default, applied by engineDeps (so resolving a configuration does not load the engine). */
   commitRetries?: number;
+  /** Who publishes, from `--agent` or SLIVINGDOC_AGENT; absent: derived (engine-deps.ts). */
+  agent?: string;
 }
 
 const MAX_COMMIT_RETRIES = 100;
@@ -35,10 +38,21 @@ function parseRetries(flags: ConfigFlags, env: Env): number | undefined {
   return Number(raw);
 }
 
+function parseAgent(flags: ConfigFlags, env: Env): string | undefined {
+  const raw = flags.agent ?? nonEmpty(env.SLIVINGDOC_AGENT);
+  if (raw === undefined) return undefined;
+  const problem = agentProblem(raw);
+  if (problem !== null) {
+    throw invalid(`--agent ${problem}; give a name of at most ${AGENT_MAX_BYTES} bytes without control characters, < or >`);
+  }
+  return raw;
+}
+
 export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): RuntimeConfig {
   const home = nonEmpty(env.HOME) ?? homedir();
   const store = parseStore({ flags, env, cwd, home });
   const commitRetries = parseRetries(flags, env);
+  const agent = parseAgent(flags, env);
   const pathSets = buildPathSets(
     parsePathSet("--read-only-paths", flags["read-only-paths"] ?? env.SLIVINGDOC_READ_ONLY_PATHS),
     parsePathSet("--writable-paths", flags["writable-paths"] ?? env.SLIVINGDOC_WRITABLE_PATHS),
@@ -55,7 +69,7 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   if (storeFile !== undefined && workspaceRoot !== null && isAtOrBelow(workspaceRoot, storeFile)) {
     throw invalid("the store file is inside the workspace root; keep it outside the notebook");
   }
-  return { store, pathSets, privateRoot, workspaceRoot, ...(commitRetries !== undefined ? { commitRetries } : {}) };
+  return { store, pathSets, privateRoot, workspaceRoot, ...(commitRetries !== undefined ? { commitRetries } : {}), ...(agent !== undefined ? { agent } : {}) };
 }
 
 /**

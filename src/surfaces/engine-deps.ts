@@ -3,12 +3,25 @@
  * opened store.
  */
 import { mkdirSync, realpathSync } from "node:fs";
+import { hostname, userInfo } from "node:os";
+import { userAtHost } from "../contract/agent.ts";
 import type { EngineDeps } from "../engine/engine.ts";
 import type { ProcessMemory } from "../engine/process-memory.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import type { RuntimeConfig } from "./config.ts";
 import { isProcessAlive, processStartTime } from "./process-identity.ts";
 import { storeIdentity } from "./stores.ts";
+
+/** The user and host name of this process, as an agent name (contract/agent.ts). */
+export function defaultAgent(): string {
+  let user: string | undefined;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = process.env.USER;
+  }
+  return userAtHost(user, hostname());
+}
 
 /** Creates the private root if needed; its real path. */
 export function preparePrivateRoot(config: RuntimeConfig): string {
@@ -35,6 +48,7 @@ export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDep
   const { DEFAULT_COMMIT_RETRIES } = require("../engine/engine.ts") as typeof import("../engine/engine.ts");
   const { ProcessMemory } = require("../engine/process-memory.ts") as typeof import("../engine/process-memory.ts");
   memory ??= new ProcessMemory();
+  const agent = config.agent ?? defaultAgent();
   return {
     store,
     storeId: storeIdentity(config.store),
@@ -43,5 +57,6 @@ export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDep
     memory,
     commitRetries: config.commitRetries ?? DEFAULT_COMMIT_RETRIES,
     pathSets: config.pathSets,
+    agent: () => agent,
   };
 }

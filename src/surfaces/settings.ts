@@ -16,6 +16,7 @@ export interface ConfigFlags {
   "commit-retries"?: string;
   "read-only-paths"?: string;
   "writable-paths"?: string;
+  agent?: string;
 }
 
 export type Env = Record<string, string | undefined>;

@@ -186,7 +186,7 @@ export class ObjectCache {
    * Write a commit whose message is kept byte for byte (isomorphic-git's
    * writeCommit normalises newlines, which the message rules forbid).
    */
-  async writeCommit(args: { tree: string; parent: string | null; message: string; when: Date }): Promise<string> {
+  async writeCommit(args: { tree: string; parent: string | null; message: string; when: Date; agent?: string }): Promise<string> {
     return this.keep("commit", encodeCommit(args));
   }
 

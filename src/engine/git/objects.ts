@@ -84,10 +84,16 @@ export function decodeTree(object: Uint8Array): Array<{ mode: string; name: stri
   return entries;
 }
 
-/** A commit whose message is kept byte for byte; author and committer are both slivingdoc, in UTC. */
-export function encodeCommit(args: { tree: string; parent: string | null; message: string; when: Date }): Buffer {
+/**
+ * A commit whose message is kept byte for byte. Author and committer are
+ * both the publishing agent (contract/agent.ts: a name valid in a git
+ * ident; "slivingdoc" when none is given), with slivingdoc's address, in UTC.
+ */
+export function encodeCommit(args: { tree: string; parent: string | null; message: string; when: Date; agent?: string }): Buffer {
   const seconds = Math.floor(args.when.getTime() / 1000);
-  const ident = `slivingdoc <slivingdoc@localhost> ${seconds} +0000`;
+  const name = args.agent ?? "slivingdoc";
+  if (/[<>\n\u0000]/.test(name) || name.trim() === "") throw new Error("an agent name must be valid in a git ident");
+  const ident = `${name} <slivingdoc@localhost> ${seconds} +0000`;
   const head = [`tree ${args.tree}`];
   if (args.parent) head.push(`parent ${args.parent}`);
   head.push(`author ${ident}`, `committer ${ident}`);

@@ -17,7 +17,8 @@ import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
 import { type RuntimeConfig, runtimeSecrets } from "../config.ts";
 import { DeferredStore } from "../deferred-store.ts";
-import { engineDeps, preparePrivateRoot } from "../engine-deps.ts";
+import { clientAgent } from "../../contract/agent.ts";
+import { defaultAgent, engineDeps, preparePrivateRoot } from "../engine-deps.ts";
 import type { TextSink } from "../stdio.ts";
 import { earlyInitializeResponse, serverIdentity } from "./handshake.ts";
 import { StdioTransport } from "./stdio.ts";
@@ -150,7 +151,11 @@ async function run(
   }
   // Loads the MCP SDK and, through the tools' code, the engine.
   const { createMcpServer, deserializeMessage } = await import("./server.ts");
-  const deps = engineDeps(config, options.store);
+  // Who publishes (contract/agent.ts): --agent, or the client the handshake named, with the user and host.
+  let client: { getClientVersion(): { name: string; version: string } | undefined } | null = null;
+  const engine = engineDeps(config, options.store);
+  const who = engine.agent?.() ?? defaultAgent();
+  const deps = config.agent !== undefined ? engine : { ...engine, agent: () => clientAgent(client?.getClientVersion(), who) };
   // A store left unopened at start (a trusted S3 store) opens now, not in the first call;
   // a failure there surfaces in that call, as every store failure does.
   if (options.store instanceof DeferredStore) options.store.open().catch(() => {});
@@ -166,6 +171,7 @@ async function run(
       requireAbsolute: true,
     },
   });
+  client = server;
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();
   });
