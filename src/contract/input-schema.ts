@@ -59,6 +59,18 @@ export function countField(options: { description?: string } = {}): Field<number
   };
 }
 
+/** An array of strings (CLI-only inputs: the path filter of log and show). */
+export function stringListField(options: { description?: string } = {}): Field<string[]> {
+  return {
+    required: true,
+    schema: { type: "array", items: { type: "string" }, ...(options.description !== undefined ? { description: options.description } : {}) },
+    decode(value, name) {
+      if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) throw malformed(`${name} must be an array of strings.`);
+      return [...value];
+    },
+  };
+}
+
 export function optional<T>(field: Field<T>): Field<T | undefined> {
   return { ...field, required: false, decode: (value, name) => field.decode(value, name) };
 }

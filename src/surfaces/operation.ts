@@ -64,6 +64,12 @@ export interface CliForm {
   flags: Record<string, CliFlag>;
   /** Takes one optional notebook PATH. */
   path: boolean;
+  /**
+   * Takes one positional argument that is not a notebook path (`show
+   * GENERATION`, `export DIR`), passed to `toInput` as `path`; never with
+   * `path: true`.
+   */
+  positional?: { name: string; description: string; required: boolean };
   /** The operation's input from the parsed flags (a start-up refusal for a bad flag value). */
   toInput(flags: Record<string, string | boolean>, path: string | undefined): Record<string, unknown>;
 }

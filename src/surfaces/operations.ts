@@ -13,11 +13,14 @@
  * load the engine when they run, not when this module loads: the CLI and
  * `serve` read this registry at start (docs/performance.md, S8).
  */
-import { booleanField, countField, objectInput, optional } from "../contract/input-schema.ts";
+import { booleanField, countField, objectInput, optional, stringListField } from "../contract/input-schema.ts";
+import { parsePathSet } from "../contract/path-sets.ts";
+import { StartupRefusal } from "../contract/startup.ts";
 import { type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
-import { parseDuration } from "./cli/duration.ts";
+import { parseDuration, parseSince } from "./cli/duration.ts";
+import { renderLog, renderShow } from "./cli/render-history.ts";
 import { renderDiffstat } from "./cli/render.ts";
 import type { Operation } from "./operation.ts";
 
@@ -140,7 +143,79 @@ export const OPERATIONS: readonly Operation[] = [
     },
     render: (r) => `generation ${r.generation}\n`,
   }),
+
+  defineOperation({
+    cli: {
+      name: "log",
+      summary: "List the retained publications, newest first: generation, time, agent, message, files changed",
+      usage: "log [--limit N] [--since DATE|DURATION] [--path a,b]",
+      flags: {
+        limit: { type: "string", description: "At most N publications", valueHint: "N" },
+        since: { type: "string", description: "Only publications since a date (2026-11-30, 2026-11-30T14:00Z) or for a duration back (30m, 2d)", valueHint: "WHEN" },
+        path: { type: "string", description: "Only publications that changed these notebook paths (files or directories, comma-separated)", valueHint: "a,b" },
+      },
+      path: false,
+      toInput: (flags) => ({
+        ...(typeof flags.limit === "string" ? { limit: parseCount("limit", flags.limit) } : {}),
+        ...(typeof flags.since === "string" ? { sinceMs: parseSince("since", flags.since, Date.now()) } : {}),
+        ...(typeof flags.path === "string" ? { paths: parsePathSet("--path", flags.path) } : {}),
+      }),
+    },
+    input: objectInput("log", { limit: optional(countField()), sinceMs: optional(countField()), paths: optional(stringListField()) }),
+    async run(ctx, input) {
+      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
+      const { historyLog } = await import("../engine/history/log.ts");
+      const history = await openHistory(ctx.engine());
+      try {
+        return await historyLog(history, {
+          ...(input.limit !== undefined ? { limit: input.limit } : {}),
+          ...(input.sinceMs !== undefined ? { since: new Date(input.sinceMs) } : {}),
+          ...(input.paths !== undefined ? { paths: input.paths } : {}),
+        });
+      } finally {
+        closeHistory(history);
+      }
+    },
+    render: renderLog,
+  }),
+
+  defineOperation({
+    cli: {
+      name: "show",
+      summary: "Show what one publication changed, as git's unified diff",
+      usage: "show GENERATION [--stat] [--path a,b]",
+      flags: {
+        stat: { type: "boolean", description: "The files changed with their insertions and deletions, without the diff" },
+        path: { type: "string", description: "Only these notebook paths (files or directories, comma-separated)", valueHint: "a,b" },
+      },
+      path: false,
+      positional: { name: "GENERATION", description: "The generation of the publication", required: true },
+      toInput: (flags, generation) => ({
+        generation: parseCount("GENERATION", generation ?? ""),
+        stat: flags.stat === true,
+        ...(typeof flags.path === "string" ? { paths: parsePathSet("--path", flags.path) } : {}),
+      }),
+    },
+    input: objectInput("show", { generation: countField(), stat: booleanField(), paths: optional(stringListField()) }),
+    async run(ctx, input) {
+      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
+      const { showGeneration } = await import("../engine/history/log.ts");
+      const history = await openHistory(ctx.engine());
+      try {
+        return await showGeneration(history, input.generation, { stat: input.stat, ...(input.paths !== undefined ? { paths: input.paths } : {}) });
+      } finally {
+        closeHistory(history);
+      }
+    },
+    render: renderShow,
+  }),
 ];
+
+/** A whole number on the command line, or the start-up refusal naming it. */
+function parseCount(name: string, value: string): number {
+  if (!/^\d{1,15}$/.test(value)) throw new StartupRefusal("argument refusal", `${name} must be a whole number; got "${value.slice(0, 40)}"`);
+  return Number(value);
+}
 
 export function operationByCli(name: string): Operation | undefined {
   return OPERATIONS.find((op) => op.cli.name === name);

@@ -35,7 +35,15 @@ function operationCommand(op: Operation): CommandDef<ArgsDef> {
   }
   return defineCommand({
     meta: { name: op.cli.name, description: op.cli.summary },
-    args: { ...own, ...CONFIG_FLAGS, ...JSON_FLAG, ...(op.cli.path ? { path: PATH_ARG } : {}) },
+    args: {
+      ...own,
+      ...CONFIG_FLAGS,
+      ...JSON_FLAG,
+      ...(op.cli.path ? { path: PATH_ARG } : {}),
+      ...(op.cli.positional
+        ? { [op.cli.positional.name.toLowerCase()]: { type: "positional", required: op.cli.positional.required, description: op.cli.positional.description, valueHint: op.cli.positional.name } }
+        : {}),
+    } as ArgsDef,
   }) as CommandDef<ArgsDef>;
 }
 

@@ -83,8 +83,12 @@ export async function runCli(io: CliIo): Promise<number> {
   try {
     parsed = parseStrict((command.args ?? {}) as ArgsDef, rest);
     const { positionals } = parsed;
+    const positional = operation?.cli.positional;
     if (operation?.cli.path === true) {
       if (positionals.length > 1) throw new StartupRefusal("argument refusal", `one notebook path at most; got ${positionals.length}: ${positionals.join(" ")}`);
+    } else if (positional !== undefined) {
+      if (positionals.length > 1) throw new StartupRefusal("argument refusal", `${first} takes one ${positional.name}; got ${positionals.length}: ${positionals.join(" ")}`);
+      if (positional.required && positionals.length === 0) throw new StartupRefusal("argument refusal", `${first} needs a ${positional.name}: ${operation!.cli.usage}`);
     } else if (positionals.length > 0) {
       throw new StartupRefusal("argument refusal", `${first} takes no path; got ${positionals.join(" ")}`);
     }
