@@ -63,6 +63,8 @@ export interface EngineDeps {
    * points where fault tests stop the process.
    */
   onStage?: (stage: string) => Promise<void> | void;
+  /** Progress of long work that writes no visible files (an export of a long history): `done` of `total`. */
+  progress?: (what: string, done: number, total: number) => void;
   /** After each visible file is written or removed: the point where crash tests stop the process mid-way. */
   afterWrite?: () => Promise<void> | void;
 }
@@ -100,7 +102,7 @@ function refuseNesting(deps: EngineDeps, dir: string): void {
 
 /** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
 export interface OpenCheckout {
-  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite">> & {
+  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress">> & {
     onStage: (stage: string) => Promise<void> | void;
     afterWrite: () => Promise<void> | void;
   };

@@ -13,13 +13,15 @@
  * load the engine when they run, not when this module loads: the CLI and
  * `serve` read this registry at start (docs/performance.md, S8).
  */
-import { booleanField, countField, objectInput, optional, stringListField } from "../contract/input-schema.ts";
+import { DomainError } from "../contract/errors.ts";
+import { booleanField, countField, objectInput, optional, stringField, stringListField } from "../contract/input-schema.ts";
 import { parsePathSet } from "../contract/path-sets.ts";
 import { StartupRefusal } from "../contract/startup.ts";
 import { type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import { parseDuration, parseSince } from "./cli/duration.ts";
+import { quotePath } from "./cli/quote.ts";
 import { renderLog, renderShow } from "./cli/render-history.ts";
 import { renderDiffstat } from "./cli/render.ts";
 import type { Operation } from "./operation.ts";
@@ -208,6 +210,38 @@ export const OPERATIONS: readonly Operation[] = [
       }
     },
     render: renderShow,
+  }),
+
+  defineOperation({
+    cli: {
+      name: "export",
+      summary: "Write the retained history into DIR as a bare git repository (updated incrementally when run again)",
+      usage: "export DIR",
+      flags: {},
+      path: false,
+      positional: { name: "DIR", description: "The git repository to write: a new or empty directory, or one export wrote before", required: true },
+      toInput: (_flags, dir) => ({ directory: dir ?? "" }),
+    },
+    input: objectInput("export", { directory: stringField({}) }),
+    async run(ctx, input) {
+      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
+      const { exportHistory } = await import("../engine/history/export.ts");
+      if (input.directory === "") throw new DomainError("MALFORMED_INPUT", "export needs a directory.");
+      const dir = ctx.notebookPath(input.directory);
+      const deps = ctx.engine();
+      const history = await openHistory(deps);
+      try {
+        return await exportHistory(deps, history, dir);
+      } finally {
+        closeHistory(history);
+      }
+    },
+    render: (r) =>
+      r.generation === 0
+        ? "export: the store holds no notebook yet; nothing written\n"
+        : `exported generations ${r.oldestRetained}–${r.generation} to ${quotePath(r.directory)}: ${r.added} new publications, ${r.objects} objects` +
+          `${r.shallow ? ` (shallow: generation ${r.oldestRetained}'s parent is older than the retained history)` : ""}\n` +
+          `  read it with: git -C ${quotePath(r.directory)} log --stat\n`,
   }),
 ];
 

@@ -3,12 +3,24 @@
  * (docs/design.md, CLI conventions): never in --json output, a pipe, or over
  * MCP.
  */
-export function terminalProgress(io: { stderrIsTTY?: boolean; stderr: (text: string) => void }): { hooks: { afterWrite?: () => void }; done: () => void } {
+export function terminalProgress(io: { stderrIsTTY?: boolean; stderr: (text: string) => void }): {
+  hooks: { afterWrite?: () => void; progress?: (what: string, done: number, total: number) => void };
+  done: () => void;
+} {
   if (io.stderrIsTTY !== true) return { hooks: {}, done: () => {} };
   let written = 0;
   let shown = false;
+  let last = 0;
   return {
     hooks: {
+      // At most ten lines a second, and only for work long enough to need one.
+      progress: (what, done, total) => {
+        const now = Date.now();
+        if (total < 1000 || (now - last < 100 && done < total)) return;
+        last = now;
+        io.stderr(`\r${what}: ${done} of ${total}…`);
+        shown = true;
+      },
       afterWrite: () => {
         written++;
         if (written % 200 === 0) {
