@@ -1,0 +1,219 @@
+/**
+ * Issue 15, through the binary: who published (--agent, SLIVINGDOC_AGENT,
+ * user@host, and the MCP client under serve), `log`, `show` (its diff
+ * compared with C git's), and `export` (C git reads it: log, show, blame,
+ * fsck; again incrementally; a shallow boundary after compaction).
+ */
+import { afterAll, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { EXIT_CODES } from "../../src/contract/tokens.ts";
+import { git } from "../support/cgit.ts";
+import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
+
+const root = mkdtempSync(join(tmpdir(), "slivingdoc-history-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, "home"), XDG_STATE_HOME: join(root, "state"), TMPDIR: tmpdir(), USER: "tester" };
+
+let stores = 0;
+function freshStore(): string[] {
+  return ["--store", `sqlite:${join(root, `store-${++stores}.db`)}`];
+}
+
+async function run(args: string[], extraEnv: Record<string, string> = {}) {
+  const p = Bun.spawn([BINARY, ...args], { cwd: root, env: { ...env, ...extraEnv }, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { stdout, stderr, code };
+}
+
+async function ok(args: string[], extraEnv: Record<string, string> = {}) {
+  const r = await run(args, extraEnv);
+  if (r.code !== 0) throw new Error(`${args.join(" ")} exited ${r.code}: ${r.stderr}`);
+  return r;
+}
+
+async function json(args: string[]) {
+  return JSON.parse((await ok([...args, "--json"])).stdout);
+}
+
+/** A notebook with a checkout, and a helper committing a set of file changes (null deletes). */
+async function notebook(store: string[]) {
+  const dir = mkdtempSync(join(root, "nb-"));
+  await ok(["pull", ...store, dir]);
+  return async (files: Record<string, string | null>, message: string, args: string[] = [], extraEnv: Record<string, string> = {}) => {
+    for (const [path, content] of Object.entries(files)) {
+      const file = join(dir, path);
+      if (content === null) unlinkSync(file);
+      else {
+        mkdirSync(join(file, ".."), { recursive: true });
+        writeFileSync(file, content);
+      }
+    }
+    await ok(["commit", "-m", message, ...store, ...args, dir], extraEnv);
+  };
+}
+
+test("every publication records who made it: --agent, SLIVINGDOC_AGENT, else user@host", async () => {
+  requireBinary();
+  const store = freshStore();
+  const commit = await notebook(store);
+  await commit({ "a.md": "1\n" }, "by flag", ["--agent", "planner-7"]);
+  await commit({ "a.md": "2\n" }, "by env", [], { SLIVINGDOC_AGENT: "writer (gpt)" });
+  await commit({ "a.md": "3\n" }, "flag wins", ["--agent", "flag"], { SLIVINGDOC_AGENT: "env" });
+  await commit({ "a.md": "4\n" }, "default");
+  const log = await json(["log", ...store]);
+  expect(log.entries.map((e: { agent: string }) => e.agent)).toEqual([`tester@${hostname()}`, "flag", "writer (gpt)", "planner-7"]);
+});
+
+test("a bad --agent or SLIVINGDOC_AGENT is a start-up refusal", async () => {
+  requireBinary();
+  const store = freshStore();
+  for (const bad of ["a<b>", "line\nbreak", " padded", "", "x".repeat(129), "esc\u001b[31m"]) {
+    const r = await run(["generation", ...store, "--agent", bad]);
+    expect(r.code).toBe(EXIT_CODES.STARTUP);
+    expect(r.stderr).toStartWith("slivingdoc: invalid configuration: --agent ");
+  }
+  const r = await run(["generation", ...store], { SLIVINGDOC_AGENT: "a>b" });
+  expect(r.code).toBe(EXIT_CODES.STARTUP);
+  expect((await run(["generation", ...store, "--agent", "ünïcode ok"])).code).toBe(0);
+});
+
+test("under serve, the MCP client's name and version with user@host; the tool results carry no history fields", async () => {
+  requireBinary();
+  const store = freshStore();
+  const dir = join(root, "served");
+  const session = await connect({ ...env, SLIVINGDOC_STORE: store[1]! }, ["--workspace-root", dir]);
+  try {
+    await call(session, "notes_pull", {});
+    writeFileSync(join(dir, "n.md"), "x\n");
+    const result = await call(session, "notes_commit", { message: "from mcp" });
+    expect(Object.keys(result.data).sort()).toEqual(["code", "deletions", "files", "filesChanged", "generation", "insertions", "path", "readOnly", "writable"].sort());
+  } finally {
+    await session.close();
+  }
+  const log = await json(["log", ...store]);
+  expect(log.entries[0].agent).toBe(`slivingdoc-test/1.0.0 tester@${hostname()}`);
+});
+
+test("log: newest first, with files and counts; --limit, --since, --path; from the store alone", async () => {
+  requireBinary();
+  const store = freshStore();
+  expect((await run(["log", ...store])).stderr).toBe("log: the store holds no notebook yet\n");
+  const commit = await notebook(store);
+  await commit({ "a.md": "one\ntwo\n", "d/b.md": "b\n" }, "first");
+  await commit({ "a.md": "one\n2\n" }, "second\n\nwith a body");
+  await commit({ "d/b.md": null, "c.md": "" }, "third");
+  const log = await json(["log", ...store]);
+  expect(log.generation).toBe(3);
+  expect(log.oldestRetained).toBe(1);
+  expect(log.entries.map((e: { generation: number }) => e.generation)).toEqual([3, 2, 1]);
+  const [third, second, first] = log.entries;
+  expect(second.message).toBe("second\n\nwith a body");
+  expect(second.files).toEqual([{ path: "a.md", status: "modified", insertions: 1, deletions: 1 }]);
+  expect(third.files).toEqual([
+    { path: "c.md", status: "added", insertions: 0, deletions: 0 },
+    { path: "d/b.md", status: "deleted", insertions: 0, deletions: 1 },
+  ]);
+  expect([first.filesChanged, first.insertions, first.deletions]).toEqual([2, 3, 0]);
+  expect(third.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  expect((await json(["log", ...store, "--limit", "1"])).entries.map((e: { generation: number }) => e.generation)).toEqual([3]);
+  expect((await json(["log", ...store, "--path", "d"])).entries.map((e: { generation: number }) => e.generation)).toEqual([3, 1]);
+  expect((await json(["log", ...store, "--path", "d/b.md"])).entries[1].files).toEqual([{ path: "d/b.md", status: "added", insertions: 1, deletions: 0 }]);
+  expect((await json(["log", ...store, "--since", "1h"])).entries).toHaveLength(3);
+  expect((await json(["log", ...store, "--since", "2999-01-01"])).entries).toHaveLength(0);
+  const human = await ok(["log", ...store, "--limit", "1"]);
+  expect(human.stdout).toBe("");
+  expect(human.stderr).toContain("generation 3 · ");
+  expect(human.stderr).toContain("    d/b.md | +0 -1 (deleted)");
+  // Refusals like every command's.
+  for (const args of [["--limit", "x"], ["--since", "yesterday"], ["--path", "/abs"], ["--frobnicate"], ["somewhere"]]) {
+    expect((await run(["log", ...store, ...args])).code).toBe(EXIT_CODES.STARTUP);
+  }
+});
+
+test("show: git's unified diff, byte for byte as C git prints it; --stat; generations out of range are refused", async () => {
+  requireBinary();
+  const store = freshStore();
+  const commit = await notebook(store);
+  const long = Array.from({ length: 40 }, (_, i) => (i % 7 === 0 ? `Section ${i}\n` : `  line ${i}\n`)).join("");
+  await commit({ "notes.md": long, "gone.md": "bye\n", "empty.md": "", "with space.md": "s\n", "tab\there.md": "t\n", "naïve.md": "n" }, "base");
+  const changed = long.replace("  line 3\n", "  line three\n").replace("  line 20\n", "").replace("  line 38\n", "  line 38\n  new\n");
+  await commit(
+    { "notes.md": changed, "gone.md": null, "empty.md": null, "new.md": "fresh\nlines", "with space.md": "S\n", "tab\there.md": "T\n", "naïve.md": "n\n" },
+    "edit",
+  );
+  const exported = join(root, "show-export");
+  await ok(["export", exported, ...store]);
+  const cgit = git(exported, "-c", "core.quotePath=false", "diff", "--no-renames", "--no-indent-heuristic", "--no-color", "main~1", "main");
+  expect(cgit.code).toBe(0);
+  const shown = await json(["show", "2", ...store]);
+  expect(shown.patch).toBe(cgit.out);
+  expect(shown.agent).toBe(`tester@${hostname()}`);
+  expect(shown.message).toBe("edit");
+  // The first publication, against the empty notebook.
+  const rootDiff = git(exported, "-c", "core.quotePath=false", "show", "--format=", "--no-renames", "--no-color", "main~1");
+  expect((await json(["show", "1", ...store])).patch).toBe(rootDiff.out);
+  const stat = await json(["show", "2", ...store, "--stat"]);
+  expect(stat.patch).toBeUndefined();
+  expect(stat.files.find((f: { path: string }) => f.path === "notes.md")).toEqual({ path: "notes.md", status: "modified", insertions: 2, deletions: 2 });
+  const human = await ok(["show", "2", ...store]);
+  expect(human.stderr).toContain("diff --git a/notes.md b/notes.md\n");
+  expect(human.stderr).toContain('diff --git "a/tab\\there.md" "b/tab\\there.md"\n');
+  for (const [g, words] of [["3", "does not exist yet; the newest is 2"], ["0", "older than the retained history; the oldest retained generation is 1"]] as const) {
+    const r = await run(["show", g, ...store, "--json"]);
+    expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    const envelope = JSON.parse(r.stdout);
+    expect([envelope.code, envelope.reason]).toEqual(["INVALID_REQUEST", "MALFORMED_INPUT"]);
+    expect(envelope.message).toContain(words);
+  }
+  expect((await run(["show", ...store])).code).toBe(EXIT_CODES.STARTUP);
+  expect((await run(["show", "x", ...store])).code).toBe(EXIT_CODES.STARTUP);
+  expect((await run(["show", "1", "2", ...store])).code).toBe(EXIT_CODES.STARTUP);
+});
+
+test("export: a bare repository C git reads — log, show, blame, fsck — updated incrementally", async () => {
+  requireBinary();
+  const store = freshStore();
+  const dir = join(root, "export-1");
+  expect((await json(["export", dir, ...store])).generation).toBe(0);
+  const commit = await notebook(store);
+  await commit({ "a.md": "alpha\nbeta\n" }, "first", ["--agent", "ann"]);
+  await commit({ "a.md": "alpha\nBETA\ngamma\n", "d/b.md": "b\n" }, "second", ["--agent", "bo"]);
+  const first = await json(["export", dir, ...store]);
+  expect(first).toMatchObject({ generation: 2, oldestRetained: 1, added: 2, shallow: false });
+  expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+  expect(git(dir, "log", "--format=%an|%s").out).toBe("bo|second\nann|first\n");
+  expect(git(dir, "show", "main:a.md").out).toBe("alpha\nBETA\ngamma\n");
+  expect(git(dir, "blame", "--porcelain", "main", "--", "a.md").out).toContain("author ann");
+  await commit({ "d/b.md": null }, "third", ["--agent", "cy"]);
+  const again = await json(["export", dir, ...store]);
+  expect(again).toMatchObject({ generation: 3, added: 1 });
+  expect(again.objects).toBeLessThanOrEqual(3);
+  expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+  expect(git(dir, "log", "--format=%an").out).toBe("cy\nbo\nann\n");
+  expect((await json(["export", dir, ...store])).added).toBe(0);
+  // Not over a directory that holds something else.
+  const other = join(root, "not-a-repo");
+  mkdirSync(other);
+  writeFileSync(join(other, "x"), "x");
+  expect((await run(["export", other, ...store])).code).toBe(EXIT_CODES.INVALID_REQUEST);
+  expect((await run(["export", ...store])).code).toBe(EXIT_CODES.STARTUP);
+});
+
+test("export after compaction: the oldest retained commit is a shallow boundary git accepts", async () => {
+  requireBinary();
+  const store = freshStore();
+  const commit = await notebook(store);
+  for (let i = 1; i <= 40; i++) await commit({ "n.md": `${i}\n` }, `c${i}`);
+  const log = await json(["log", ...store]);
+  expect(log.oldestRetained).toBeGreaterThan(1);
+  expect(log.entries.at(-1).files).toBeNull();
+  const dir = join(root, "export-shallow");
+  const exported = await json(["export", dir, ...store]);
+  expect(exported).toMatchObject({ generation: 40, shallow: true, oldestRetained: log.oldestRetained });
+  expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+  expect(git(dir, "rev-list", "--count", "main").out.trim()).toBe(String(40 - log.oldestRetained + 1));
+  const tooOld = await run(["show", "1", ...store, "--json"]);
+  expect(JSON.parse(tooOld.stdout).message).toContain(`the oldest retained generation is ${log.oldestRetained}`);
+}, 120_000);
