@@ -20,7 +20,7 @@ import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materia
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
-import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
+import { formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { decodeText } from "./text.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
@@ -178,8 +178,15 @@ interface Uploaded {
 async function tryPublication(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<OperationOutcome | null> {
   const { deps } = checkout;
   const uploaded = await buildAndUpload(checkout, accepted, merged, message);
-  const packs = await packList(checkout, accepted, uploaded);
-  const manifest: Manifest = { format: 1, generation: accepted.generation + 1, head: uploaded.head, publication: newPublicationId(), packs };
+  const { packs, history } = await packList(checkout, accepted, uploaded);
+  const manifest: Manifest = {
+    format: formatFor(history),
+    generation: accepted.generation + 1,
+    head: uploaded.head,
+    publication: newPublicationId(),
+    packs,
+    ...(history.length > 0 ? { history } : {}),
+  };
   await deps.onStage("publish");
   // Should this process die once the write is sent, the next call learns
   // from this record whether it landed (publication.ts).
@@ -229,21 +236,31 @@ async function importOwnPack(checkout: OpenCheckout, uploaded: Uploaded): Promis
   if (!checkout.git.hasPack(uploaded.descriptor.sha256)) await checkout.git.importPack(uploaded.descriptor.sha256, uploaded.pack);
 }
 
-/** The accepted packs plus ours, compacted when the list grows past the policy's bound (compact.ts). */
-async function packList(checkout: OpenCheckout, accepted: AcceptedState, uploaded: Uploaded): Promise<PackDescriptor[]> {
+/**
+ * The accepted packs plus ours, compacted when the list grows past the
+ * policy's bound (compact.ts); and the history packs, carried over from the
+ * accepted manifest, which only a compaction changes.
+ */
+async function packList(
+  checkout: OpenCheckout,
+  accepted: AcceptedState,
+  uploaded: Uploaded,
+): Promise<{ packs: PackDescriptor[]; history: HistoryPackDescriptor[] }> {
   const { deps } = checkout;
   const packs: PackDescriptor[] = [...(accepted.manifest?.packs ?? []), uploaded.descriptor];
+  const history = [...(accepted.manifest?.history ?? [])];
   const policy = deps.compaction;
-  if (policy === false || !needsCompaction(packs, { ...DEFAULT_COMPACTION, ...policy })) return packs;
+  if (policy === false || !needsCompaction(packs, { ...DEFAULT_COMPACTION, ...policy })) return { packs, history };
   // Keep the pack count, and so a cold pull, bounded. Our own pack stays
   // last, which the outcome proof (conditionalReplace) relies on.
   await deps.onStage("compact");
   await importOwnPack(checkout, uploaded);
   try {
-    return (await compactPacks({ store: deps.store, git: checkout.git, head: uploaded.head, packs, policy }))?.packs ?? packs;
+    const compacted = await compactPacks({ store: deps.store, git: checkout.git, head: uploaded.head, packs, policy, history, now: deps.now() });
+    return compacted === null ? { packs, history } : { packs: compacted.packs, history: compacted.history };
   } catch {
     // Compaction is an optimisation: publish the plain list instead.
-    return packs;
+    return { packs, history };
   }
 }
 

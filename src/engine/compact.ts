@@ -40,7 +40,7 @@ import type { ObjectCache } from "./git/object-cache.ts";
 import { decodeCommit, MissingObjectError } from "./git/objects.ts";
 import { packEntry, writePack } from "./git/pack.ts";
 import { walkTree } from "./git/walk.ts";
-import { type PackDescriptor, packKey } from "./manifest.ts";
+import { type HistoryPackDescriptor, type PackDescriptor, packKey } from "./manifest.ts";
 
 export interface CompactionPolicy {
   /** Compact when the pack list is longer than this. */
@@ -55,7 +55,19 @@ export interface CompactionPolicy {
    * nothing in the engine reads.
    */
   history: number | "all";
+  /**
+   * How long history is kept beyond the base's commits, in milliseconds (0:
+   * not at all, as before history packs). Commits that leave the base and
+   * are younger than this go into a *history pack*, listed in the
+   * manifest's `history`, which pulls never download (only log, show and
+   * export do); a history pack whose newest commit is older than this is
+   * dropped from the list (gc then removes it).
+   */
+  periodMs: number;
 }
+
+/** History is kept for 30 days by default (issue 15, item 7). */
+export const DEFAULT_HISTORY_PERIOD_MS = 30 * 86_400_000;
 
 /**
  * History is "recent" (docs/design.md, The store and the publication
@@ -64,20 +76,22 @@ export interface CompactionPolicy {
  * whole history of 1,000 small commits made a cold pull 1.35× slower than
  * after one commit; 32 commits, 1.14×).
  */
-export const DEFAULT_COMPACTION: CompactionPolicy = { maxPacks: 32, keepRecent: 8, history: 32 };
+export const DEFAULT_COMPACTION: CompactionPolicy = { maxPacks: 32, keepRecent: 8, history: 32, periodMs: DEFAULT_HISTORY_PERIOD_MS };
 
 export interface CompactionResult {
   /** The pack list for the next manifest: the base (if any objects remain for it), then the kept packs. */
   packs: PackDescriptor[];
   /** The new pack, or null when the kept packs already hold every object. */
   base: PackDescriptor | null;
-  /** The packs no longer listed (gc removes them after the grace period). */
+  /** The history pack list for the next manifest, oldest first (empty: none, a format 1 manifest). */
+  history: HistoryPackDescriptor[];
+  /** The packs no longer listed (gc removes them after the grace period), history packs included. */
   replaced: PackDescriptor[];
   /** Objects in the base, nonce included. */
   objects: number;
 }
 
-export function needsCompaction(packs: readonly PackDescriptor[], policy: CompactionPolicy = DEFAULT_COMPACTION): boolean {
+export function needsCompaction(packs: readonly PackDescriptor[], policy: Partial<CompactionPolicy> & Pick<CompactionPolicy, "maxPacks"> = DEFAULT_COMPACTION): boolean {
   return packs.length > policy.maxPacks;
 }
 
@@ -92,6 +106,10 @@ export interface CompactArgs {
   policy?: Partial<CompactionPolicy>;
   /** Import the base into the local cache (so this checkout never downloads it). Default true. */
   importLocally?: boolean;
+  /** The history packs the accepted manifest lists, oldest first. */
+  history?: readonly HistoryPackDescriptor[];
+  /** Now, for the history period. */
+  now?: Date;
 }
 
 /**
@@ -109,6 +127,7 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
   if (policy.history !== "all" && (!Number.isInteger(policy.history) || policy.history < 1)) {
     throw new RangeError("history must be a positive integer or \"all\"");
   }
+  if (!Number.isSafeInteger(policy.periodMs) || policy.periodMs < 0) throw new RangeError("periodMs must be a whole number of milliseconds");
   if (!needsCompaction(args.packs, policy)) return null;
 
   const kept = policy.keepRecent === 0 ? [] : args.packs.slice(-policy.keepRecent);
@@ -116,29 +135,124 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
   const inKept = new Set<string>();
   for (const p of kept) for (const oid of args.git.packObjectIds(p.sha256)) inKept.add(oid);
 
-  const reachable = await reachableObjects(args.git, args.head, policy.history);
+  const { objects: reachable, frontier } = await reachableObjects(args.git, args.head, policy.history);
   const baseObjects = [...reachable].filter((oid) => !inKept.has(oid));
-  if (baseObjects.length === 0) return { packs: [...kept], base: null, replaced, objects: 0 };
+  const { history, dropped } = await historyPacks(args, policy, replaced, (oid) => reachable.has(oid) || inKept.has(oid), frontier);
+  const replacedAll = [...replaced, ...dropped];
+  if (baseObjects.length === 0) return { packs: [...kept], base: null, history, replaced: replacedAll, objects: 0 };
+  const { descriptor: base, objects, bytes } = await uploadUnique(args, baseObjects);
+  if (args.importLocally !== false && !args.git.hasPack(base.sha256)) await args.git.importPack(base.sha256, bytes);
+  return { packs: [base, ...kept], base, history, replaced: replacedAll, objects };
+}
+
+/**
+ * A pack of `oids` plus a nonce (see the header), uploaded create-only; its
+ * descriptor and object count. Throws when an object is missing or the key
+ * existed.
+ */
+async function uploadUnique(args: CompactArgs, oids: Iterable<string>): Promise<{ descriptor: PackDescriptor; objects: number; bytes: Uint8Array }> {
   // The nonce (see the header): unreferenced, so the next compaction drops it.
   const nonce = randomHex(16);
   const entries = [packEntry("blob", Buffer.from(`slivingdoc compaction nonce ${nonce}\n`))];
-  for (const oid of baseObjects) {
+  for (const oid of oids) {
     const entry = await args.git.packEntry(oid);
-    if (entry === null) throw new MissingObjectError(`object ${oid} of the head is missing`);
+    if (entry === null) throw new MissingObjectError(`object ${oid} of the history is missing`);
     entries.push(entry);
   }
   const bytes = writePack(entries);
-  const objects = entries.length;
   const sha256 = createHash("sha256").update(bytes).digest("hex");
-  const base: PackDescriptor = { key: packKey(sha256), size: bytes.byteLength, sha256 };
-  const put = await args.store.putIfAbsent(base.key, bytes);
+  const descriptor: PackDescriptor = { key: packKey(sha256), size: bytes.byteLength, sha256 };
+  const put = await args.store.putIfAbsent(descriptor.key, bytes);
   if (!put.ok) {
     // A unique pack's key cannot exist unless this very request landed
     // twice; either way its age is unknown, so it must not be referenced.
     throw new Error("the compacted pack's key already existed; not publishing it");
   }
-  if (args.importLocally !== false && !args.git.hasPack(sha256)) await args.git.importPack(sha256, bytes);
-  return { packs: [base, ...kept], base, replaced, objects };
+  return { descriptor, objects: entries.length, bytes };
+}
+
+/** The author time of a commit, in seconds since the epoch; null when it has none. */
+function commitSeconds(object: Uint8Array): number | null {
+  const text = Buffer.from(object.buffer, object.byteOffset, object.byteLength).toString("latin1");
+  const end = text.indexOf("\n\n");
+  const m = /^author .* (\d+) [+-]\d{4}$/m.exec(end < 0 ? text : text.slice(0, end));
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * The history pack list of the next manifest (issue 15, item 7): the
+ * accepted one without the packs past the period (a prefix: they are oldest
+ * first), plus one new pack holding the commits that leave the base now —
+ * from `frontier`, the first commit past the base's window, back through
+ * the commits the replaced packs hold, as long as they are younger than
+ * the period — with every object they reach that the base and the kept
+ * packs do not hold.
+ *
+ * Why a history pack needs only itself and newer packs: when it is built,
+ * every object its commits reach is in it, in the new base or in a kept
+ * pack; those are replaced later only by packs built the same way. So
+ * dropping the oldest history packs first never breaks a newer one.
+ *
+ * A history pack that cannot be built (an object missing here, an upload
+ * failing) is skipped: those commits leave the retained history, as every
+ * commit past the base did before history packs.
+ */
+async function historyPacks(
+  args: CompactArgs,
+  policy: CompactionPolicy,
+  replaced: readonly PackDescriptor[],
+  inBaseOrKept: (oid: string) => boolean,
+  frontier: string[],
+): Promise<{ history: HistoryPackDescriptor[]; dropped: PackDescriptor[] }> {
+  const accepted = args.history ?? [];
+  const cutoff = Math.floor(((args.now ?? new Date()).getTime() - policy.periodMs) / 1000);
+  const firstKept = policy.periodMs === 0 ? accepted.length : accepted.findIndex((h) => h.newest >= cutoff);
+  const keep = firstKept < 0 ? [] : accepted.slice(firstKept);
+  const dropped = accepted.slice(0, firstKept < 0 ? accepted.length : firstKept).map(({ key, size, sha256 }) => ({ key, size, sha256 }));
+  if (policy.periodMs === 0 || frontier.length === 0) return { history: keep, dropped };
+  try {
+    const inReplaced = new Set<string>();
+    for (const p of replaced) for (const oid of args.git.packObjectIds(p.sha256)) inReplaced.add(oid);
+    const objects: string[] = [];
+    const seen = new Set<string>();
+    let newest = -1;
+    const read = (oid: string) => args.git.find(oid);
+    let queue = [...frontier];
+    while (queue.length > 0) {
+      const next: string[] = [];
+      for (const oid of queue) {
+        if (seen.has(oid) || !inReplaced.has(oid) || inBaseOrKept(oid)) continue;
+        const commit = await read(oid);
+        if (commit === null || commit.type !== "commit") continue;
+        const seconds = commitSeconds(commit.object);
+        if (seconds === null || seconds < cutoff) continue;
+        seen.add(oid);
+        objects.push(oid);
+        newest = Math.max(newest, seconds);
+        const { tree, parents } = decodeCommit(commit.object);
+        await walkTree(read, tree, {
+          tree: (t) => {
+            if (seen.has(t) || inBaseOrKept(t)) return false;
+            seen.add(t);
+            objects.push(t);
+            return true;
+          },
+          entry: (_, blob) => {
+            if (seen.has(blob) || inBaseOrKept(blob)) return;
+            seen.add(blob);
+            objects.push(blob);
+          },
+        });
+        next.push(...parents);
+      }
+      queue = next;
+    }
+    if (objects.length === 0) return { history: keep, dropped };
+    const { descriptor } = await uploadUnique(args, objects);
+    return { history: [...keep, { ...descriptor, newest }], dropped };
+  } catch {
+    return { history: keep, dropped };
+  }
 }
 
 /**
@@ -148,7 +262,7 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
  * with a shorter history, and ends the walk there; a missing head, tree or
  * blob is an error.
  */
-async function reachableObjects(cache: ObjectCache, head: string, history: number | "all"): Promise<Set<string>> {
+async function reachableObjects(cache: ObjectCache, head: string, history: number | "all"): Promise<{ objects: Set<string>; frontier: string[] }> {
   const objects = new Set<string>();
   const read = (oid: string) => cache.find(oid);
   let frontier = [head];
@@ -178,5 +292,6 @@ async function reachableObjects(cache: ObjectCache, head: string, history: numbe
     frontier = next;
   }
   // Blobs are checked when packed: packObjects fails on a missing one.
-  return objects;
+  // The frontier: the commits just past the window, where history packs begin.
+  return { objects, frontier: frontier.filter((oid) => !objects.has(oid)) };
 }

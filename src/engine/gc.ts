@@ -130,7 +130,8 @@ export async function collectGarbage(options: GcOptions): Promise<GcReport> {
     // Strict, fails closed: an invalid manifest throws MANIFEST_INVALID and nothing is deleted.
     const { manifest, etag } = await readManifest(store);
     if (manifest === null || etag === null) return { generation: null, referenced: 0, young: [], deleted: [], reason: "no notebook" };
-    const referenced = new Set(manifest.packs.map((p) => p.key));
+    // History packs are referenced too: only a compaction drops them from the list.
+    const referenced = new Set([...manifest.packs, ...(manifest.history ?? [])].map((p) => p.key));
     const at = now().getTime();
     const unlisted = listed.filter((o) => !referenced.has(o.key));
     // A modification time in the future (clock skew) counts as young.

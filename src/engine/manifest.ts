@@ -9,7 +9,16 @@ import { DomainError } from "../contract/errors.ts";
 import { randomHex } from "../contract/random-hex.ts";
 
 export const MANIFEST_KEY = "current";
+/**
+ * Format 1: the packs a pull downloads. Format 2 adds `history`, the packs
+ * of older retained history that only the history commands download
+ * (docs/storage-protocol.md, "History packs"). A manifest carries format 2
+ * exactly when it lists history packs, so a store that never had any stays
+ * readable by binaries that know format 1 only; those refuse a format 2
+ * manifest (MANIFEST_INVALID) and so fail closed — their gc deletes nothing.
+ */
 export const FORMAT_VERSION = 1;
+export const FORMAT_WITH_HISTORY = 2;
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 
@@ -21,18 +30,32 @@ const PackSchema = z
   })
   .strict();
 
+/** A history pack: a pack, and the time of the newest commit it holds (seconds since the epoch), by which it expires. */
+const HistoryPackSchema = z
+  .object({
+    key: z.string(),
+    size: z.number().int().positive(),
+    sha256: hex(64),
+    newest: z.number().int().nonnegative(),
+  })
+  .strict();
+
 const ManifestSchema = z
   .object({
-    format: z.literal(FORMAT_VERSION),
+    format: z.union([z.literal(FORMAT_VERSION), z.literal(FORMAT_WITH_HISTORY)]),
     generation: z.number().int().positive(),
     head: hex(40),
     publication: hex(32),
     packs: z.array(PackSchema).min(1),
+    history: z.array(HistoryPackSchema).min(1).optional(),
   })
   .strict()
   .superRefine((m, ctx) => {
+    if ((m.format === FORMAT_WITH_HISTORY) !== (m.history !== undefined)) {
+      ctx.addIssue({ code: "custom", message: "format 2 exactly when history packs are listed" });
+    }
     const seen = new Set<string>();
-    for (const p of m.packs) {
+    for (const p of [...m.packs, ...(m.history ?? [])]) {
       if (p.key !== packKey(p.sha256)) ctx.addIssue({ code: "custom", message: "pack key does not match its digest" });
       if (seen.has(p.key)) ctx.addIssue({ code: "custom", message: "pack listed twice" });
       seen.add(p.key);
@@ -40,6 +63,7 @@ const ManifestSchema = z
   });
 
 export type PackDescriptor = z.infer<typeof PackSchema>;
+export type HistoryPackDescriptor = z.infer<typeof HistoryPackSchema>;
 export type Manifest = z.infer<typeof ManifestSchema>;
 
 /** Packs are content-addressed by the SHA-256 of their bytes. */
@@ -67,13 +91,20 @@ export function parseManifest(body: Uint8Array): Manifest {
   return parsed.data;
 }
 
+/** The format a manifest with (or without) history packs carries. */
+export function formatFor(history: readonly HistoryPackDescriptor[] | undefined): 1 | 2 {
+  return history !== undefined && history.length > 0 ? FORMAT_WITH_HISTORY : FORMAT_VERSION;
+}
+
 export function serializeManifest(m: Manifest): Uint8Array {
+  const history = m.history !== undefined && m.history.length > 0 ? m.history : undefined;
   const ordered: Manifest = {
-    format: m.format,
+    format: formatFor(history),
     generation: m.generation,
     head: m.head,
     publication: m.publication,
     packs: m.packs.map((p) => ({ key: p.key, size: p.size, sha256: p.sha256 })),
+    ...(history !== undefined ? { history: history.map((p) => ({ key: p.key, size: p.size, sha256: p.sha256, newest: p.newest })) } : {}),
   };
   return new TextEncoder().encode(`${JSON.stringify(ordered, null, 2)}\n`);
 }

@@ -10,6 +10,7 @@ import { AGENT_MAX_BYTES, agentProblem } from "../contract/agent.ts";
 import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
 import type { PathSets } from "../contract/results.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
+import { parseDuration } from "./cli/duration.ts";
 import { realpathLoose } from "./paths.ts";
 import { type ConfigFlags, type Env, invalid, nonEmpty } from "./settings.ts";
 import { parseStore, type StoreSpec, storeKind } from "./stores.ts";
@@ -25,6 +26,8 @@ export interface RuntimeConfig {
   commitRetries?: number;
   /** Who publishes, from `--agent` or SLIVINGDOC_AGENT; absent: derived (engine-deps.ts). */
   agent?: string;
+  /** How long compaction keeps history (--history-period, SLIVINGDOC_HISTORY_PERIOD); absent: the engine's 30 days. */
+  historyPeriodMs?: number;
 }
 
 const MAX_COMMIT_RETRIES = 100;
@@ -53,6 +56,8 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   const store = parseStore({ flags, env, cwd, home });
   const commitRetries = parseRetries(flags, env);
   const agent = parseAgent(flags, env);
+  const period = nonEmpty(flags["history-period"]) ?? nonEmpty(env.SLIVINGDOC_HISTORY_PERIOD);
+  const historyPeriodMs = period === undefined ? undefined : parseDuration("history-period", period);
   const pathSets = buildPathSets(
     parsePathSet("--read-only-paths", flags["read-only-paths"] ?? env.SLIVINGDOC_READ_ONLY_PATHS),
     parsePathSet("--writable-paths", flags["writable-paths"] ?? env.SLIVINGDOC_WRITABLE_PATHS),
@@ -69,7 +74,9 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   if (storeFile !== undefined && workspaceRoot !== null && isAtOrBelow(workspaceRoot, storeFile)) {
     throw invalid("the store file is inside the workspace root; keep it outside the notebook");
   }
-  return { store, pathSets, privateRoot, workspaceRoot, ...(commitRetries !== undefined ? { commitRetries } : {}), ...(agent !== undefined ? { agent } : {}) };
+  return { store, pathSets, privateRoot, workspaceRoot, ...(commitRetries !== undefined ? { commitRetries } : {}), ...(agent !== undefined ? { agent } : {}),
+    ...(historyPeriodMs !== undefined ? { historyPeriodMs } : {}),
+  };
 }
 
 /**

@@ -58,5 +58,6 @@ export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDep
     commitRetries: config.commitRetries ?? DEFAULT_COMMIT_RETRIES,
     pathSets: config.pathSets,
     agent: () => agent,
+    ...(config.historyPeriodMs !== undefined ? { compaction: { periodMs: config.historyPeriodMs } } : {}),
   };
 }

@@ -17,6 +17,7 @@ export interface ConfigFlags {
   "read-only-paths"?: string;
   "writable-paths"?: string;
   agent?: string;
+  "history-period"?: string;
 }
 
 export type Env = Record<string, string | undefined>;

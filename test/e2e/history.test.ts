@@ -201,11 +201,25 @@ test("export: a bare repository C git reads — log, show, blame, fsck — updat
   expect((await run(["export", ...store])).code).toBe(EXIT_CODES.STARTUP);
 });
 
-test("export after compaction: the oldest retained commit is a shallow boundary git accepts", async () => {
+test("past compaction, history younger than --history-period (30 days) stays whole: log and export reach generation 1", async () => {
   requireBinary();
   const store = freshStore();
   const commit = await notebook(store);
   for (let i = 1; i <= 40; i++) await commit({ "n.md": `${i}\n` }, `c${i}`);
+  const log = await json(["log", ...store]);
+  expect([log.oldestRetained, log.entries.length]).toEqual([1, 40]);
+  const dir = join(root, "export-whole");
+  expect(await json(["export", dir, ...store])).toMatchObject({ generation: 40, oldestRetained: 1, shallow: false });
+  expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+  expect(git(dir, "rev-list", "--count", "main").out.trim()).toBe("40");
+  for (const bad of ["soon", "-1", "1w"]) expect((await run(["log", ...store, "--history-period", bad])).code).toBe(EXIT_CODES.STARTUP);
+}, 120_000);
+
+test("export after compaction with --history-period 0: the oldest retained commit is a shallow boundary git accepts", async () => {
+  requireBinary();
+  const store = freshStore();
+  const commit = await notebook(store);
+  for (let i = 1; i <= 40; i++) await commit({ "n.md": `${i}\n` }, `c${i}`, [], { SLIVINGDOC_HISTORY_PERIOD: "0" });
   const log = await json(["log", ...store]);
   expect(log.oldestRetained).toBeGreaterThan(1);
   expect(log.entries.at(-1).files).toBeNull();

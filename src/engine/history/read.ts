@@ -67,8 +67,7 @@ export interface HistoryDeps {
 
 /** The packs of a manifest that hold history: every listed pack, the pull's and the history's. */
 export function historyPackList(manifest: Manifest): PackDescriptor[] {
-  const extra = (manifest as { history?: PackDescriptor[] }).history ?? [];
-  return [...manifest.packs, ...extra];
+  return [...manifest.packs, ...(manifest.history ?? []).map(({ key, size, sha256 }) => ({ key, size, sha256 }))];
 }
 
 /** The history cache of a store, under the private root. */

@@ -19,6 +19,7 @@ const CONFIG_FLAGS = {
   "commit-retries": { type: "string", description: "Attempts after a lost race before REMOTE_BUSY (env SLIVINGDOC_COMMIT_RETRIES; default 30)", valueHint: "N" },
   "read-only-paths": { type: "string", description: "Comma-separated notebook paths this process may not change (env SLIVINGDOC_READ_ONLY_PATHS)", valueHint: "a,b" },
   "writable-paths": { type: "string", description: "Comma-separated notebook paths this process may change; everything else is protected (env SLIVINGDOC_WRITABLE_PATHS)", valueHint: "a,b" },
+  "history-period": { type: "string", description: "Keep history at least this long when compacting: 30d, 12h; 0 keeps only the newest 32 commits (env SLIVINGDOC_HISTORY_PERIOD; default 30d)", valueHint: "DURATION" },
   agent: { type: "string", description: "Who publishes, recorded on every commit (env SLIVINGDOC_AGENT; default: user@host, and for serve the MCP client's name and version too)", valueHint: "NAME" },
 } as const satisfies ArgsDef;
 
