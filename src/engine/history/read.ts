@@ -1,0 +1,253 @@
+/**
+ * Reading the retained history of a notebook (issue 15): the publications
+ * the store still holds, newest first, and the flat tree of any of them.
+ *
+ * History needs no checkout: it is read into a private object cache of its
+ * own, one per store, `<privateRoot>/history/<id>/git`, which caches the
+ * packs it downloaded (every pack the manifest lists, history packs
+ * included: docs/storage-protocol.md, "History"). From a checkout, the same
+ * cache is used: a checkout's own cache holds only what pulls need.
+ *
+ * The history is linear: every publication's commit names the accepted head
+ * it was built on as its one parent, and every publication adds one to the
+ * generation. So walking first parents back from the head, the commit at
+ * depth d is generation `manifest.generation - d`. The walk ends at the
+ * root commit (generation 1) or at the shallow boundary compaction leaves:
+ * the oldest retained commit names a parent no pack holds.
+ */
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { DomainError } from "../../contract/errors.ts";
+import type { ObjectStore } from "../../store/object-store.ts";
+import { readManifest } from "../accepted-state.ts";
+import { type FlatTree, ObjectCache } from "../git/object-cache.ts";
+import { BadPackError, MissingObjectError } from "../git/objects.ts";
+import { type Manifest, type PackDescriptor } from "../manifest.ts";
+import type { ProcessMemory } from "../process-memory.ts";
+
+/** One retained publication, as its commit records it. */
+export interface Publication {
+  generation: number;
+  /** The commit id (never in an MCP result; the CLI's history commands only). */
+  commit: string;
+  /** The parent commit id; null for the first publication. It may not be retained (the shallow boundary). */
+  parent: string | null;
+  /** When it was published: the commit's author time, ISO 8601 in UTC, whole seconds. */
+  time: string;
+  /** Who published it: the commit author's name (issue 15, item 1); "slivingdoc" before identities were recorded. */
+  agent: string;
+  /** The commit message, byte for byte. */
+  message: string;
+  /** The notebook tree id. */
+  tree: string;
+}
+
+export interface History {
+  /** null when the store holds no notebook yet. */
+  manifest: Manifest | null;
+  /** Newest first; empty when the store holds no notebook. */
+  publications: Publication[];
+  /**
+   * The parent the oldest retained publication names that no pack holds (a
+   * shallow boundary, as after `git clone --depth`), or null when the
+   * history reaches back to the first publication.
+   */
+  boundary: string | null;
+  /** The object cache the history was read into: trees and blobs of every retained publication. */
+  git: ObjectCache;
+}
+
+export interface HistoryDeps {
+  store: ObjectStore;
+  /** The store's identity (EngineDeps.storeId): which history cache to use. */
+  storeId: string;
+  privateRoot: string;
+  memory: ProcessMemory;
+}
+
+/** The packs of a manifest that hold history: every listed pack, the pull's and the history's. */
+export function historyPackList(manifest: Manifest): PackDescriptor[] {
+  const extra = (manifest as { history?: PackDescriptor[] }).history ?? [];
+  return [...manifest.packs, ...extra];
+}
+
+/** The history cache of a store, under the private root. */
+export function historyCacheDir(privateRoot: string, storeId: string): string {
+  return join(privateRoot, "history", createHash("sha256").update(storeId).digest("hex").slice(0, 32), "git");
+}
+
+/**
+ * Open the store's history: read `current`, download the packs the history
+ * cache lacks, and read every retained publication. The caller closes
+ * `history.git` when done (`closeHistory`).
+ */
+export async function openHistory(deps: HistoryDeps): Promise<History> {
+  const git = await ObjectCache.open(historyCacheDir(deps.privateRoot, deps.storeId), deps.memory.objects);
+  try {
+    for (let reread = 0; ; reread++) {
+      const { manifest, etag } = await readManifest(deps.store);
+      if (manifest === null) return { manifest: null, publications: [], boundary: null, git };
+      try {
+        await fetchHistoryPacks(deps.store, git, historyPackList(manifest));
+      } catch (e) {
+        // A pack gone under a manifest that has moved on since: read again (accepted-state.ts).
+        if (e instanceof PackGone && reread < 3) {
+          const again = await readManifest(deps.store);
+          if (again.etag !== etag) continue;
+        }
+        throw e instanceof PackGone ? e.invalid : e;
+      }
+      const { publications, boundary } = await readPublications(git, manifest);
+      return { manifest, publications, boundary, git };
+    }
+  } catch (e) {
+    git.close();
+    throw e;
+  }
+}
+
+export function closeHistory(history: History): void {
+  history.git.close();
+}
+
+/**
+ * Every retained publication from `manifest`'s head, newest first, from a
+ * cache that holds the manifest's packs. HISTORY_INVALID when the head or a
+ * commit between it and the boundary cannot be read.
+ */
+export async function readPublications(git: ObjectCache, manifest: Manifest): Promise<{ publications: Publication[]; boundary: string | null }> {
+  const publications: Publication[] = [];
+  let oid: string | null = manifest.head;
+  let generation = manifest.generation;
+  while (oid !== null && generation >= 1) {
+    const object = await git.find(oid);
+    if (object === null) {
+      if (publications.length === 0) {
+        throw new DomainError("HISTORY_INVALID", "The accepted head is missing from the store's packs; an operator must inspect the store.");
+      }
+      return { publications, boundary: oid };
+    }
+    if (object.type !== "commit") throw new DomainError("HISTORY_INVALID", "The accepted history holds an object that is not a commit.");
+    const publication = parseCommit(oid, generation, object.object);
+    publications.push(publication);
+    oid = publication.parent;
+    generation--;
+  }
+  if (oid !== null) {
+    // Generation 1 names a parent: the generations and the history disagree.
+    throw new DomainError("HISTORY_INVALID", "The accepted history is longer than its generation says; an operator must inspect the store.");
+  }
+  return { publications, boundary: null };
+}
+
+/** A commit's fields as a publication; HISTORY_INVALID when it is not one slivingdoc could have written. */
+export function parseCommit(oid: string, generation: number, object: Uint8Array): Publication {
+  const buf = Buffer.from(object.buffer, object.byteOffset, object.byteLength);
+  const end = buf.indexOf("\n\n");
+  const header = buf.toString("utf8", 0, end < 0 ? buf.length : end);
+  const message = end < 0 ? "" : buf.toString("utf8", end + 2);
+  let tree: string | null = null;
+  let parent: string | null = null;
+  let author: { name: string; seconds: number } | null = null;
+  for (const line of header.split("\n")) {
+    if (line.startsWith("tree ")) tree = line.slice(5);
+    else if (line.startsWith("parent ") && parent === null) parent = line.slice(7);
+    else if (line.startsWith("author ")) {
+      const m = /^author (.*) <[^<>]*> (\d+) [+-]\d{4}$/.exec(line);
+      if (m) author = { name: m[1]!, seconds: Number(m[2]) };
+    }
+  }
+  if (tree === null || !/^[0-9a-f]{40}$/.test(tree) || author === null || (parent !== null && !/^[0-9a-f]{40}$/.test(parent))) {
+    throw new DomainError("HISTORY_INVALID", "A commit of the accepted history is malformed; an operator must inspect the store.");
+  }
+  return {
+    generation,
+    commit: oid,
+    parent,
+    time: new Date(author.seconds * 1000).toISOString().replace(/\.000Z$/, "Z"),
+    agent: author.name,
+    message,
+    tree,
+  };
+}
+
+/** The publication of `generation`; INVALID_REQUEST · MALFORMED_INPUT (naming the retained range) when it is not retained. */
+export function publicationAt(history: History, generation: number): Publication {
+  const newest = history.publications[0];
+  const oldest = history.publications[history.publications.length - 1];
+  if (newest === undefined || oldest === undefined) {
+    throw new DomainError("MALFORMED_INPUT", `Generation ${generation} does not exist: the store holds no notebook yet.`);
+  }
+  if (!Number.isInteger(generation) || generation < oldest.generation || generation > newest.generation) {
+    throw new DomainError(
+      "MALFORMED_INPUT",
+      generation > newest.generation
+        ? `Generation ${generation} does not exist yet; the newest is ${newest.generation}.`
+        : `Generation ${generation} is older than the retained history; the oldest retained generation is ${oldest.generation}.`,
+    );
+  }
+  return history.publications[newest.generation - generation]!;
+}
+
+/** The flat tree (path → blob id) of a retained generation; its blobs are in `history.git`. */
+export async function readGenerationTree(history: History, generation: number): Promise<FlatTree> {
+  const publication = publicationAt(history, generation);
+  try {
+    return (await history.git.readFlatTree(publication.tree)).files;
+  } catch (cause) {
+    if (cause instanceof MissingObjectError) {
+      throw new DomainError("HISTORY_INVALID", "A tree of the retained history is missing an object; an operator must inspect the store.", { cause });
+    }
+    throw cause;
+  }
+}
+
+/** A blob of the retained history; HISTORY_INVALID when absent. */
+export async function readHistoryBlob(history: History, oid: string): Promise<Uint8Array> {
+  try {
+    return await history.git.readBlob(oid);
+  } catch (cause) {
+    if (cause instanceof MissingObjectError) {
+      throw new DomainError("HISTORY_INVALID", "A file of the retained history is missing; an operator must inspect the store.", { cause });
+    }
+    throw cause;
+  }
+}
+
+class PackGone extends Error {
+  override readonly name = "PackGone";
+  constructor(readonly invalid: DomainError) {
+    super("pack missing");
+  }
+}
+
+/** Download and import the listed packs the cache lacks, checked against their descriptors. */
+async function fetchHistoryPacks(store: ObjectStore, git: ObjectCache, packs: PackDescriptor[]): Promise<void> {
+  const queue = packs.filter((p) => !git.hasPack(p.sha256));
+  const worker = async () => {
+    for (let p = queue.shift(); p; p = queue.shift()) {
+      let object;
+      try {
+        object = await store.get(p.key);
+      } catch (cause) {
+        throw new DomainError("PACK_DOWNLOAD", "A pack of the notebook's history could not be downloaded.", { cause });
+      }
+      if (object === null) {
+        throw new PackGone(new DomainError("PACK_INVALID", "A pack named by the manifest is missing from the store; an operator must inspect it."));
+      }
+      const digest = createHash("sha256").update(object.body).digest("hex");
+      if (object.body.byteLength !== p.size || digest !== p.sha256) {
+        throw new DomainError("PACK_INVALID", "A pack contradicts its descriptor in the manifest; an operator must inspect the store.");
+      }
+      try {
+        await git.importPack(p.sha256, object.body);
+      } catch (cause) {
+        if (cause instanceof BadPackError) {
+          throw new DomainError("PACK_INVALID", "A pack of the notebook's history failed import; an operator must inspect the store.", { cause });
+        }
+        throw cause;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(8, queue.length) }, worker));
+}
