@@ -18,6 +18,8 @@ import { type PathSets, type SuccessResult, successResult } from "../contract/re
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import { parseDuration } from "./cli/duration.ts";
+import { filePatch, renderStat } from "./cli/patch.ts";
+import { quotePath } from "./cli/quote.ts";
 import { renderDiffstat } from "./cli/render.ts";
 import type { Operation } from "./operation.ts";
 
@@ -140,7 +142,108 @@ export const OPERATIONS: readonly Operation[] = [
     },
     render: (r) => `generation ${r.generation}\n`,
   }),
+
+  defineOperation({
+    cli: {
+      name: "status",
+      summary: "What a commit of PATH would publish, and how far it is behind (reads only; works offline)",
+      usage: "status [PATH]",
+      flags: {},
+      path: true,
+      readsStoreOnly: true,
+      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+    },
+    input: objectInput("status", { path: PATH_FIELD }),
+    async run(ctx, input) {
+      const { readLocalChanges } = await import("../engine/local-changes.ts");
+      const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
+      return {
+        path: r.path,
+        generation: r.generation,
+        accepted: r.accepted,
+        behind: r.behind,
+        ...(r.behindUnknown !== null ? { behindUnknown: r.behindUnknown } : {}),
+        files: r.changes.map((c) => ({ path: c.path, change: c.change, insertions: c.insertions, deletions: c.deletions })),
+        unresolved: r.markers,
+        readOnlyChanges: r.readOnly,
+        interrupted: r.interrupted,
+      };
+    },
+    render(r) {
+      const lines = [`status of ${quotePath(r.path)}: ${behindLine(r)}`];
+      if (r.interrupted) lines.push("an interrupted pull or commit is not yet repaired: the next pull or commit repairs it first");
+      if (r.files.length === 0) lines.push("nothing to publish: the files agree with the baseline");
+      else {
+        lines.push(`a commit would publish ${plural(r.files.length, "file")}:`);
+        for (const f of r.files) lines.push(`  ${f.change.padEnd(8)} ${quotePath(f.path)} | +${f.insertions} -${f.deletions}`);
+      }
+      if (r.unresolved.length > 0) {
+        lines.push("unresolved conflict markers (commit refuses them: UNRESOLVED_MARKERS):");
+        for (const m of r.unresolved) lines.push(`  ${quotePath(m.path)} · lines ${m.ranges.map((x) => `${x.start}-${x.end}`).join(", ")}`);
+      }
+      if (r.readOnlyChanges.length > 0) {
+        lines.push("changed under read-only paths (commit refuses and resets them: READ_ONLY_PATH):");
+        for (const p of r.readOnlyChanges) lines.push(`  ${quotePath(p)}`);
+      }
+      return `${lines.join("\n")}\n`;
+    },
+  }),
+
+  defineOperation({
+    cli: {
+      name: "diff",
+      summary: "Print the changes in PATH against its baseline as a unified diff (reads only; works offline)",
+      usage: "diff [--stat] [PATH]",
+      flags: { stat: { type: "boolean", description: "Print git's diffstat instead of the patch" } },
+      path: true,
+      readsStoreOnly: true,
+      toInput: (flags, path) => ({ ...(path !== undefined ? { path } : {}), stat: flags.stat === true }),
+    },
+    input: objectInput("diff", { path: PATH_FIELD, stat: booleanField() }),
+    async run(ctx, input) {
+      const { readLocalChanges } = await import("../engine/local-changes.ts");
+      const { unifiedHunks } = await import("../engine/xdiff/unified.ts");
+      const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
+      const files = r.changes.map((c) => ({ ...c, hunks: unifiedHunks(c.beforeText, c.afterText) }));
+      const result = {
+        path: r.path,
+        generation: r.generation,
+        accepted: r.accepted,
+        behind: r.behind,
+        ...(r.behindUnknown !== null ? { behindUnknown: r.behindUnknown } : {}),
+        stat: input.stat,
+        files: files.map((f) => ({
+          path: f.path,
+          change: f.change,
+          insertions: f.insertions,
+          deletions: f.deletions,
+          ...(input.stat ? {} : { hunks: f.hunks }),
+        })),
+      };
+      const patch = input.stat ? renderStat(files) : files.map(filePatch).join("");
+      return Object.assign(result, { [PATCH]: patch });
+    },
+    renderStdout: (r) => r[PATCH],
+    render(r) {
+      if (r.files.length === 0) return `no changes in ${quotePath(r.path)}: ${behindLine(r)}\n`;
+      return "";
+    },
+  }),
 ];
+
+/** The whole patch of a diff, kept off the result's JSON (a symbol key): its index lines carry blob ids, which no result does. */
+const PATCH = Symbol("patch");
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** Where the checkout stands against the store, in a line. */
+function behindLine(r: { generation: number; accepted?: number | null; behind: number | null; behindUnknown?: string | null }): string {
+  if (r.behind === null) return `at generation ${r.generation}; behind: unknown (${r.behindUnknown ?? "the store could not be read"})`;
+  if (r.behind === 0) return `at generation ${r.generation}, the accepted one`;
+  return `at generation ${r.generation}, ${plural(r.behind, "generation")} behind the accepted ${r.accepted} (pull brings them in)`;
+}
 
 export function operationByCli(name: string): Operation | undefined {
   return OPERATIONS.find((op) => op.cli.name === name);

@@ -25,6 +25,13 @@ const JSON_FLAG = { json: { type: "boolean", description: "Print the structured 
 
 const PATH_ARG = { type: "positional", required: false, description: "The notebook directory (default: the current directory)", valueHint: "PATH" } as const;
 
+const PATHS_ARG = {
+  type: "positional",
+  required: false,
+  description: "Notebook paths (files or directories, relative to the notebook directory; default: the whole notebook)",
+  valueHint: "PATH…",
+} as const;
+
 /** An operation's command: its own flags first, then the configuration flags, `--json`, and PATH. */
 function operationCommand(op: Operation): CommandDef<ArgsDef> {
   const own: ArgsDef = {};
@@ -34,7 +41,7 @@ function operationCommand(op: Operation): CommandDef<ArgsDef> {
   }
   return defineCommand({
     meta: { name: op.cli.name, description: op.cli.summary },
-    args: { ...own, ...CONFIG_FLAGS, ...JSON_FLAG, ...(op.cli.path ? { path: PATH_ARG } : {}) },
+    args: { ...own, ...CONFIG_FLAGS, ...JSON_FLAG, ...(op.cli.path === true ? { path: PATH_ARG } : op.cli.path === "paths" ? { paths: PATHS_ARG } : {}) },
   }) as CommandDef<ArgsDef>;
 }
 
