@@ -59,6 +59,18 @@ export function countField(options: { description?: string } = {}): Field<number
   };
 }
 
+/** A list of strings, each checked by `rule` (which may normalise it). */
+export function stringListField(options: { description?: string; rule?: (value: string, name: string) => string }): Field<string[]> {
+  return {
+    required: true,
+    schema: { type: "array", items: { type: "string" }, ...(options.description !== undefined ? { description: options.description } : {}) },
+    decode(value, name) {
+      if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw malformed(`${name} must be a list of strings.`);
+      return value.map((v: string) => (options.rule ? options.rule(v, name) : v));
+    },
+  };
+}
+
 export function optional<T>(field: Field<T>): Field<T | undefined> {
   return { ...field, required: false, decode: (value, name) => field.decode(value, name) };
 }

@@ -13,7 +13,8 @@
  * load the engine when they run, not when this module loads: the CLI and
  * `serve` read this registry at start (docs/performance.md, S8).
  */
-import { booleanField, countField, objectInput, optional } from "../contract/input-schema.ts";
+import { booleanField, countField, malformed, objectInput, optional, stringListField } from "../contract/input-schema.ts";
+import { StartupRefusal } from "../contract/startup.ts";
 import { type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
@@ -229,6 +230,55 @@ export const OPERATIONS: readonly Operation[] = [
       return "";
     },
   }),
+
+  defineOperation({
+    cli: {
+      name: "restore",
+      summary: "Write a retained generation's version of files into a checkout, as local edits to review and commit",
+      usage: "restore --from GENERATION [PATH…]",
+      flags: {
+        from: { type: "string", required: true, description: "The generation to restore from (slivingdoc log lists them)", valueHint: "GENERATION" },
+        dir: { type: "string", description: "The notebook directory to restore into (default: the current directory)", valueHint: "DIR" },
+        force: { type: "boolean", description: "Overwrite files with unpublished local edits too" },
+      },
+      path: "paths",
+      toInput: (flags, _path, positionals) => ({
+        ...(typeof flags.dir === "string" ? { path: flags.dir } : {}),
+        from: parseGeneration(flags.from),
+        paths: positionals,
+        force: flags.force === true,
+      }),
+    },
+    input: objectInput("restore", {
+      path: PATH_FIELD,
+      from: countField({ description: "The generation to restore from" }),
+      paths: optional(stringListField({ description: "Notebook paths (files or directories); none for the whole notebook" })),
+      force: optional(booleanField()),
+    }),
+    async run(ctx, input) {
+      const { restore } = await import("../engine/restore.ts");
+      if (input.from < 1) throw malformed("from must be a generation, 1 or more.");
+      const r = await restore(ctx.engine(), ctx.notebookPath(input.path), input.from, input.paths ?? [], input.force === true);
+      let insertions = 0;
+      let deletions = 0;
+      for (const f of r.files) (insertions += f.insertions), (deletions += f.deletions);
+      return { ...r, filesChanged: r.files.length, insertions, deletions };
+    },
+    render(r) {
+      const lines: string[] = [];
+      if (r.files.length === 0) lines.push(`restore: ${quotePath(r.path)} already holds generation ${r.from}'s version; nothing changed`);
+      else {
+        lines.push(
+          `restored ${plural(r.filesChanged, "file")} from generation ${r.from} into ${quotePath(r.path)}: ${plural(r.insertions, "insertion")}(+), ${plural(r.deletions, "deletion")}(-)`,
+        );
+        for (const f of r.files.slice(0, 50)) lines.push(`  ${quotePath(f.path)} | +${f.insertions} -${f.deletions}`);
+        if (r.files.length > 50) lines.push(`  … and ${r.files.length - 50} more files (--json lists them all)`);
+        lines.push("these are local edits: review them with slivingdoc diff, publish them with slivingdoc commit");
+      }
+      if (r.skipped.length > 0) lines.push(`left as they are (paths this process may not change): ${r.skipped.map(quotePath).join(", ")}`);
+      return `${lines.join("\n")}\n`;
+    },
+  }),
 ];
 
 /** The whole patch of a diff, kept off the result's JSON (a symbol key): its index lines carry blob ids, which no result does. */
@@ -236,6 +286,14 @@ const PATCH = Symbol("patch");
 
 function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
+}
+
+/** --from: a generation, 1 or more. */
+function parseGeneration(value: string | boolean | undefined): number {
+  if (typeof value !== "string" || !/^[1-9]\d{0,15}$/.test(value)) {
+    throw new StartupRefusal("argument refusal", "--from must be a generation: a whole number from 1 up (slivingdoc log lists them)");
+  }
+  return Number(value);
 }
 
 /** Where the checkout stands against the store, in a line. */
