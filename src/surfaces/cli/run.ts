@@ -5,6 +5,7 @@
  * print its human output on stderr and, with `--json`, its result object
  * on stdout.
  */
+import { existsSync } from "node:fs";
 import type { ArgsDef } from "citty";
 import { renderUsage } from "citty";
 import { errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
@@ -118,13 +119,19 @@ export async function runCli(io: CliIo): Promise<number> {
 async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
-    if (readOnly) return { config, store: new DeferredStore(config.store.kind, () => openStore(config.store)) };
+    if (readOnly) return { config, store: new DeferredStore(config.store.kind, () => openToRead(config.store)) };
     return { config, store: await openVerifiedStore(config) };
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
     io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
     return EXIT_CODES.STARTUP;
   }
+}
+
+/** A store to read only: an embedded store whose file is gone is out of reach, not made anew (that would write one). */
+async function openToRead(spec: RuntimeConfig["store"]): Promise<ObjectStore> {
+  if (spec.kind === "sqlite" && !existsSync(spec.file)) throw new Error("the store file does not exist");
+  return openStore(spec);
 }
 
 async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
