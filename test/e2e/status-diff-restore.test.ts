@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
+import { checkoutId } from "../../src/engine/checkout-registry.ts";
 import { isolatedGitEnv } from "../support/seeded.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 
@@ -295,3 +296,22 @@ test("a generation compacted away is refused with the oldest retained one", asyn
   await ok("restore", "--from", String(oldest), "--dir", nb, ...store);
   expect(readFileSync(join(nb, "a.md"), "utf8")).toBe(`${oldest}\n`);
 }, 120_000);
+
+test("an interrupted pull or commit is reported, not repaired: the journal stays for the next pull", async () => {
+  requireBinary();
+  const store = freshStore();
+  const nb = join(root, "interrupted");
+  await ok("pull", ...store, nb);
+  write(nb, { "a.md": "a\n" });
+  await ok("commit", "-m", "one", ...store, nb);
+  const stateDir = join(root, "state", "slivingdoc", "checkouts", checkoutId(`sqlite:${store[1]!.slice("sqlite:".length)}`, nb));
+  const journal = join(stateDir, "journal.json");
+  writeFileSync(journal, `${JSON.stringify({ version: 1, target: { generation: 9, head: null, tree: null }, writes: [] })}\n`);
+  const status = await ok("status", "--json", ...store, nb);
+  expect(JSON.parse(status.stdout).interrupted).toBe(true);
+  expect(status.stderr).toContain("an interrupted pull or commit is not yet repaired");
+  expect(existsSync(journal)).toBe(true);
+  await ok("pull", ...store, nb);
+  expect(existsSync(journal)).toBe(false);
+  expect(JSON.parse((await ok("status", "--json", ...store, nb)).stdout).interrupted).toBe(false);
+});
