@@ -59,14 +59,14 @@ export function countField(options: { description?: string } = {}): Field<number
   };
 }
 
-/** An array of strings (CLI-only inputs: the path filter of log and show). */
-export function stringListField(options: { description?: string } = {}): Field<string[]> {
+/** A list of strings, each checked by `rule` (which may normalise it): CLI-only inputs (log's path filter, restore's files). */
+export function stringListField(options: { description?: string; rule?: (value: string, name: string) => string } = {}): Field<string[]> {
   return {
     required: true,
     schema: { type: "array", items: { type: "string" }, ...(options.description !== undefined ? { description: options.description } : {}) },
     decode(value, name) {
-      if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) throw malformed(`${name} must be an array of strings.`);
-      return [...value];
+      if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw malformed(`${name} must be a list of strings.`);
+      return value.map((v: string) => (options.rule ? options.rule(v, name) : v));
     },
   };
 }

@@ -57,7 +57,7 @@ export interface CheckoutStateOptions {
  * system records one (ext4, XFS, Btrfs, APFS, NTFS, tmpfs). Where it does
  * not (birth time 0), the inode is all there is (docs/failures.md).
  */
-function directoryIdentity(dir: string): string {
+export function directoryIdentity(dir: string): string {
   const st = statSync(dir);
   return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
 }

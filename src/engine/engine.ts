@@ -78,7 +78,7 @@ export const DEFAULT_COMMIT_RETRIES = 30;
  * checkouts): a directory inside another checkout, or containing one, is
  * refused. So is one that overlaps the private state.
  */
-function refuseNesting(deps: EngineDeps, dir: string): void {
+export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory">, dir: string): void {
   const privateRoot = deps.privateRoot;
   if (isAtOrBelow(dir, privateRoot) || isAtOrBelow(privateRoot, dir)) {
     throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");

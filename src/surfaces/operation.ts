@@ -62,16 +62,22 @@ export interface CliForm {
   /** How to call it, for a refusal that lacks a required flag ("commit -m MSG [PATH]"). */
   usage: string;
   flags: Record<string, CliFlag>;
-  /** Takes one optional notebook PATH. */
-  path: boolean;
+  /** Takes one optional notebook PATH (true), any number of notebook paths ("paths": restore's files), or none. */
+  path: boolean | "paths";
   /**
    * Takes one positional argument that is not a notebook path (`show
    * GENERATION`, `export DIR`), passed to `toInput` as `path`; never with
-   * `path: true`.
+   * a `path`.
    */
   positional?: { name: string; description: string; required: boolean };
-  /** The operation's input from the parsed flags (a start-up refusal for a bad flag value). */
-  toInput(flags: Record<string, string | boolean>, path: string | undefined): Record<string, unknown>;
+  /**
+   * Only reads the store, and only to add to what it reports (status, diff):
+   * the store is opened without the start-up probe — which proves the
+   * conditional writes such a command never makes — so it runs offline.
+   */
+  readsStoreOnly?: boolean;
+  /** The operation's input from the parsed flags and positionals (a start-up refusal for a bad flag value). */
+  toInput(flags: Record<string, string | boolean>, path: string | undefined, positionals: string[]): Record<string, unknown>;
 }
 
 /**
@@ -87,6 +93,11 @@ export interface Operation<I = any, R = any> {
   run(ctx: RunContext, input: I): Promise<R>;
   /** The human output of a success (the CLI's, on stderr). */
   render(result: R): string;
+  /**
+   * What a success writes on stdout without `--json`: data meant for a pipe
+   * (diff's patch), not a report. `--json` prints the result object instead.
+   */
+  renderStdout?(result: R): string;
 }
 
 export type OperationResult<R = any> =

@@ -14,13 +14,14 @@
  * `serve` read this registry at start (docs/performance.md, S8).
  */
 import { DomainError } from "../contract/errors.ts";
-import { booleanField, countField, objectInput, optional, stringField, stringListField } from "../contract/input-schema.ts";
+import { booleanField, countField, malformed, objectInput, optional, stringField, stringListField } from "../contract/input-schema.ts";
 import { parsePathSet } from "../contract/path-sets.ts";
 import { StartupRefusal } from "../contract/startup.ts";
 import { type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import { parseDuration, parseSince } from "./cli/duration.ts";
+import { filePatch, renderStat } from "./cli/patch.ts";
 import { quotePath } from "./cli/quote.ts";
 import { renderLog, renderShow } from "./cli/render-history.ts";
 import { renderDiffstat } from "./cli/render.ts";
@@ -243,12 +244,171 @@ export const OPERATIONS: readonly Operation[] = [
           `${r.shallow ? ` (shallow: generation ${r.oldestRetained}'s parent is older than the retained history)` : ""}\n` +
           `  read it with: git -C ${quotePath(r.directory)} log --stat\n`,
   }),
+
+  defineOperation({
+    cli: {
+      name: "status",
+      summary: "What a commit of PATH would publish, and how far it is behind (reads only; works offline)",
+      usage: "status [PATH]",
+      flags: {},
+      path: true,
+      readsStoreOnly: true,
+      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+    },
+    input: objectInput("status", { path: PATH_FIELD }),
+    async run(ctx, input) {
+      const { readLocalChanges } = await import("../engine/local-changes.ts");
+      const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
+      return {
+        path: r.path,
+        generation: r.generation,
+        accepted: r.accepted,
+        behind: r.behind,
+        ...(r.behindUnknown !== null ? { behindUnknown: r.behindUnknown } : {}),
+        files: r.changes.map((c) => ({ path: c.path, change: c.change, insertions: c.insertions, deletions: c.deletions })),
+        unresolved: r.markers,
+        readOnlyChanges: r.readOnly,
+        interrupted: r.interrupted,
+      };
+    },
+    render(r) {
+      const lines = [`status of ${quotePath(r.path)}: ${behindLine(r)}`];
+      if (r.interrupted) lines.push("an interrupted pull or commit is not yet repaired: the next pull or commit repairs it first");
+      if (r.files.length === 0) lines.push("nothing to publish: the files agree with the baseline");
+      else {
+        lines.push(`a commit would publish ${plural(r.files.length, "file")}:`);
+        for (const f of r.files) lines.push(`  ${f.change.padEnd(8)} ${quotePath(f.path)} | +${f.insertions} -${f.deletions}`);
+      }
+      if (r.unresolved.length > 0) {
+        lines.push("unresolved conflict markers (commit refuses them: UNRESOLVED_MARKERS):");
+        for (const m of r.unresolved) lines.push(`  ${quotePath(m.path)} · lines ${m.ranges.map((x) => `${x.start}-${x.end}`).join(", ")}`);
+      }
+      if (r.readOnlyChanges.length > 0) {
+        lines.push("changed under read-only paths (commit refuses and resets them: READ_ONLY_PATH):");
+        for (const p of r.readOnlyChanges) lines.push(`  ${quotePath(p)}`);
+      }
+      return `${lines.join("\n")}\n`;
+    },
+  }),
+
+  defineOperation({
+    cli: {
+      name: "diff",
+      summary: "Print the changes in PATH against its baseline as a unified diff (reads only; works offline)",
+      usage: "diff [--stat] [PATH]",
+      flags: { stat: { type: "boolean", description: "Print git's diffstat instead of the patch" } },
+      path: true,
+      readsStoreOnly: true,
+      toInput: (flags, path) => ({ ...(path !== undefined ? { path } : {}), stat: flags.stat === true }),
+    },
+    input: objectInput("diff", { path: PATH_FIELD, stat: booleanField() }),
+    async run(ctx, input) {
+      const { readLocalChanges } = await import("../engine/local-changes.ts");
+      const { unifiedHunks } = await import("../engine/xdiff/unified.ts");
+      const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
+      const files = r.changes.map((c) => ({ ...c, hunks: unifiedHunks(c.beforeText, c.afterText) }));
+      const result = {
+        path: r.path,
+        generation: r.generation,
+        accepted: r.accepted,
+        behind: r.behind,
+        ...(r.behindUnknown !== null ? { behindUnknown: r.behindUnknown } : {}),
+        stat: input.stat,
+        files: files.map((f) => ({
+          path: f.path,
+          change: f.change,
+          insertions: f.insertions,
+          deletions: f.deletions,
+          ...(input.stat ? {} : { hunks: f.hunks }),
+        })),
+      };
+      const patch = input.stat ? renderStat(files) : files.map(filePatch).join("");
+      return Object.assign(result, { [PATCH]: patch });
+    },
+    renderStdout: (r) => r[PATCH],
+    render(r) {
+      if (r.files.length === 0) return `no changes in ${quotePath(r.path)}: ${behindLine(r)}\n`;
+      return "";
+    },
+  }),
+
+  defineOperation({
+    cli: {
+      name: "restore",
+      summary: "Write a retained generation's version of files into a checkout, as local edits to review and commit",
+      usage: "restore --from GENERATION [PATH…]",
+      flags: {
+        from: { type: "string", required: true, description: "The generation to restore from (slivingdoc log lists them)", valueHint: "GENERATION" },
+        dir: { type: "string", description: "The notebook directory to restore into (default: the current directory)", valueHint: "DIR" },
+        force: { type: "boolean", description: "Overwrite files with unpublished local edits too" },
+      },
+      path: "paths",
+      toInput: (flags, _path, positionals) => ({
+        ...(typeof flags.dir === "string" ? { path: flags.dir } : {}),
+        from: parseGeneration(flags.from),
+        paths: positionals,
+        force: flags.force === true,
+      }),
+    },
+    input: objectInput("restore", {
+      path: PATH_FIELD,
+      from: countField({ description: "The generation to restore from" }),
+      paths: optional(stringListField({ description: "Notebook paths (files or directories); none for the whole notebook" })),
+      force: optional(booleanField()),
+    }),
+    async run(ctx, input) {
+      const { restore } = await import("../engine/restore.ts");
+      if (input.from < 1) throw malformed("from must be a generation, 1 or more.");
+      const r = await restore(ctx.engine(), ctx.notebookPath(input.path), input.from, input.paths ?? [], input.force === true);
+      let insertions = 0;
+      let deletions = 0;
+      for (const f of r.files) (insertions += f.insertions), (deletions += f.deletions);
+      return { ...r, filesChanged: r.files.length, insertions, deletions };
+    },
+    render(r) {
+      const lines: string[] = [];
+      if (r.files.length === 0) lines.push(`restore: ${quotePath(r.path)} already holds generation ${r.from}'s version; nothing changed`);
+      else {
+        lines.push(
+          `restored ${plural(r.filesChanged, "file")} from generation ${r.from} into ${quotePath(r.path)}: ${plural(r.insertions, "insertion")}(+), ${plural(r.deletions, "deletion")}(-)`,
+        );
+        for (const f of r.files.slice(0, 50)) lines.push(`  ${quotePath(f.path)} | +${f.insertions} -${f.deletions}`);
+        if (r.files.length > 50) lines.push(`  … and ${r.files.length - 50} more files (--json lists them all)`);
+        lines.push("these are local edits: review them with slivingdoc diff, publish them with slivingdoc commit");
+      }
+      if (r.skipped.length > 0) lines.push(`left as they are (paths this process may not change): ${r.skipped.map(quotePath).join(", ")}`);
+      return `${lines.join("\n")}\n`;
+    },
+  }),
 ];
 
 /** A whole number on the command line, or the start-up refusal naming it. */
 function parseCount(name: string, value: string): number {
   if (!/^\d{1,15}$/.test(value)) throw new StartupRefusal("argument refusal", `${name} must be a whole number; got "${value.slice(0, 40)}"`);
   return Number(value);
+}
+
+
+/** The whole patch of a diff, kept off the result's JSON (a symbol key): its index lines carry blob ids, which no result does. */
+const PATCH = Symbol("patch");
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** --from: a generation, 1 or more. */
+function parseGeneration(value: string | boolean | undefined): number {
+  if (typeof value !== "string" || !/^[1-9]\d{0,15}$/.test(value)) {
+    throw new StartupRefusal("argument refusal", "--from must be a generation: a whole number from 1 up (slivingdoc log lists them)");
+  }
+  return Number(value);
+}
+
+/** Where the checkout stands against the store, in a line. */
+function behindLine(r: { generation: number; accepted?: number | null; behind: number | null; behindUnknown?: string | null }): string {
+  if (r.behind === null) return `at generation ${r.generation}; behind: unknown (${r.behindUnknown ?? "the store could not be read"})`;
+  if (r.behind === 0) return `at generation ${r.generation}, the accepted one`;
+  return `at generation ${r.generation}, ${plural(r.behind, "generation")} behind the accepted ${r.accepted} (pull brings them in)`;
 }
 
 export function operationByCli(name: string): Operation | undefined {

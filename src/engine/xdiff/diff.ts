@@ -502,11 +502,112 @@ function bug(msg: string): never {
 }
 
 /*
- * xdl_change_compact without the indent heuristic (merge-file never sets it,
- * and diff counts do not depend on it): slide each group as far down as it
- * goes, then back up to line up with a change in the other file if possible.
+ * The indent heuristic of xdl_change_compact (XDF_INDENT_HEURISTIC, on by
+ * default in `git diff` since git 2.14): where a group of changed lines
+ * can slide, put it where the split before and after it scores best by
+ * indentation and blank lines. Constants and scoring as in git's xdiffi.c.
  */
-export function changeCompact(xdf: XdFile, xdfo: XdFile): void {
+const MAX_INDENT = 200;
+const MAX_BLANKS = 20;
+const START_OF_FILE_PENALTY = 1;
+const END_OF_FILE_PENALTY = 21;
+const TOTAL_BLANK_WEIGHT = -30;
+const POST_BLANK_WEIGHT = 6;
+const RELATIVE_INDENT_PENALTY = -4;
+const RELATIVE_INDENT_WITH_BLANK_PENALTY = 10;
+const RELATIVE_OUTDENT_PENALTY = 24;
+const RELATIVE_OUTDENT_WITH_BLANK_PENALTY = 17;
+const RELATIVE_DEDENT_PENALTY = 23;
+const RELATIVE_DEDENT_WITH_BLANK_PENALTY = 17;
+const INDENT_WEIGHT = 60;
+const INDENT_HEURISTIC_MAX_SLIDING = 100;
+
+/* get_indent: the width of a line's leading white space (tabs to 8), or -1 for a blank line. */
+function getIndent(rec: string): number {
+  let ret = 0;
+  for (let i = 0; i < rec.length; i++) {
+    const c = rec.charCodeAt(i);
+    // XDL_ISSPACE: space, \t, \n, \v, \f, \r
+    if (!(c === 32 || (c >= 9 && c <= 13))) return ret;
+    if (c === 32) ret += 1;
+    else if (c === 9) ret += 8 - (ret % 8);
+    if (ret >= MAX_INDENT) return MAX_INDENT;
+  }
+  return -1;
+}
+
+interface SplitMeasurement {
+  endOfFile: boolean;
+  indent: number;
+  preBlank: number;
+  preIndent: number;
+  postBlank: number;
+  postIndent: number;
+}
+
+function measureSplit(xdf: XdFile, split: number): SplitMeasurement {
+  const m: SplitMeasurement = { endOfFile: false, indent: -1, preBlank: 0, preIndent: -1, postBlank: 0, postIndent: -1 };
+  if (split >= xdf.nrec) m.endOfFile = true;
+  else m.indent = getIndent(xdf.recs[split]!);
+  for (let i = split - 1; i >= 0; i--) {
+    m.preIndent = getIndent(xdf.recs[i]!);
+    if (m.preIndent !== -1) break;
+    m.preBlank += 1;
+    if (m.preBlank === MAX_BLANKS) {
+      m.preIndent = 0;
+      break;
+    }
+  }
+  for (let i = split + 1; i < xdf.nrec; i++) {
+    m.postIndent = getIndent(xdf.recs[i]!);
+    if (m.postIndent !== -1) break;
+    m.postBlank += 1;
+    if (m.postBlank === MAX_BLANKS) {
+      m.postIndent = 0;
+      break;
+    }
+  }
+  return m;
+}
+
+interface SplitScore {
+  effectiveIndent: number;
+  penalty: number;
+}
+
+function scoreAddSplit(m: SplitMeasurement, s: SplitScore): void {
+  if (m.preIndent === -1 && m.preBlank === 0) s.penalty += START_OF_FILE_PENALTY;
+  if (m.endOfFile) s.penalty += END_OF_FILE_PENALTY;
+  const postBlank = m.indent === -1 ? 1 + m.postBlank : 0;
+  const totalBlank = m.preBlank + postBlank;
+  s.penalty += TOTAL_BLANK_WEIGHT * totalBlank;
+  s.penalty += POST_BLANK_WEIGHT * postBlank;
+  const indent = m.indent !== -1 ? m.indent : m.postIndent;
+  const anyBlanks = totalBlank !== 0;
+  s.effectiveIndent += indent;
+  if (indent === -1 || m.preIndent === -1 || indent === m.preIndent) {
+    // no adjustment
+  } else if (indent > m.preIndent) {
+    s.penalty += anyBlanks ? RELATIVE_INDENT_WITH_BLANK_PENALTY : RELATIVE_INDENT_PENALTY;
+  } else if (m.postIndent !== -1 && m.postIndent > indent) {
+    s.penalty += anyBlanks ? RELATIVE_OUTDENT_WITH_BLANK_PENALTY : RELATIVE_OUTDENT_PENALTY;
+  } else {
+    s.penalty += anyBlanks ? RELATIVE_DEDENT_WITH_BLANK_PENALTY : RELATIVE_DEDENT_PENALTY;
+  }
+}
+
+function scoreCmp(s1: SplitScore, s2: SplitScore): number {
+  const cmpIndents = Number(s1.effectiveIndent > s2.effectiveIndent) - Number(s1.effectiveIndent < s2.effectiveIndent);
+  return INDENT_WEIGHT * cmpIndents + (s1.penalty - s2.penalty);
+}
+
+/*
+ * xdl_change_compact: slide each group as far down as it goes, then back up
+ * to line up with a change in the other file if possible; failing that, with
+ * `indentHeuristic` (git diff's default; merge-file never sets it, and diff
+ * counts do not depend on it), to where the indent heuristic scores best.
+ */
+export function changeCompact(xdf: XdFile, xdfo: XdFile, indentHeuristic = false): void {
   const g: Group = { start: 0, end: 0 };
   const go: Group = { start: 0, end: 0 };
   groupInit(xdf, g);
@@ -539,6 +640,25 @@ export function changeCompact(xdf: XdFile, xdfo: XdFile): void {
         while (go.end === go.start) {
           if (!groupSlideUp(xdf, g)) bug("match disappeared");
           if (!groupPrevious(xdfo, go)) bug("group sync broken sliding to match");
+        }
+      } else if (indentHeuristic) {
+        let shift = earliestEnd;
+        if (g.end - groupsize - 1 > shift) shift = g.end - groupsize - 1;
+        if (g.end - INDENT_HEURISTIC_MAX_SLIDING > shift) shift = g.end - INDENT_HEURISTIC_MAX_SLIDING;
+        let bestShift = -1;
+        let best: SplitScore = { effectiveIndent: 0, penalty: 0 };
+        for (; shift <= g.end; shift++) {
+          const score: SplitScore = { effectiveIndent: 0, penalty: 0 };
+          scoreAddSplit(measureSplit(xdf, shift), score);
+          scoreAddSplit(measureSplit(xdf, shift - groupsize), score);
+          if (bestShift === -1 || scoreCmp(score, best) <= 0) {
+            best = score;
+            bestShift = shift;
+          }
+        }
+        while (g.end > bestShift) {
+          if (!groupSlideUp(xdf, g)) bug("best shift unreached");
+          if (!groupPrevious(xdfo, go)) bug("group sync broken sliding to blank line");
         }
       }
     }

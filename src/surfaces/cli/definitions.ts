@@ -27,6 +27,13 @@ const JSON_FLAG = { json: { type: "boolean", description: "Print the structured 
 
 const PATH_ARG = { type: "positional", required: false, description: "The notebook directory (default: the current directory)", valueHint: "PATH" } as const;
 
+const PATHS_ARG = {
+  type: "positional",
+  required: false,
+  description: "Notebook paths (files or directories, relative to the notebook directory; default: the whole notebook)",
+  valueHint: "PATH…",
+} as const;
+
 /** An operation's command: its own flags first, then the configuration flags, `--json`, and PATH. */
 function operationCommand(op: Operation): CommandDef<ArgsDef> {
   const own: ArgsDef = {};
@@ -40,7 +47,7 @@ function operationCommand(op: Operation): CommandDef<ArgsDef> {
       ...own,
       ...CONFIG_FLAGS,
       ...JSON_FLAG,
-      ...(op.cli.path ? { path: PATH_ARG } : {}),
+      ...(op.cli.path === true ? { path: PATH_ARG } : op.cli.path === "paths" ? { paths: PATHS_ARG } : {}),
       ...(op.cli.positional
         ? { [op.cli.positional.name.toLowerCase()]: { type: "positional", required: op.cli.positional.required, description: op.cli.positional.description, valueHint: op.cli.positional.name } }
         : {}),

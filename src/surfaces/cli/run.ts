@@ -5,6 +5,7 @@
  * print its human output on stderr and, with `--json`, its result object
  * on stdout.
  */
+import { existsSync } from "node:fs";
 import type { ArgsDef } from "citty";
 import { renderUsage } from "citty";
 import { errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
@@ -18,6 +19,8 @@ import { type Operation, runOperation } from "../operation.ts";
 import { operationByCli } from "../operations.ts";
 import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../config.ts";
 import { engineDeps, flushProcessMemory } from "../engine-deps.ts";
+import { DeferredStore } from "../deferred-store.ts";
+import { openStore } from "../stores.ts";
 import { openVerifiedStore } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
@@ -89,6 +92,8 @@ export async function runCli(io: CliIo): Promise<number> {
     } else if (positional !== undefined) {
       if (positionals.length > 1) throw new StartupRefusal("argument refusal", `${first} takes one ${positional.name}; got ${positionals.length}: ${positionals.join(" ")}`);
       if (positional.required && positionals.length === 0) throw new StartupRefusal("argument refusal", `${first} needs a ${positional.name}: ${operation!.cli.usage}`);
+    } else if (operation?.cli.path === "paths") {
+      // Any number of notebook paths: the operation's input checks each.
     } else if (positionals.length > 0) {
       throw new StartupRefusal("argument refusal", `${first} takes no path; got ${positionals.join(" ")}`);
     }
@@ -98,7 +103,7 @@ export async function runCli(io: CliIo): Promise<number> {
           throw new StartupRefusal("argument refusal", `${first} needs a ${name}: ${operation.cli.usage}`);
         }
       }
-      args = operation.cli.toInput(parsed.flags, positionals[0]);
+      args = operation.cli.toInput(parsed.flags, positionals[0], positionals);
     }
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
@@ -109,16 +114,28 @@ export async function runCli(io: CliIo): Promise<number> {
   return execute(operation, args, parsed, io);
 }
 
-/** Configuration and a verified store, or the start-up refusal printed and its exit code. */
-async function startUp(parsed: Parsed, io: CliIo): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
+/**
+ * Configuration and a verified store, or the start-up refusal printed and
+ * its exit code. `readOnly`: the store is opened on first use without the
+ * probe (Operation.cli.readsStoreOnly), so an unreachable store does not
+ * refuse the start.
+ */
+async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
+    if (readOnly) return { config, store: new DeferredStore(config.store.kind, () => openToRead(config.store)) };
     return { config, store: await openVerifiedStore(config) };
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
     io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
     return EXIT_CODES.STARTUP;
   }
+}
+
+/** A store to read only: an embedded store whose file is gone is out of reach, not made anew (that would write one). */
+async function openToRead(spec: RuntimeConfig["store"]): Promise<ObjectStore> {
+  if (spec.kind === "sqlite" && !existsSync(spec.file)) throw new Error("the store file does not exist");
+  return openStore(spec);
 }
 
 async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
@@ -159,7 +176,7 @@ function causeLog(io: CliIo): Log {
 /** One operation of the registry, from the command line. */
 async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo): Promise<number> {
   const json = parsed.flags.json === true;
-  const started = await startUp(parsed, io);
+  const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true);
   if (typeof started === "number") return started;
   const { config, store } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
@@ -193,6 +210,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     progress.done();
     if (outcome.ok) {
       if (json) io.stdout(`${JSON.stringify(outcome.result, null, 2)}\n`);
+      else if (operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
       io.stderr(operation.render(outcome.result));
       return EXIT_CODES.OK;
     }

@@ -1,0 +1,200 @@
+/**
+ * What a commit of a checkout would publish, read without changing anything
+ * (`slivingdoc status` and `slivingdoc diff`, issue 15): the files that
+ * differ from the baseline, the marker blocks in them, the ones under
+ * protected paths, and how far the baseline is behind the accepted state.
+ *
+ * Reading, not operating. Unlike openCheckout, this
+ * - takes the checkout's lock only while it reads the state and scans the
+ *   visible files — the moments a pull or commit could change under it —
+ *   and releases it before it diffs, reads blobs or asks the store;
+ * - repairs nothing: an interrupted pull or commit (a journal, or a
+ *   publication whose outcome is not settled) is reported as `interrupted`,
+ *   and the next pull or commit repairs it first, as always;
+ * - writes nothing: no baseline, no stat cache (a file whose stamp the
+ *   cache does not vouch for is read again next time), no blob into the
+ *   object cache (local files are hashed in memory);
+ * - asks the store one thing, `current`, for the behind count, and only
+ *   after the rest is known: when the store cannot be reached the count is
+ *   null and `behindUnknown` says why (docs/history.md).
+ */
+import { existsSync, realpathSync } from "node:fs";
+import { join } from "node:path";
+import { DomainError, type LineRange } from "../contract/errors.ts";
+import { isProtected } from "../contract/path-sets.ts";
+import { NO_PATH_SETS } from "../contract/results.ts";
+import { ENGINE_DETAILS } from "../contract/tokens.ts";
+import { readManifest } from "./accepted-state.ts";
+import { acquireLock } from "./checkout-lock.ts";
+import { checkoutId } from "./checkout-registry.ts";
+import { directoryIdentity } from "./checkout-state.ts";
+import { type EngineDeps, refuseNesting } from "./engine.ts";
+import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { blobId, MissingObjectError } from "./git/objects.ts";
+import { readJson } from "./atomic-file.ts";
+import { scanNotebook } from "./scan.ts";
+import { StatCache } from "./stat-cache.ts";
+import { type Baseline, StateSchema } from "./state-files.ts";
+import { decodeText } from "./text.ts";
+import { diffStat, findMarkerBlocks } from "./xdiff/index.ts";
+
+export type Change = "added" | "modified" | "deleted";
+
+/** One file a commit would publish, with its two sides' texts ("" when absent). */
+export interface LocalChange {
+  path: string;
+  change: Change;
+  insertions: number;
+  deletions: number;
+  /** Blob ids of the baseline's and the local version (null when absent): for the patch's index line only. */
+  before: string | null;
+  after: string | null;
+  beforeText: string;
+  afterText: string;
+}
+
+export interface LocalChanges {
+  /** The checkout's real path. */
+  path: string;
+  /** The baseline's generation. */
+  generation: number;
+  /** The accepted generation, and how many publications the baseline lacks; null when the store could not be read. */
+  accepted: number | null;
+  behind: number | null;
+  /** Why `behind` is null. */
+  behindUnknown: string | null;
+  /** Sorted by path. */
+  changes: LocalChange[];
+  /** Changed files holding complete marker blocks (a commit refuses them: UNRESOLVED_MARKERS). */
+  markers: Array<{ path: string; ranges: LineRange[] }>;
+  /** Changed files under protected paths (a commit refuses and resets them: READ_ONLY_PATH). */
+  readOnly: string[];
+  /** An interrupted pull or commit that the next pull or commit repairs first. */
+  interrupted: boolean;
+}
+
+function pullRequired(replaced: boolean): DomainError {
+  return new DomainError(
+    "PULL_REQUIRED",
+    replaced
+      ? "This directory is not the one that was pulled here (it was removed or replaced); call pull for it once."
+      : "This directory was never pulled; call pull for it once. Nothing was read from the store.",
+  );
+}
+
+/** The baseline, the visible files (blob ids, and the bytes read) and whether an operation was interrupted, read under the lock. */
+async function readUnderLock(deps: EngineDeps, dir: string) {
+  const stateDir = join(deps.privateRoot, "checkouts", checkoutId(deps.storeId, dir));
+  if (!existsSync(join(stateDir, "state.json"))) throw pullRequired(false);
+  let lock;
+  try {
+    lock = await acquireLock(join(stateDir, "lock"), deps.self, deps.lockTimeoutMs ?? 30_000);
+  } catch (cause) {
+    if (cause instanceof DomainError) throw cause;
+    throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be read.", { cause });
+  }
+  try {
+    const parsed = StateSchema.safeParse(readJson(join(stateDir, "state.json")));
+    if (!parsed.success) throw pullRequired(false);
+    const state = parsed.data;
+    if (state.checkout !== dir || state.store !== deps.storeId) {
+      throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.");
+    }
+    if (state.directory !== undefined && state.directory !== directoryIdentity(dir)) throw pullRequired(true);
+    const interrupted = existsSync(join(stateDir, "journal.json")) || state.publishing !== undefined;
+    // Read the stat cache without keeping it: this call never writes it back.
+    const cache = StatCache.load(join(stateDir, "stat-cache.json"));
+    const scanned = scanNotebook(dir, cache.known);
+    const local: FlatTree = new Map();
+    const contents = new Map<string, Uint8Array>();
+    for (const [path, file] of scanned) {
+      if (file.oid !== null) {
+        local.set(path, file.oid);
+        continue;
+      }
+      const oid = blobId(file.bytes);
+      local.set(path, oid);
+      contents.set(oid, file.bytes);
+    }
+    return { stateDir, baseline: state.baseline as Baseline, local, contents, interrupted };
+  } finally {
+    lock.release();
+  }
+}
+
+export async function readLocalChanges(deps: EngineDeps, path: string): Promise<LocalChanges> {
+  refuseNesting(deps, path);
+  let dir: string;
+  try {
+    dir = realpathSync(path);
+  } catch {
+    throw pullRequired(false);
+  }
+  refuseNesting(deps, dir);
+  const { stateDir, baseline, local, contents, interrupted } = await readUnderLock(deps, dir);
+  const git = await ObjectCache.open(join(stateDir, "git"), deps.memory.objects);
+  const changes: LocalChange[] = [];
+  const markers: LocalChanges["markers"] = [];
+  const readOnly: string[] = [];
+  try {
+    const missing = (cause: unknown) =>
+      new DomainError("ENGINE_FAILED", "Part of this checkout's private state is missing or unreadable.", { detail: ENGINE_DETAILS.stateMissingLocally(), cause });
+    let base: FlatTree;
+    try {
+      base = baseline.tree === null ? new Map() : (await git.readFlatTree(baseline.tree)).files;
+    } catch (cause) {
+      if (cause instanceof MissingObjectError) throw missing(cause);
+      throw cause;
+    }
+    const text = async (oid: string | null): Promise<string> => {
+      if (oid === null) return "";
+      try {
+        return decodeText(contents.get(oid) ?? (await git.readBlob(oid))) ?? "";
+      } catch (cause) {
+        if (cause instanceof MissingObjectError) throw missing(cause);
+        throw cause;
+      }
+    };
+    const paths = new Set<string>();
+    for (const [p, oid] of local) if (base.get(p) !== oid) paths.add(p);
+    for (const p of base.keys()) if (!local.has(p)) paths.add(p);
+    const sets = deps.pathSets ?? NO_PATH_SETS;
+    for (const p of [...paths].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const before = base.get(p) ?? null;
+      const after = local.get(p) ?? null;
+      const beforeText = await text(before);
+      const afterText = await text(after);
+      const { insertions, deletions } = diffStat(beforeText, afterText);
+      const change: Change = before === null ? "added" : after === null ? "deleted" : "modified";
+      changes.push({ path: p, change, insertions, deletions, before, after, beforeText, afterText });
+      if (after !== null) {
+        const ranges = findMarkerBlocks(afterText);
+        if (ranges.length > 0) markers.push({ path: p, ranges });
+      }
+      if (isProtected(p, sets)) readOnly.push(p);
+    }
+  } finally {
+    git.close();
+  }
+  // Last, and only to count: a store that cannot be reached leaves the rest as it is.
+  let accepted: number | null = null;
+  let behindUnknown: string | null = null;
+  try {
+    accepted = (await readManifest(deps.store)).manifest?.generation ?? 0;
+  } catch (e) {
+    // An untrusted manifest is an operator's matter, reported as such; a store out of reach is not an error here.
+    if (e instanceof DomainError && e.reason !== "MANIFEST_READ") throw e;
+    behindUnknown = "the store could not be reached";
+  }
+  return {
+    path: dir,
+    generation: baseline.generation,
+    accepted,
+    behind: accepted === null ? null : Math.max(0, accepted - baseline.generation),
+    behindUnknown,
+    changes,
+    markers,
+    readOnly,
+    interrupted,
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * restore (issue 15): write a retained generation's version of some files,
+ * or of the whole notebook, into a checkout as ordinary local edits — to
+ * review with `diff` and publish with `commit`. Nothing is published and
+ * history is never rewritten: the baseline stays where it is, so the next
+ * commit merges the restored files like any other edit.
+ *
+ * - Which files: every path at or below a named notebook path (a file or a
+ *   directory), in the generation or in the checkout; with no path, the
+ *   whole notebook. A file the generation lacks is deleted.
+ * - Unpublished edits are never overwritten silently: a file restore would
+ *   change that differs from the baseline is refused by name (INVALID_REQUEST
+ *   · MALFORMED_INPUT, nothing written) unless `force` is given.
+ * - Protected paths (path sets) are never written: named ones are refused
+ *   with READ_ONLY_PATH; a whole-notebook restore leaves them out and says so.
+ * - Writes go through materialize's journal, under the checkout's lock, like
+ *   a pull's: a crash mid-way puts the files back.
+ */
+import { DomainError, type ErrorFile } from "../contract/errors.ts";
+import { isProtected } from "../contract/path-sets.ts";
+import type { FileStat } from "../contract/results.ts";
+import { ENGINE_DETAILS } from "../contract/tokens.ts";
+import { treeDiffStat } from "./diffstat.ts";
+import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, scanLocal } from "./engine.ts";
+import type { FlatTree } from "./git/object-cache.ts";
+import { MissingObjectError } from "./git/objects.ts";
+import { closeHistory, openHistory, readGenerationTree, readHistoryBlob } from "./history/read.ts";
+
+export interface RestoreOutcome {
+  /** The checkout's real path. */
+  path: string;
+  /** The generation restored from. */
+  from: number;
+  /** The checkout's baseline generation (unchanged). */
+  generation: number;
+  /** What changed on disk: local before → restored. */
+  files: FileStat[];
+  /** Protected paths a whole-notebook restore left as they were. */
+  skipped: string[];
+}
+
+const byPath = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Notebook-relative paths as given (`./docs/`, `docs//a.md`) in their one form; MALFORMED_INPUT for what cannot name a file. */
+export function normalizeNotebookPath(raw: string): string {
+  const segments = raw.split("/").filter((s) => s !== "" && s !== ".");
+  if (raw.startsWith("/") || raw.includes("\\") || segments.length === 0 || segments.includes("..") || /[\u0000-\u001f]/.test(raw)) {
+    throw new DomainError("MALFORMED_INPUT", `"${raw.slice(0, 80)}" is not a notebook path; name files or directories relative to the notebook directory, without .. or a leading /.`);
+  }
+  return segments.join("/");
+}
+
+export async function restore(deps: EngineDeps, path: string, from: number, named: string[], force: boolean): Promise<RestoreOutcome> {
+  const entries = [...new Set(named.map(normalizeNotebookPath))];
+  const checkout = await openCheckout(deps, path, false);
+  try {
+    if (checkout.baseline === null) {
+      throw new DomainError(
+        "PULL_REQUIRED",
+        "This directory was never pulled, so it has no baseline to restore onto; call pull for it once, then restore.",
+      );
+    }
+    await scanLocal(checkout);
+    let baseline: FlatTree;
+    try {
+      baseline = await baselineFiles(checkout);
+    } catch (e) {
+      if (!(e instanceof BaselineMissing)) throw e;
+      throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
+        detail: ENGINE_DETAILS.stateMissingLocally(),
+        cause: e,
+      });
+    }
+    await checkout.deps.onStage("fetch");
+    const history = await openHistory(checkout.deps);
+    try {
+      const target = await readGenerationTree(history, from);
+      const local = checkout.local;
+      const selected = (p: string) => entries.length === 0 || entries.some((e) => p === e || p.startsWith(`${e}/`));
+      for (const e of entries) {
+        const found = (t: FlatTree) => [...t.keys()].some((p) => p === e || p.startsWith(`${e}/`));
+        if (!found(target) && !found(local)) {
+          throw new DomainError("MALFORMED_INPUT", `"${e}" names no file in generation ${from} nor in the checkout; nothing was restored.`);
+        }
+      }
+      const sets = checkout.deps.pathSets;
+      const to: FlatTree = new Map(local);
+      const changing: string[] = [];
+      const skipped: string[] = [];
+      for (const p of new Set([...local.keys(), ...target.keys()])) {
+        if (!selected(p) || local.get(p) === target.get(p)) continue;
+        if (isProtected(p, sets)) {
+          skipped.push(p);
+          continue;
+        }
+        changing.push(p);
+        const oid = target.get(p);
+        if (oid === undefined) to.delete(p);
+        else to.set(p, oid);
+      }
+      skipped.sort(byPath);
+      changing.sort(byPath);
+      if (entries.length > 0 && skipped.length > 0) {
+        const files: ErrorFile[] = skipped.map((p) => ({ path: p, reason: "READ_ONLY", ranges: [] }));
+        throw new DomainError(
+          "READ_ONLY_PATH",
+          "The restore would change paths this process may not change; nothing was restored. Name only paths this process may write.",
+          { files },
+        );
+      }
+      const unpublished = changing.filter((p) => local.get(p) !== baseline.get(p));
+      if (unpublished.length > 0 && !force) {
+        const shown = unpublished.slice(0, 20).join(", ") + (unpublished.length > 20 ? `, and ${unpublished.length - 20} more` : "");
+        throw new DomainError(
+          "MALFORMED_INPUT",
+          `The restore would overwrite unpublished local edits (${shown}); nothing was restored. Commit them first, leave those paths out, or add --force to overwrite them.`,
+        );
+      }
+      // The restored blobs into the checkout's own object cache, where materialize and the journal read them.
+      for (const p of changing) {
+        const oid = target.get(p);
+        if (oid !== undefined && !(await checkout.git.has(oid))) await checkout.git.writeBlob(await readHistoryBlob(history, oid));
+      }
+      await materializeInto(checkout, to, checkout.baseline, { operation: "restore", remoteAccepted: "no" });
+      const files = await treeDiffStat(checkout.git, local, to, checkout.lineCounts);
+      return { path: checkout.dir, from, generation: checkout.baseline.generation, files, skipped };
+    } finally {
+      closeHistory(history);
+    }
+  } catch (e) {
+    if (e instanceof MissingObjectError) {
+      throw new DomainError("ENGINE_FAILED", "Part of this checkout's private state is missing or unreadable.", {
+        detail: ENGINE_DETAILS.stateMissingLocally(),
+        cause: e,
+      });
+    }
+    throw e;
+  } finally {
+    closeCheckout(checkout);
+  }
+}
