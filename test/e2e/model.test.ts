@@ -63,8 +63,12 @@ const MAX_COMMANDS = LONG ? 80 : 50;
 /** Diagnosis only: SLIVINGDOC_MODEL_KILL_FROM=0.8 draws kill instants over the last 20% of a call instead of all of it. */
 const KILL_FROM = Number(env.SLIVINGDOC_MODEL_KILL_FROM ?? 0);
 const WITHOUT = new Set((env.SLIVINGDOC_MODEL_WITHOUT ?? "").split(",").filter(Boolean));
-/** A safety net for a busy machine and for shrinking: stop there, passing if nothing failed before. */
-const TIME_LIMIT_MS = LONG ? 3_000_000 : 40_000;
+/**
+ * Long mode only: a safety net for a run of hours. In `npm test` every run
+ * of RUNS happens however busy the machine is — a time limit there cut a
+ * run on a loaded machine down to two runs and no kill, and proved nothing.
+ */
+const TIME_LIMIT_MS = LONG ? 3_000_000 : undefined;
 
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 const runId = crypto.randomUUID().slice(0, 8);
@@ -516,7 +520,7 @@ async function runModel(kind: Kind): Promise<void> {
           rmSync(r.scratch, { recursive: true, force: true });
         }
       }),
-      { seed: SEED, numRuns: RUNS[kind], interruptAfterTimeLimit: TIME_LIMIT_MS, ...(PATH ? { path: PATH } : {}) },
+      { seed: SEED, numRuns: RUNS[kind], ...(TIME_LIMIT_MS !== undefined ? { interruptAfterTimeLimit: TIME_LIMIT_MS } : {}), ...(PATH ? { path: PATH } : {}) },
     );
   } finally {
     console.log(
