@@ -70,6 +70,7 @@ const BASELINE: Record<string, string> = {
   "crlf.md": "one\r\ntwo\r\n",
   "naïve.md": "café\n",
   "empty-gone.md": "",
+  "old space.md": "gone\n",
 };
 
 const LOCAL: Record<string, string | null> = {
@@ -83,6 +84,9 @@ const LOCAL: Record<string, string | null> = {
   "empty-gone.md": null,
   "new/empty.md": "",
   "new/added.md": "fresh\nfile",
+  // A name with a space: git ends its ---/+++ lines with a tab, but not /dev/null's.
+  "new/with space.md": "x\n",
+  "old space.md": null,
 };
 
 test("diff prints what C git prints for the same change, and --stat too", async () => {
@@ -123,7 +127,9 @@ test("diff prints what C git prints for the same change, and --stat too", async 
     "modified naïve.md",
     "added new/added.md",
     "added new/empty.md",
+    "added new/with space.md",
     "modified no newline.md",
+    "deleted old space.md",
     "modified plan.md",
   ]);
   // The hunks, without the index lines: no result carries an object id.

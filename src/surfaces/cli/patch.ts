@@ -31,9 +31,9 @@ export function filePatch(f: PatchFile): string {
   else if (f.change === "deleted") lines.push("deleted file mode 100644", `index ${short(f.before)}..${ZERO}`);
   else lines.push(`index ${short(f.before)}..${short(f.after)} 100644`);
   // An empty file added or deleted has no hunks, and git prints no ---/+++ for it.
-  // git ends these two lines with a tab when the name holds a space, as GNU diff does.
+  // git ends these two lines with a tab when the name holds a space, as GNU diff does; /dev/null has none.
   const tab = f.path.includes(" ") ? "\t" : "";
-  if (f.hunks !== "") lines.push(`--- ${f.change === "added" ? "/dev/null" : a}${tab}`, `+++ ${f.change === "deleted" ? "/dev/null" : b}${tab}`);
+  if (f.hunks !== "") lines.push(`--- ${f.change === "added" ? "/dev/null" : a + tab}`, `+++ ${f.change === "deleted" ? "/dev/null" : b + tab}`);
   return `${lines.join("\n")}\n${f.hunks}`;
 }
 
