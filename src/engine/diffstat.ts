@@ -2,6 +2,7 @@
 import type { FileStat } from "../contract/results.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { decodeText } from "./text.ts";
+import { diffFlatTrees } from "./tree-diff.ts";
 import { diffStat } from "./xdiff/index.ts";
 
 /** Lines of a text file as git counts them: its newlines, plus an unterminated last line. */
@@ -17,22 +18,16 @@ export function lineCount(bytes: Uint8Array): number {
  * writes), so a file added on one side is not read back just to count them.
  */
 export async function treeDiffStat(git: ObjectCache, from: FlatTree, to: FlatTree, lines: Map<string, number> = new Map()): Promise<FileStat[]> {
-  const read = async (oid: string | undefined) => (oid === undefined ? "" : (decodeText(await git.readBlob(oid)) ?? ""));
+  const read = async (oid: string | null) => (oid === null ? "" : (decodeText(await git.readBlob(oid)) ?? ""));
   const stats: FileStat[] = [];
-  // Only the paths that differ, sorted: most calls change a few files of many.
-  const paths: string[] = [];
-  for (const [path, oid] of from) if (to.get(path) !== oid) paths.push(path);
-  for (const path of to.keys()) if (!from.has(path)) paths.push(path);
-  paths.sort();
-  for (const path of paths) {
-    const a = from.get(path);
-    const b = to.get(path);
-    const added = a === undefined && b !== undefined ? lines.get(b) : undefined;
+  // Only the paths that differ: most calls change a few files of many.
+  for (const { path, before, after } of diffFlatTrees(from, to)) {
+    const added = before === null && after !== null ? lines.get(after) : undefined;
     if (added !== undefined) {
       stats.push({ path, insertions: added, deletions: 0 });
       continue;
     }
-    const { insertions, deletions } = diffStat(await read(a), await read(b));
+    const { insertions, deletions } = diffStat(await read(before), await read(after));
     stats.push({ path, insertions, deletions });
   }
   return stats;

@@ -36,9 +36,10 @@ import { scanNotebook } from "./scan.ts";
 import { StatCache } from "./stat-cache.ts";
 import { type Baseline, StateSchema } from "./state-files.ts";
 import { decodeText } from "./text.ts";
+import { type ChangeStatus, diffFlatTrees } from "./tree-diff.ts";
 import { diffStat, findMarkerBlocks } from "./xdiff/index.ts";
 
-export type Change = "added" | "modified" | "deleted";
+export type Change = ChangeStatus;
 
 /** One file a commit would publish, with its two sides' texts ("" when absent). */
 export interface LocalChange {
@@ -155,17 +156,11 @@ export async function readLocalChanges(deps: EngineDeps, path: string): Promise<
         throw cause;
       }
     };
-    const paths = new Set<string>();
-    for (const [p, oid] of local) if (base.get(p) !== oid) paths.add(p);
-    for (const p of base.keys()) if (!local.has(p)) paths.add(p);
     const sets = deps.pathSets ?? NO_PATH_SETS;
-    for (const p of [...paths].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const before = base.get(p) ?? null;
-      const after = local.get(p) ?? null;
+    for (const { path: p, status: change, before, after } of diffFlatTrees(base, local)) {
       const beforeText = await text(before);
       const afterText = await text(after);
       const { insertions, deletions } = diffStat(beforeText, afterText);
-      const change: Change = before === null ? "added" : after === null ? "deleted" : "modified";
       changes.push({ path: p, change, insertions, deletions, before, after, beforeText, afterText });
       if (after !== null) {
         const ranges = findMarkerBlocks(afterText);

@@ -13,7 +13,7 @@ import { decodeText } from "../text.ts";
 import { diffStat } from "../xdiff/index.ts";
 import { filePatch } from "./patch.ts";
 import { type History, type Publication, publicationAt, readHistoryBlob } from "./read.ts";
-import { type ChangeStatus, diffTrees, pathFilter, type TreeChange } from "./tree-diff.ts";
+import { type ChangeStatus, diffTrees, pathFilter, type TreeChange } from "../tree-diff.ts";
 
 export interface FileChange {
   path: string;

@@ -1,12 +1,16 @@
 /**
- * What changed between two notebook trees, by walking both git trees at
- * once and skipping every subtree whose id is the same on both sides: a
- * publication that changed one file of ten thousand reads the trees on that
- * file's path only. Paths come out in git's order (the bytes of the full
- * path), as `git diff` lists them.
+ * What changed between two notebook trees, the one place that decides it:
+ * - `diffTrees` walks two git trees at once and skips every subtree whose id
+ *   is the same on both sides, so a publication that changed one file of ten
+ *   thousand reads the trees on that file's path only (log, show). Paths
+ *   come out in git's order (the bytes of the full path), as `git diff`
+ *   lists them.
+ * - `diffFlatTrees` compares two trees already flattened into path → blob
+ *   maps (the baseline and a scan: status and diff; the diffstat of pull,
+ *   commit and restore).
  */
-import type { ObjectCache } from "../git/object-cache.ts";
-import { decodeTree, FILE_MODE, MissingObjectError, TREE_MODE } from "../git/objects.ts";
+import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { decodeTree, FILE_MODE, MissingObjectError, TREE_MODE } from "./git/objects.ts";
 
 export type ChangeStatus = "added" | "modified" | "deleted";
 
@@ -17,6 +21,25 @@ export interface TreeChange {
   before: string | null;
   /** The blob after; null when deleted. */
   after: string | null;
+}
+
+function statusOf(before: string | null, after: string | null): ChangeStatus {
+  return before === null ? "added" : after === null ? "deleted" : "modified";
+}
+
+/**
+ * The files that differ between two flat trees, sorted by path (UTF-16 code
+ * units, as the pull and commit summaries always listed them).
+ */
+export function diffFlatTrees(from: FlatTree, to: FlatTree): TreeChange[] {
+  const paths: string[] = [];
+  for (const [path, oid] of from) if (to.get(path) !== oid) paths.push(path);
+  for (const path of to.keys()) if (!from.has(path)) paths.push(path);
+  return paths.sort().map((path) => {
+    const before = from.get(path) ?? null;
+    const after = to.get(path) ?? null;
+    return { path, status: statusOf(before, after), before, after };
+  });
 }
 
 async function entries(git: ObjectCache, tree: string | null): Promise<Map<string, { oid: string; isTree: boolean }>> {
@@ -59,7 +82,7 @@ export async function diffTrees(
       if (lf === rf) continue;
       const path = prefix + name;
       if (filter && !filter.file(path)) continue;
-      changes.push({ path, status: lf === null ? "added" : rf === null ? "deleted" : "modified", before: lf, after: rf });
+      changes.push({ path, status: statusOf(lf, rf), before: lf, after: rf });
     }
   };
   await walk(from, to, "");
