@@ -23,7 +23,7 @@ import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import { parseDuration, parseSince } from "./cli/duration.ts";
 import { filePatch, renderStat } from "./cli/patch.ts";
 import { quotePath } from "./cli/quote.ts";
-import { renderLog, renderShow } from "./cli/render-history.ts";
+import { renderLog, renderShow, type ShownEntry } from "./cli/render-history.ts";
 import { renderDiffstat } from "./cli/render.ts";
 import type { Operation } from "./operation.ts";
 
@@ -205,11 +205,17 @@ export const OPERATIONS: readonly Operation[] = [
       const { showGeneration } = await import("../engine/history/log.ts");
       const history = await openHistory(ctx.engine());
       try {
-        return await showGeneration(history, input.generation, { stat: input.stat, ...(input.paths !== undefined ? { paths: input.paths } : {}) });
+        const { entry, changes } = await showGeneration(history, input.generation, input.paths !== undefined ? { paths: input.paths } : {});
+        if (input.stat || changes === null) return entry as ShownEntry;
+        const { unifiedHunks } = await import("../engine/xdiff/unified.ts");
+        const patch = changes.map((c) => filePatch({ ...c, change: c.status, hunks: unifiedHunks(c.beforeText, c.afterText) })).join("");
+        return { ...entry, patch } as ShownEntry;
       } finally {
         closeHistory(history);
       }
     },
+    // The patch is data for a pipe, as diff's is (`show 12 > x.patch`); the entry stays on stderr.
+    renderStdout: (r) => r.patch ?? "",
     render: renderShow,
   }),
 

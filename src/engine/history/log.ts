@@ -1,7 +1,9 @@
 /**
  * `slivingdoc log` and `slivingdoc show` (issue 15, items 2 and 3): the
  * retained publications newest first, with what each changed; and one
- * publication's change as git's unified diff.
+ * publication's change with both sides' texts, which the CLI writes as
+ * `git diff` does (engine/xdiff/unified.ts, surfaces/cli/patch.ts), as it
+ * does for `slivingdoc diff`.
  *
  * The oldest retained publication names a parent the store no longer holds
  * (after compaction): what it changed is unknown, and it says so
@@ -11,9 +13,8 @@ import { DomainError } from "../../contract/errors.ts";
 import { MissingObjectError } from "../git/objects.ts";
 import { decodeText } from "../text.ts";
 import { diffStat } from "../xdiff/index.ts";
-import { filePatch } from "./patch.ts";
-import { type History, type Publication, publicationAt, readHistoryBlob } from "./read.ts";
 import { type ChangeStatus, diffTrees, pathFilter, type TreeChange } from "../tree-diff.ts";
+import { type History, type Publication, publicationAt, readHistoryBlob } from "./read.ts";
 
 export interface FileChange {
   path: string;
@@ -108,20 +109,26 @@ export async function historyLog(history: History, options: LogOptions = {}): Pr
   };
 }
 
-export interface ShowResult extends LogEntry {
-  /** git's unified diff of the change; absent with --stat, and when the change is unknown. */
-  patch?: string;
+/** One file a publication changed, with its two sides' texts ("" when absent). */
+export interface ShownChange extends TreeChange {
+  beforeText: string;
+  afterText: string;
 }
 
-export async function showGeneration(history: History, generation: number, options: { stat?: boolean; paths?: readonly string[] } = {}): Promise<ShowResult> {
+export interface ShowResult {
+  entry: LogEntry;
+  /** null when the change is unknown (the parent is older than the retained history). */
+  changes: ShownChange[] | null;
+}
+
+export async function showGeneration(history: History, generation: number, options: { paths?: readonly string[] } = {}): Promise<ShowResult> {
   const p = publicationAt(history, generation);
-  const changes = await changesOf(history, p, options.paths ?? []);
-  const files = changes === null ? null : await counted(history, changes);
-  const result: ShowResult = { generation: p.generation, time: p.time, agent: p.agent, message: p.message, files, ...totals(files) };
-  if (options.stat !== true && changes !== null) {
-    const parts: string[] = [];
-    for (const c of changes) parts.push(filePatch({ path: c.path, before: c.before, after: c.after, a: await text(history, c.before), b: await text(history, c.after) }));
-    result.patch = parts.join("");
+  const found = await changesOf(history, p, options.paths ?? []);
+  let changes: ShownChange[] | null = null;
+  if (found !== null) {
+    changes = [];
+    for (const c of found) changes.push({ ...c, beforeText: await text(history, c.before), afterText: await text(history, c.after) });
   }
-  return result;
+  const files = changes === null ? null : changes.map((c) => ({ path: c.path, status: c.status, ...diffStat(c.beforeText, c.afterText) }));
+  return { entry: { generation: p.generation, time: p.time, agent: p.agent, message: p.message, files, ...totals(files) }, changes };
 }

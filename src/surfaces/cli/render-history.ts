@@ -1,9 +1,10 @@
 /**
  * Human output of the history commands (log, show), on stderr like every
  * command's: names quoted and free text escaped (quote.ts), so neither an
- * agent's name, a message nor a file's content can drive the terminal.
+ * agent's name nor a message can drive the terminal. `show`'s patch is not
+ * here: it goes raw to stdout, as `diff`'s does (operations.ts).
  */
-import type { FileChange, LogEntry, LogResult, ShowResult } from "../../engine/history/log.ts";
+import type { FileChange, LogEntry, LogResult } from "../../engine/history/log.ts";
 import { escapeControls, quotePath } from "./quote.ts";
 
 const STATUS: Record<FileChange["status"], string> = { added: "added", modified: "", deleted: "deleted" };
@@ -33,12 +34,9 @@ export function renderLog(r: LogResult): string {
   return `${r.entries.map((e) => entryLines(e).join("\n")).join("\n\n")}\n`;
 }
 
-/** Control characters of a patch escaped, tabs and line ends kept: the diff stays readable and harmless. */
-function safePatch(patch: string): string {
-  return patch.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (ch) => escapeControls(ch));
-}
+/** What `show` returns: the log entry, plus git's unified diff unless --stat (or the change is unknown). */
+export type ShownEntry = LogEntry & { patch?: string };
 
-export function renderShow(r: ShowResult): string {
-  const head = `${entryLines(r).join("\n")}\n`;
-  return r.patch === undefined || r.patch === "" ? head : `${head}\n${safePatch(r.patch)}`;
+export function renderShow(r: ShownEntry): string {
+  return `${entryLines(r).join("\n")}\n`;
 }

@@ -210,8 +210,9 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     progress.done();
     if (outcome.ok) {
       if (json) io.stdout(`${JSON.stringify(outcome.result, null, 2)}\n`);
-      else if (operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
+      // The summary before the data, so `2>&1 | less` reads like git show.
       io.stderr(operation.render(outcome.result));
+      if (!json && operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
       return EXIT_CODES.OK;
     }
     if (json) io.stdout(`${JSON.stringify(outcome.envelope, null, 2)}\n`);
