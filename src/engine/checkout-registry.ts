@@ -16,6 +16,11 @@ export function checkoutId(storeId: string, dir: string): string {
   return createHash("sha256").update(`${storeId}\0${dir}`).digest("hex").slice(0, 32);
 }
 
+/** The private state directory of the checkout at `dir` (its real path). */
+export function checkoutStateDir(privateRoot: string, storeId: string, dir: string): string {
+  return join(privateRoot, "checkouts", checkoutId(storeId, dir));
+}
+
 /**
  * Real paths of every checkout registered under the private root, for the
  * nesting check. A checkout whose directory is gone is no checkout: its
@@ -83,10 +88,9 @@ function forgetCheckout(base: string, id: string): void {
 
 /**
  * Remove the private state of a checkout whose directory is being removed
- * (a server's temporary session directory). Call only once nothing in the
- * directory remains unpublished.
+ * (a server's temporary session directory, discard.ts). Call only once
+ * nothing in the directory remains unpublished.
  */
 export function forgetCheckoutState(privateRoot: string, storeId: string, dir: string): void {
   forgetCheckout(join(privateRoot, "checkouts"), checkoutId(storeId, dir));
 }
-

@@ -27,7 +27,7 @@ import { join } from "node:path";
 import { DomainError } from "../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
-import { checkoutId } from "./checkout-registry.ts";
+import { checkoutStateDir } from "./checkout-registry.ts";
 import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type Publication, StateSchema } from "./state-files.ts";
 import { ObjectCache } from "./git/object-cache.ts";
 import type { KeptStatCaches } from "./kept-stat-caches.ts";
@@ -80,7 +80,7 @@ export class CheckoutState {
   ) {}
 
   static async open(options: CheckoutStateOptions): Promise<CheckoutState> {
-    const stateDir = join(options.privateRoot, "checkouts", checkoutId(options.storeId, options.dir));
+    const stateDir = checkoutStateDir(options.privateRoot, options.storeId, options.dir);
     let lock: HeldLock;
     let directory: string;
     try {

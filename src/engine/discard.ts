@@ -13,9 +13,9 @@
  * lock) also keeps it.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { checkoutId } from "./checkout-registry.ts";
+import { checkoutStateDir, forgetCheckoutState } from "./checkout-registry.ts";
 
 /** git's id of the empty tree: the baseline of a notebook whose every file was deleted and published. */
 const EMPTY_TREE = createHash("sha1").update("tree 0\0").digest("hex");
@@ -60,7 +60,7 @@ function stateHoldsWork(stateFile: string): boolean {
  * checkout it keeps is left exactly as it was.
  */
 export function discardIfNothingUnpublished(target: DiscardTarget): boolean {
-  const stateDir = join(target.privateRoot, "checkouts", checkoutId(target.storeId, target.dir));
+  const stateDir = checkoutStateDir(target.privateRoot, target.storeId, target.dir);
   if (!isEmptyDir(target.dir)) return false;
   if (existsSync(join(stateDir, "journal.json")) || existsSync(join(stateDir, "lock"))) return false;
   if (stateHoldsWork(join(stateDir, "state.json"))) return false;
@@ -70,6 +70,7 @@ export function discardIfNothingUnpublished(target: DiscardTarget): boolean {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") return false;
   }
-  rmSync(stateDir, { recursive: true, force: true });
+  // The state as the registry removes a gone checkout's: renamed aside first, so it is never read half-removed.
+  forgetCheckoutState(target.privateRoot, target.storeId, target.dir);
   return true;
 }

@@ -26,7 +26,7 @@ import { NO_PATH_SETS } from "../contract/results.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { readManifest } from "./accepted-state.ts";
 import { acquireLock } from "./checkout-lock.ts";
-import { checkoutId } from "./checkout-registry.ts";
+import { checkoutStateDir } from "./checkout-registry.ts";
 import { directoryIdentity } from "./checkout-state.ts";
 import { type EngineDeps, refuseNesting } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
@@ -85,7 +85,7 @@ function pullRequired(replaced: boolean): DomainError {
 
 /** The baseline, the visible files (blob ids, and the bytes read) and whether an operation was interrupted, read under the lock. */
 async function readUnderLock(deps: EngineDeps, dir: string) {
-  const stateDir = join(deps.privateRoot, "checkouts", checkoutId(deps.storeId, dir));
+  const stateDir = checkoutStateDir(deps.privateRoot, deps.storeId, dir);
   if (!existsSync(join(stateDir, "state.json"))) throw pullRequired(false);
   let lock;
   try {
