@@ -24,7 +24,7 @@ import { parseDuration, parseSince } from "./cli/duration.ts";
 import { filePatch, renderStat } from "./cli/patch.ts";
 import { quotePath } from "./cli/quote.ts";
 import { renderLog, renderShow, type ShownEntry } from "./cli/render-history.ts";
-import { renderDiffstat } from "./cli/render.ts";
+import { plural, renderDiffstat } from "./cli/render.ts";
 import type { Operation } from "./operation.ts";
 
 const PATH_HELP = "The notebook directory (default: the current directory)";
@@ -161,7 +161,7 @@ export const OPERATIONS: readonly Operation[] = [
       toInput: (flags) => ({
         ...(typeof flags.limit === "string" ? { limit: parseCount("limit", flags.limit) } : {}),
         ...(typeof flags.since === "string" ? { sinceMs: parseSince("since", flags.since, Date.now()) } : {}),
-        ...(typeof flags.path === "string" ? { paths: parsePathSet("--path", flags.path) } : {}),
+        ...pathsInput(flags),
       }),
     },
     input: objectInput("log", { limit: optional(countField()), sinceMs: optional(countField()), paths: optional(stringListField()) }),
@@ -194,9 +194,9 @@ export const OPERATIONS: readonly Operation[] = [
       path: false,
       positional: { name: "GENERATION", description: "The generation of the publication", required: true },
       toInput: (flags, generation) => ({
-        generation: parseCount("GENERATION", generation ?? ""),
+        generation: parseCount("GENERATION", generation),
         stat: flags.stat === true,
-        ...(typeof flags.path === "string" ? { paths: parsePathSet("--path", flags.path) } : {}),
+        ...pathsInput(flags),
       }),
     },
     input: objectInput("show", { generation: countField(), stat: booleanField(), paths: optional(stringListField()) }),
@@ -351,7 +351,7 @@ export const OPERATIONS: readonly Operation[] = [
       path: "paths",
       toInput: (flags, _path, positionals) => ({
         ...(typeof flags.dir === "string" ? { path: flags.dir } : {}),
-        from: parseGeneration(flags.from),
+        from: parseCount("--from", flags.from, 1, "a generation: a whole number from 1 up (slivingdoc log lists them)"),
         paths: positionals,
         force: flags.force === true,
       }),
@@ -388,27 +388,22 @@ export const OPERATIONS: readonly Operation[] = [
   }),
 ];
 
-/** A whole number on the command line, or the start-up refusal naming it. */
-function parseCount(name: string, value: string): number {
-  if (!/^\d{1,15}$/.test(value)) throw new StartupRefusal("argument refusal", `${name} must be a whole number; got "${value.slice(0, 40)}"`);
+/** A whole number on the command line, `min` or more, or the start-up refusal naming it and saying what it must be. */
+function parseCount(name: string, value: string | boolean | undefined, min = 0, what = "a whole number"): number {
+  if (typeof value !== "string" || !/^\d{1,15}$/.test(value) || Number(value) < min) {
+    throw new StartupRefusal("argument refusal", `${name} must be ${what}; got "${String(value ?? "").slice(0, 40)}"`);
+  }
   return Number(value);
+}
+
+/** --path a,b of log and show: notebook paths, checked like the path sets. */
+function pathsInput(flags: Record<string, string | boolean>): { paths?: string[] } {
+  return typeof flags.path === "string" ? { paths: parsePathSet("--path", flags.path) } : {};
 }
 
 
 /** The whole patch of a diff, kept off the result's JSON (a symbol key): its index lines carry blob ids, which no result does. */
 const PATCH = Symbol("patch");
-
-function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
-
-/** --from: a generation, 1 or more. */
-function parseGeneration(value: string | boolean | undefined): number {
-  if (typeof value !== "string" || !/^[1-9]\d{0,15}$/.test(value)) {
-    throw new StartupRefusal("argument refusal", "--from must be a generation: a whole number from 1 up (slivingdoc log lists them)");
-  }
-  return Number(value);
-}
 
 /** Where the checkout stands against the store, in a line. */
 function behindLine(r: { generation: number; accepted?: number | null; behind: number | null; behindUnknown?: string | null }): string {

@@ -9,6 +9,7 @@
  * git's does; diff's `--json` carries the hunks without it.
  */
 import { quotePath } from "./quote.ts";
+import { plural } from "./render.ts";
 
 export interface PatchFile {
   path: string;
@@ -96,9 +97,9 @@ export function renderStat(files: Array<{ path: string; insertions: number; dele
     const count = f.insertions + f.deletions;
     out.push(` ${name}${pad} | ${String(count).padStart(numberWidth)}${count ? " " : ""}${"+".repeat(add)}${"-".repeat(del)}`);
   }
-  let summary = ` ${files.length} file${files.length === 1 ? "" : "s"} changed`;
-  if (insertions || !deletions) summary += `, ${insertions} insertion${insertions === 1 ? "" : "s"}(+)`;
-  if (deletions || !insertions) summary += `, ${deletions} deletion${deletions === 1 ? "" : "s"}(-)`;
+  let summary = ` ${plural(files.length, "file")} changed`;
+  if (insertions || !deletions) summary += `, ${plural(insertions, "insertion")}(+)`;
+  if (deletions || !insertions) summary += `, ${plural(deletions, "deletion")}(-)`;
   out.push(summary);
   return `${out.join("\n")}\n`;
 }

@@ -6,12 +6,9 @@
  */
 import type { FileChange, LogEntry, LogResult } from "../../engine/history/log.ts";
 import { escapeControls, quotePath } from "./quote.ts";
+import { plural } from "./render.ts";
 
 const STATUS: Record<FileChange["status"], string> = { added: "added", modified: "", deleted: "deleted" };
-
-function plural(n: number, one: string, many: string): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
 
 function fileLines(files: FileChange[] | null): string[] {
   if (files === null) return ["    (what it changed is unknown: its parent is older than the retained history)"];

@@ -10,7 +10,8 @@ import { escapeControls, quotePath } from "./quote.ts";
 
 const MAX_FILE_LINES = 50;
 
-function plural(n: number, one: string, many: string): string {
+/** "1 file", "2 files": a count with its noun, for every human line of the CLI. */
+export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
