@@ -53,7 +53,8 @@ export function buildPathSets(readOnly: string[], writable: string[]): PathSets 
   return { readOnly, writable };
 }
 
-function matches(entry: string, path: string): boolean {
+/** Whether the notebook path `path` is `entry` or lies below it: for the path sets, restore's and log's paths. */
+export function isAtOrBelowEntry(entry: string, path: string): boolean {
   return path === entry || path.startsWith(`${entry}/`);
 }
 
@@ -64,8 +65,8 @@ function matches(entry: string, path: string): boolean {
  */
 export function isProtected(path: string, sets: PathSets): boolean {
   let best: { length: number; readOnly: boolean } | null = null;
-  for (const entry of sets.readOnly) if (matches(entry, path) && (!best || entry.length > best.length)) best = { length: entry.length, readOnly: true };
-  for (const entry of sets.writable) if (matches(entry, path) && (!best || entry.length > best.length)) best = { length: entry.length, readOnly: false };
+  for (const entry of sets.readOnly) if (isAtOrBelowEntry(entry, path) && (!best || entry.length > best.length)) best = { length: entry.length, readOnly: true };
+  for (const entry of sets.writable) if (isAtOrBelowEntry(entry, path) && (!best || entry.length > best.length)) best = { length: entry.length, readOnly: false };
   if (best) return best.readOnly;
   return sets.writable.length > 0;
 }

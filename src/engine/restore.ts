@@ -17,7 +17,7 @@
  *   a pull's: a crash mid-way puts the files back.
  */
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
-import { isProtected } from "../contract/path-sets.ts";
+import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
 import type { FileStat } from "../contract/results.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { treeDiffStat } from "./diffstat.ts";
@@ -76,9 +76,9 @@ export async function restore(deps: EngineDeps, path: string, from: number, name
     try {
       const target = await readGenerationTree(history, from);
       const local = checkout.local;
-      const selected = (p: string) => entries.length === 0 || entries.some((e) => p === e || p.startsWith(`${e}/`));
+      const selected = (p: string) => entries.length === 0 || entries.some((e) => isAtOrBelowEntry(e, p));
       for (const e of entries) {
-        const found = (t: FlatTree) => [...t.keys()].some((p) => p === e || p.startsWith(`${e}/`));
+        const found = (t: FlatTree) => [...t.keys()].some((p) => isAtOrBelowEntry(e, p));
         if (!found(target) && !found(local)) {
           throw new DomainError("MALFORMED_INPUT", `"${e}" names no file in generation ${from} nor in the checkout; nothing was restored.`);
         }

@@ -9,6 +9,7 @@
  *   maps (the baseline and a scan: status and diff; the diffstat of pull,
  *   commit and restore).
  */
+import { isAtOrBelowEntry } from "../contract/path-sets.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { decodeTree, FILE_MODE, MissingObjectError, TREE_MODE } from "./git/objects.ts";
 
@@ -93,7 +94,7 @@ export async function diffTrees(
 export function pathFilter(paths: readonly string[]): { file(path: string): boolean; dir(prefix: string): boolean } | undefined {
   if (paths.length === 0) return undefined;
   return {
-    file: (path) => paths.some((p) => path === p || path.startsWith(`${p}/`)),
+    file: (path) => paths.some((p) => isAtOrBelowEntry(p, path)),
     // A directory matters when it is below an entry, or an entry is below it.
     dir: (prefix) => paths.some((p) => prefix.startsWith(`${p}/`) || `${p}/`.startsWith(prefix)),
   };
