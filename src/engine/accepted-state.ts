@@ -8,7 +8,7 @@ import { DomainError } from "../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { BadPackError, MissingObjectError } from "./git/objects.ts";
-import { MANIFEST_KEY, type Manifest, parseManifest } from "./manifest.ts";
+import { MANIFEST_KEY, type Manifest, type PackDescriptor, parseManifest } from "./manifest.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 
 export interface AcceptedState {
@@ -73,7 +73,7 @@ export async function loadAcceptedState(store: ObjectStore, git: ObjectCache): P
       return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set(), dirs: new Map() };
     }
     try {
-      await fetchPacks(store, git, manifest);
+      await fetchPacks(store, git, manifest.packs, "the accepted state");
       break;
     } catch (e) {
       // A pack listed by the manifest we read may have been compacted away and
@@ -103,7 +103,7 @@ async function loadTree(store: ObjectStore, git: ObjectCache, manifest: Manifest
   // accepted packs again before blaming the history.
   await git.dropPacks();
   try {
-    await fetchPacks(store, git, manifest);
+    await fetchPacks(store, git, manifest.packs, "the accepted state");
   } catch (e) {
     throw e instanceof PackMissing ? e.invalid : e;
   }
@@ -119,8 +119,14 @@ async function loadTree(store: ObjectStore, git: ObjectCache, manifest: Manifest
   }
 }
 
-async function fetchPacks(store: ObjectStore, git: ObjectCache, manifest: Manifest): Promise<void> {
-  const missing = manifest.packs.filter((p) => !git.hasPack(p.sha256));
+/**
+ * Download and import the listed packs the cache lacks, checked against
+ * their descriptors; `of` names what they hold in the errors ("the accepted
+ * state", "the notebook's history"). A listed pack absent from the store is
+ * PackMissing, for the caller to re-read the manifest.
+ */
+export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: readonly PackDescriptor[], of: string): Promise<void> {
+  const missing = packs.filter((p) => !git.hasPack(p.sha256));
   // Bounded parallelism: enough to hide latency (a cold pull after a long
   // history fetches a base and up to 31 small packs), few enough for small
   // machines; only one pack, the base, can be large.
@@ -131,7 +137,7 @@ async function fetchPacks(store: ObjectStore, git: ObjectCache, manifest: Manife
       try {
         object = await store.get(p.key);
       } catch (cause) {
-        throw new DomainError("PACK_DOWNLOAD", "A pack of the accepted state could not be downloaded.", { cause });
+        throw new DomainError("PACK_DOWNLOAD", `A pack of ${of} could not be downloaded.`, { cause });
       }
       if (object === null) {
         throw new PackMissing(
@@ -146,7 +152,7 @@ async function fetchPacks(store: ObjectStore, git: ObjectCache, manifest: Manife
         await git.importPack(p.sha256, object.body);
       } catch (cause) {
         if (cause instanceof BadPackError) {
-          throw new DomainError("PACK_INVALID", "A pack of the accepted state failed import; an operator must inspect the store.", {
+          throw new DomainError("PACK_INVALID", `A pack of ${of} failed import; an operator must inspect the store.`, {
             cause,
           });
         }
@@ -158,7 +164,7 @@ async function fetchPacks(store: ObjectStore, git: ObjectCache, manifest: Manife
 }
 
 /** A listed pack is absent; `invalid` is the error to report if a re-read does not explain it. */
-class PackMissing extends Error {
+export class PackMissing extends Error {
   override readonly name = "PackMissing";
   constructor(readonly invalid: DomainError) {
     super("pack missing");

@@ -19,9 +19,9 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
-import { readManifest } from "../accepted-state.ts";
+import { fetchPacks, PackMissing, readManifest } from "../accepted-state.ts";
 import { type FlatTree, ObjectCache } from "../git/object-cache.ts";
-import { BadPackError, MissingObjectError } from "../git/objects.ts";
+import { MissingObjectError } from "../git/objects.ts";
 import { type Manifest, type PackDescriptor } from "../manifest.ts";
 import type { ProcessMemory } from "../process-memory.ts";
 
@@ -87,14 +87,14 @@ export async function openHistory(deps: HistoryDeps): Promise<History> {
       const { manifest, etag } = await readManifest(deps.store);
       if (manifest === null) return { manifest: null, publications: [], boundary: null, git };
       try {
-        await fetchHistoryPacks(deps.store, git, historyPackList(manifest));
+        await fetchPacks(deps.store, git, historyPackList(manifest), "the notebook's history");
       } catch (e) {
         // A pack gone under a manifest that has moved on since: read again (accepted-state.ts).
-        if (e instanceof PackGone && reread < 3) {
+        if (e instanceof PackMissing && reread < 3) {
           const again = await readManifest(deps.store);
           if (again.etag !== etag) continue;
         }
-        throw e instanceof PackGone ? e.invalid : e;
+        throw e instanceof PackMissing ? e.invalid : e;
       }
       const { publications, boundary } = await readPublications(git, manifest);
       return { manifest, publications, boundary, git };
@@ -211,42 +211,4 @@ export async function readHistoryBlob(history: History, oid: string): Promise<Ui
     }
     throw cause;
   }
-}
-
-class PackGone extends Error {
-  override readonly name = "PackGone";
-  constructor(readonly invalid: DomainError) {
-    super("pack missing");
-  }
-}
-
-/** Download and import the listed packs the cache lacks, checked against their descriptors. */
-async function fetchHistoryPacks(store: ObjectStore, git: ObjectCache, packs: PackDescriptor[]): Promise<void> {
-  const queue = packs.filter((p) => !git.hasPack(p.sha256));
-  const worker = async () => {
-    for (let p = queue.shift(); p; p = queue.shift()) {
-      let object;
-      try {
-        object = await store.get(p.key);
-      } catch (cause) {
-        throw new DomainError("PACK_DOWNLOAD", "A pack of the notebook's history could not be downloaded.", { cause });
-      }
-      if (object === null) {
-        throw new PackGone(new DomainError("PACK_INVALID", "A pack named by the manifest is missing from the store; an operator must inspect it."));
-      }
-      const digest = createHash("sha256").update(object.body).digest("hex");
-      if (object.body.byteLength !== p.size || digest !== p.sha256) {
-        throw new DomainError("PACK_INVALID", "A pack contradicts its descriptor in the manifest; an operator must inspect the store.");
-      }
-      try {
-        await git.importPack(p.sha256, object.body);
-      } catch (cause) {
-        if (cause instanceof BadPackError) {
-          throw new DomainError("PACK_INVALID", "A pack of the notebook's history failed import; an operator must inspect the store.", { cause });
-        }
-        throw cause;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(8, queue.length) }, worker));
 }
