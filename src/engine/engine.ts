@@ -6,6 +6,7 @@ import { mkdirSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { DEFAULT_AGENT } from "../contract/agent.ts";
 import { DomainError } from "../contract/errors.ts";
+import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./compact.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
@@ -313,5 +314,18 @@ export class BaselineMissing extends Error {
   constructor(cause: unknown) {
     super("baseline objects missing", { cause });
   }
+}
+
+/**
+ * What an operation answers when the checkout's private cache lost an
+ * object (`cause`: a BaselineMissing or a MissingObjectError): ENGINE_FAILED,
+ * with the detail that a pull repairs it.
+ */
+export function privateStateMissing(cause: unknown): DomainError {
+  const message =
+    cause instanceof BaselineMissing
+      ? "The baseline of this checkout is missing from the private cache."
+      : "Part of this checkout's private state is missing or unreadable.";
+  return new DomainError("ENGINE_FAILED", message, { detail: ENGINE_DETAILS.stateMissingLocally(), cause });
 }
 

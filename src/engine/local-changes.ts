@@ -23,12 +23,11 @@ import { join } from "node:path";
 import { DomainError, type LineRange } from "../contract/errors.ts";
 import { isProtected } from "../contract/path-sets.ts";
 import { NO_PATH_SETS } from "../contract/results.ts";
-import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { readManifest } from "./accepted-state.ts";
 import { acquireLock } from "./checkout-lock.ts";
 import { checkoutStateDir } from "./checkout-registry.ts";
 import { directoryIdentity } from "./checkout-state.ts";
-import { type EngineDeps, refuseNesting } from "./engine.ts";
+import { type EngineDeps, privateStateMissing, refuseNesting } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
 import { readJson } from "./atomic-file.ts";
@@ -138,13 +137,11 @@ export async function readLocalChanges(deps: EngineDeps, path: string): Promise<
   const markers: LocalChanges["markers"] = [];
   const readOnly: string[] = [];
   try {
-    const missing = (cause: unknown) =>
-      new DomainError("ENGINE_FAILED", "Part of this checkout's private state is missing or unreadable.", { detail: ENGINE_DETAILS.stateMissingLocally(), cause });
     let base: FlatTree;
     try {
       base = baseline.tree === null ? new Map() : (await git.readFlatTree(baseline.tree)).files;
     } catch (cause) {
-      if (cause instanceof MissingObjectError) throw missing(cause);
+      if (cause instanceof MissingObjectError) throw privateStateMissing(cause);
       throw cause;
     }
     const text = async (oid: string | null): Promise<string> => {
@@ -152,7 +149,7 @@ export async function readLocalChanges(deps: EngineDeps, path: string): Promise<
       try {
         return decodeText(contents.get(oid) ?? (await git.readBlob(oid))) ?? "";
       } catch (cause) {
-        if (cause instanceof MissingObjectError) throw missing(cause);
+        if (cause instanceof MissingObjectError) throw privateStateMissing(cause);
         throw cause;
       }
     };

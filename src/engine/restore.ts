@@ -19,9 +19,8 @@
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
 import type { FileStat } from "../contract/results.ts";
-import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, scanLocal } from "./engine.ts";
+import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, privateStateMissing, scanLocal } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { closeHistory, openHistory, readGenerationTree, readHistoryBlob } from "./history/read.ts";
@@ -66,10 +65,7 @@ export async function restore(deps: EngineDeps, path: string, from: number, name
       baseline = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
-      throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
-        detail: ENGINE_DETAILS.stateMissingLocally(),
-        cause: e,
-      });
+      throw privateStateMissing(e);
     }
     await checkout.deps.onStage("fetch");
     const history = await openHistory(checkout.deps);
@@ -128,12 +124,7 @@ export async function restore(deps: EngineDeps, path: string, from: number, name
       closeHistory(history);
     }
   } catch (e) {
-    if (e instanceof MissingObjectError) {
-      throw new DomainError("ENGINE_FAILED", "Part of this checkout's private state is missing or unreadable.", {
-        detail: ENGINE_DETAILS.stateMissingLocally(),
-        cause: e,
-      });
-    }
+    if (e instanceof MissingObjectError) throw privateStateMissing(e);
     throw e;
   } finally {
     closeCheckout(checkout);
