@@ -24,7 +24,7 @@ import { parseDuration, parseSince } from "./cli/duration.ts";
 import { filePatch, renderStat } from "./cli/patch.ts";
 import { quotePath } from "./cli/quote.ts";
 import { renderLog, renderShow, type ShownEntry } from "./cli/render-history.ts";
-import { plural, renderDiffstat } from "./cli/render.ts";
+import { fileStatLines, plural, renderDiffstat } from "./cli/render.ts";
 import type { Operation } from "./operation.ts";
 
 const PATH_HELP = "The notebook directory (default: the current directory)";
@@ -378,8 +378,7 @@ export const OPERATIONS: readonly Operation[] = [
         lines.push(
           `restored ${plural(r.filesChanged, "file")} from generation ${r.from} into ${quotePath(r.path)}: ${plural(r.insertions, "insertion")}(+), ${plural(r.deletions, "deletion")}(-)`,
         );
-        for (const f of r.files.slice(0, 50)) lines.push(`  ${quotePath(f.path)} | +${f.insertions} -${f.deletions}`);
-        if (r.files.length > 50) lines.push(`  … and ${r.files.length - 50} more files (--json lists them all)`);
+        lines.push(...fileStatLines(r.files));
         lines.push("these are local edits: review them with slivingdoc diff, publish them with slivingdoc commit");
       }
       if (r.skipped.length > 0) lines.push(`left as they are (paths this process may not change): ${r.skipped.map(quotePath).join(", ")}`);

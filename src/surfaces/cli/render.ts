@@ -15,6 +15,13 @@ export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** A file list with insertions and deletions, cut at 50 lines: a terminal is not the place for ten thousand; --json has them all. */
+export function fileStatLines(files: ReadonlyArray<{ path: string; insertions: number; deletions: number }>): string[] {
+  const lines = files.slice(0, MAX_FILE_LINES).map((f) => `  ${quotePath(f.path)} | +${f.insertions} -${f.deletions}`);
+  if (files.length > MAX_FILE_LINES) lines.push(`  … and ${files.length - MAX_FILE_LINES} more files (--json lists them all)`);
+  return lines;
+}
+
 /** The path sets this process enforces, when it has any. */
 function setLines(r: { readOnly: string[]; writable: string[] }): string[] {
   const lines: string[] = [];
@@ -38,9 +45,7 @@ export function renderDiffstat(r: SuccessResult, words: { verb: string; upToDate
       `${words.verb} ${dir} at generation ${r.generation}: ${plural(r.filesChanged, "file", "files")} changed, ` +
         `${plural(r.insertions, "insertion", "insertions")}(+), ${plural(r.deletions, "deletion", "deletions")}(-)`,
     );
-    // A terminal is not the place for ten thousand lines; --json has them all.
-    for (const f of r.files.slice(0, MAX_FILE_LINES)) lines.push(`  ${quotePath(f.path)} | +${f.insertions} -${f.deletions}`);
-    if (r.files.length > MAX_FILE_LINES) lines.push(`  … and ${r.files.length - MAX_FILE_LINES} more files (--json lists them all)`);
+    lines.push(...fileStatLines(r.files));
   }
   lines.push(...setLines(r));
   return `${lines.join("\n")}\n`;
