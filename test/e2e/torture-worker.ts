@@ -46,7 +46,19 @@ const editRnd = mulberry32(seed * 1009 + id);
 const faultRnd = mulberry32(seed * 7919 + id * 31 + 1);
 const faultKinds: Record<string, number> = {};
 
+/**
+ * The rarer faults of a conditional write of `current`, each met once for
+ * sure by every faulty worker's first writes: drawn at random alone, a run
+ * with few retries could meet none of one kind and prove nothing about it.
+ */
+const firstOnCurrent: Fault[] = ["lose-race", "lose-response", "drop-request"];
+
 function pickFault(operation: StoreOperation, key: string): Fault | null {
+  if (key === "current" && operation !== "get" && firstOnCurrent.length > 0) {
+    const fault = firstOnCurrent.shift()!;
+    faultKinds[fault] = (faultKinds[fault] ?? 0) + 1;
+    return fault;
+  }
   if (faultRnd() >= FAULT_RATE) return null;
   let kinds: Fault[];
   if (operation === "get") kinds = ["fail-before", "answer-500", "delay"];
