@@ -9,14 +9,24 @@ import { createHash } from "node:crypto";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
-import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { Baseline } from "./checkout-state.ts";
 import { type AcceptedState, lastAccepted, loadAcceptedState, type ManifestRead, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, localBytes, scanLocal, type OpenCheckout } from "./engine.ts";
+import {
+  BaselineMissing,
+  baselineFiles,
+  closeCheckout,
+  type EngineDeps,
+  localBytes,
+  materializeInto,
+  type OpenCheckout,
+  openCheckout,
+  privateStateMissing,
+  scanLocal,
+} from "./engine.ts";
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
@@ -47,22 +57,14 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
       baselineTree = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
-      throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
-        detail: ENGINE_DETAILS.stateMissingLocally(),
-        cause: e,
-      });
+      throw privateStateMissing(e);
     }
     await refuseMarkers(checkout, baselineTree);
     await refuseProtectedChanges(checkout, baselineTree);
     return await publish(checkout, baselineTree, message);
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
-    if (e instanceof MissingObjectError) {
-      throw new DomainError("ENGINE_FAILED", "Part of this checkout's private state is missing or unreadable.", {
-        detail: ENGINE_DETAILS.stateMissingLocally(),
-        cause: e,
-      });
-    }
+    if (e instanceof MissingObjectError) throw privateStateMissing(e);
     throw e;
   } finally {
     closeCheckout(checkout);
