@@ -44,7 +44,8 @@ export function registeredCheckouts(privateRoot: string, memory: ProcessMemory):
     // Every call checks every checkout: parse each state file only when it changed
     // (state files are replaced, never edited).
     const identity = fileIdentity(file);
-    let checkout = identity !== null && knownCheckouts.get(file)?.identity === identity ? knownCheckouts.get(file)!.checkout : null;
+    const known = knownCheckouts.get(file);
+    let checkout = identity !== null && known?.identity === identity ? known.checkout : null;
     if (checkout === null) {
       try {
         const parsed = StateSchema.safeParse(readJson(file));

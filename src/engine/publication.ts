@@ -38,7 +38,7 @@ export async function settlePublication(state: CheckoutState, store: ObjectStore
   const baseline = state.readBaseline();
   if (baseline === null) return null; // cannot happen: a commit needs a baseline; and the next write drops the record
   const landed = await publicationLanded(state, store, pending);
-  let tree = landed === "yes" ? await publishedTree(state, store, pending, overrides) : null;
+  const tree = landed === "yes" ? await publishedTree(state, store, pending, overrides) : null;
   if (tree === null) state.writeBaseline(baseline);
   else state.writeBaseline({ generation: pending.generation, head: pending.head, tree });
   return tree === null && landed === "yes" ? "unknown" : landed;
