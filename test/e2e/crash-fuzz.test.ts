@@ -39,8 +39,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createS3Store } from "../../src/store/s3.ts";
-import { freshPull, jsonOf, readTree, type RunResult, runCli, scratchDir, startServe, type Tree, waitedOnDeadProcess } from "../support/kill-harness.ts";
+import { freshPull, jsonOf, leftovers, readTree, type RunResult, runCli, scratchDir, startServe, type Tree, waitedOnDeadProcess } from "../support/kill-harness.ts";
 import { Choices, mulberry32 } from "../support/seeded.ts";
 
 const env = process.env as Record<string, string>;
@@ -53,23 +52,8 @@ const STORE_CHECKS = LONG ? 1 : 0.4;
 
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 const runId = crypto.randomUUID().slice(0, 8);
-const scratches: string[] = [];
-const prefixes: string[] = [];
-
-afterAll(async () => {
-  for (const s of scratches) rmSync(s, { recursive: true, force: true });
-  if (bucket && prefixes.length > 0) {
-    const cleaner = createS3Store({
-      bucket,
-      prefix: "",
-      ...(env.S3_REGION ?? env.AWS_REGION ? { region: env.S3_REGION ?? env.AWS_REGION } : {}),
-      ...(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL ? { endpoint: env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL } : {}),
-      forcePathStyle: env.S3_FORCE_PATH_STYLE === "1",
-    });
-    for (const p of prefixes) for (const o of await cleaner.list(`${p}/`).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-    await cleaner.close();
-  }
-});
+const { scratches, prefixes, remove } = leftovers(env);
+afterAll(remove);
 
 type Op = "commit" | "pull" | "serve-commit" | "serve-pull";
 const OPS: Op[] = ["commit", "commit", "commit", "pull", "pull", "serve-commit", "serve-pull"];

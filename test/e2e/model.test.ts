@@ -36,8 +36,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
-import { createS3Store } from "../../src/store/s3.ts";
-import { freshPull, jsonOf, readTree, type RunResult, runCli, scratchDir, showTree, type Tree, waitedOnDeadProcess } from "../support/kill-harness.ts";
+import { freshPull, jsonOf, leftovers, readTree, type RunResult, runCli, scratchDir, showTree, type Tree, waitedOnDeadProcess } from "../support/kill-harness.ts";
 import {
   type Alt,
   dedupe,
@@ -72,23 +71,8 @@ const TIME_LIMIT_MS = LONG ? 3_000_000 : undefined;
 
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 const runId = crypto.randomUUID().slice(0, 8);
-const prefixes: string[] = [];
-const scratches: string[] = [];
-
-afterAll(async () => {
-  for (const s of scratches) rmSync(s, { recursive: true, force: true });
-  if (bucket && prefixes.length > 0) {
-    const cleaner = createS3Store({
-      bucket,
-      prefix: "",
-      ...(env.S3_REGION ?? env.AWS_REGION ? { region: env.S3_REGION ?? env.AWS_REGION } : {}),
-      ...(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL ? { endpoint: env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL } : {}),
-      forcePathStyle: env.S3_FORCE_PATH_STYLE === "1",
-    });
-    for (const p of prefixes) for (const o of await cleaner.list(`${p}/`).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-    await cleaner.close();
-  }
-});
+const { scratches, prefixes, remove } = leftovers(env);
+afterAll(remove);
 
 const CHECKOUTS = 3;
 /** Every checkout edits the shared files and its own two; file 5 is "the file this checkout edited last", as people do. */
