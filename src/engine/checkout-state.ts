@@ -131,32 +131,21 @@ export class CheckoutState {
     if (state.directory === this.directory) return;
     for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
     this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
-    this.state = null;
     this.replaced = true;
   }
 
-  /**
-   * state.json as last read or written by this open checkout: only the
-   * holder of the lock writes it, so one parse per operation is enough
-   * (opening, recovery, settling and the operation itself all ask).
-   */
-  private state: CheckoutStateFile | null | undefined = undefined;
-
   private readState(): CheckoutStateFile | null {
-    if (this.state !== undefined) return this.state;
     const raw = readJson(join(this.stateDir, "state.json"));
-    if (raw === undefined) return (this.state = null);
+    if (raw === undefined) return null;
     const parsed = StateSchema.safeParse(raw);
     if (!parsed.success || parsed.data.checkout !== this.dir || parsed.data.store !== this.storeId) {
       throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.", { cause: parsed.error });
     }
-    return (this.state = parsed.data);
+    return parsed.data;
   }
 
   private writeState(state: CheckoutStateFile): void {
-    this.state = undefined; // re-read after a failed write
     writeAtomic(join(this.stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
-    this.state = state;
   }
 
   /** The baseline, or null for a directory that was never pulled. */
