@@ -77,8 +77,9 @@ async function publishedTree(state: CheckoutState, store: ObjectStore, pending: 
       await git.importPack(pending.pack.sha256, object.body).catch(() => {});
     }
   }
+  const published = await publishedCommitTree(store, git, pending.head);
+  if (published === null) return null;
   try {
-    const published = await git.commitTree(pending.head);
     if (pending.merged.length === 0 && overrides.length === 0) return published;
     const files = (await git.readFlatTree(published)).files;
     for (const { path, oid } of [...pending.merged, ...overrides]) {
@@ -89,5 +90,22 @@ async function publishedTree(state: CheckoutState, store: ObjectStore, pending: 
   } catch (e) {
     if (e instanceof MissingObjectError) return null;
     throw e;
+  }
+}
+
+/**
+ * The tree of the landed commit `head`. Its own pack may be gone — folded
+ * into another by a compaction since, and collected — while the accepted
+ * packs still hold it: download those once before giving up.
+ */
+async function publishedCommitTree(store: ObjectStore, git: CheckoutState["git"], head: string): Promise<string | null> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await git.commitTree(head);
+    } catch (e) {
+      if (!(e instanceof MissingObjectError)) throw e;
+      if (attempt > 0) return null;
+      await loadAcceptedState(store, git);
+    }
   }
 }
