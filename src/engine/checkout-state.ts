@@ -28,13 +28,13 @@ import { DomainError } from "../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
 import { checkoutStateDir } from "./checkout-registry.ts";
-import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type Publication, StateSchema } from "./state-files.ts";
+import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type ProgressStep, ProgressStepSchema, type Publication, StateSchema } from "./state-files.ts";
 import { ObjectCache } from "./git/object-cache.ts";
 import type { KeptStatCaches } from "./kept-stat-caches.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 import type { StatCache } from "./stat-cache.ts";
 
-export type { Baseline, Journal, ProcessIdentity, Publication };
+export type { Baseline, Journal, ProcessIdentity, ProgressStep, Publication };
 
 const STAT_CACHE_FILE = "stat-cache.json";
 
@@ -62,7 +62,7 @@ export function directoryIdentity(dir: string): string {
   return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
 }
 
-/** Beside journal.json: the journal's writes done so far (openJournalProgress). */
+/** Beside journal.json: the journal's progress (openJournalProgress). */
 const JOURNAL_DONE = "journal.done";
 
 export class CheckoutState {
@@ -172,6 +172,17 @@ export class CheckoutState {
     return this.readState()?.publishing ?? null;
   }
 
+  /**
+   * Replace the baseline's tree only: recovery's per-file overrides
+   * (materialize.ts). Unlike writeBaseline it keeps a recorded publication,
+   * which is settled next and needs those overrides too.
+   */
+  replaceBaselineTree(tree: string): void {
+    const state = this.readState();
+    if (state === null) return;
+    this.writeState({ ...state, baseline: { ...state.baseline, tree } });
+  }
+
   /** Refresh the lock (checkout-lock.ts): long operations call this as they go. */
   heartbeat(): void {
     this.lock.heartbeat();
@@ -197,39 +208,54 @@ export class CheckoutState {
   }
 
   /**
-   * Which of the journal's writes were done, one path a line, appended as
-   * each file is written or removed (materialize.ts): recovery needs to
-   * know, for a file changed since the crash, whether the change was made
-   * over what the dead call wrote. Not flushed to disk: it only has to
-   * outlive a killed process, as the visible files it describes do.
+   * The journal's progress: each step of rewriting a visible file, recorded
+   * before the file changes and again once it did (materialize.ts,
+   * ProgressStep), so that recovery knows, for a file changed since the
+   * crash, whether the change was made over what the dead call wrote.
+   * `append`: recovery adds its own steps to the dead call's. Not flushed
+   * to disk: it only has to outlive a killed process, as the visible files
+   * it describes do.
    */
-  openJournalProgress(): { done(path: string): void; close(): void } {
-    const fd = openSync(join(this.stateDir, JOURNAL_DONE), "w", 0o600);
+  openJournalProgress(append: boolean): { log(step: ProgressStep): void; close(): void } {
+    const fd = openSync(join(this.stateDir, JOURNAL_DONE), append ? "a" : "w", 0o600);
     return {
-      done: (path) => {
-        writeSync(fd, `${JSON.stringify(path)}\n`);
+      log: (step) => {
+        writeSync(fd, `${JSON.stringify(step)}\n`);
       },
       close: () => closeSync(fd),
     };
   }
 
-  /** The paths the interrupted call had written or removed (openJournalProgress). */
-  readJournalProgress(): Set<string> {
+  /** The recorded steps of each path, in order; a second record marks its step done (openJournalProgress). */
+  readJournalProgress(): Map<string, ProgressStep[]> {
     let text: string;
     try {
       text = readFileSync(join(this.stateDir, JOURNAL_DONE), "utf8");
     } catch {
-      return new Set();
+      return new Map();
     }
-    const done = new Set<string>();
+    const steps = new Map<string, ProgressStep[]>();
     for (const line of text.split("\n")) {
+      let step: ProgressStep;
       try {
-        if (line !== "") done.add(JSON.parse(line) as string);
+        if (line === "") continue;
+        step = ProgressStepSchema.parse(JSON.parse(line));
       } catch {
-        /* a line cut by the crash: that write counts as not done */
+        continue; // a line cut by the crash: that record counts as not written
       }
+      const list = steps.get(step.path) ?? [];
+      const last = list[list.length - 1];
+      const open = last !== undefined && last.side === step.side && last.done !== true;
+      if (step.done === true) {
+        if (open) last.done = true;
+      } else if (open) {
+        list[list.length - 1] = step; // the write in place found the path taken, and writes by rename instead
+      } else {
+        list.push(step);
+      }
+      steps.set(step.path, list);
     }
-    return done;
+    return steps;
   }
 
   private get statCacheFile(): string {

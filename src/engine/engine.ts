@@ -185,9 +185,12 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     return afterWrite();
   };
   try {
-    const overrides = await recoverInterrupted(state);
-    // A commit that died after its publication, before its baseline moved (publication.ts).
-    await settlePublication(state, full.store, overrides ?? []);
+    const recovered = await recoverInterrupted(state, full.afterWrite);
+    // A commit that died after its publication, before its baseline moved
+    // (publication.ts); its journal stays until then, so a kill in between
+    // finds the same repair to make.
+    await settlePublication(state, full.store, recovered?.overrides ?? []);
+    recovered?.finish();
     const baseline = state.readBaseline();
     return {
       deps: full,

@@ -33,9 +33,9 @@ import {
 import { dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import { randomHex } from "../contract/random-hex.ts";
-import type { Baseline, CheckoutState } from "./checkout-state.ts";
+import type { Baseline, CheckoutState, ProgressStep } from "./checkout-state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
-import { blobId } from "./git/objects.ts";
+import { blobId, MissingObjectError } from "./git/objects.ts";
 import { PARTIAL_FILE } from "./scan.ts";
 
 export interface FileWrite {
@@ -81,7 +81,7 @@ function writeNew(file: string, bytes: Uint8Array): boolean {
  * so it may be written in place (see the top of this file). Recovery's writes
  * never are: no journal records what they put back.
  */
-function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<string>, fresh: boolean): void {
+function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<string>, fresh: boolean, log: (tmp?: string) => void): void {
   const file = join(root, path);
   const dir = dirname(file);
   // One mkdir per directory, not per file: a cold pull writes thousands.
@@ -92,11 +92,15 @@ function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<s
   }
   // In place when nothing is there; something that appeared since the scan
   // is replaced like any other file.
-  if (fresh && writeNew(file, bytes)) return;
+  if (fresh) {
+    log();
+    if (writeNew(file, bytes)) return;
+  }
   // Write beside the destination and rename: a reader never sees half a file.
-  const tmp = join(dir, partialName());
-  writeFileSync(tmp, bytes);
-  renameSync(tmp, file);
+  const tmp = partialName();
+  writeFileSync(join(dir, tmp), bytes);
+  log(tmp);
+  renameSync(join(dir, tmp), file);
 }
 
 function removeVisible(root: string, path: string): void {
@@ -117,16 +121,17 @@ async function apply(
   root: string,
   git: ObjectCache,
   writes: FileWrite[],
-  forward: boolean,
+  side: "after" | "before",
+  log: (step: ProgressStep) => void,
   afterWrite: () => Promise<void> | void = () => {},
   written: (oid: string, bytes: Uint8Array) => void = () => {},
-  done: (path: string) => void = () => {},
 ): Promise<void> {
-  const pick = (w: FileWrite) => (forward ? w.after : w.before);
+  const pick = (w: FileWrite) => (side === "after" ? w.after : w.before);
   for (const w of writes) {
     if (pick(w) === null) {
+      log({ path: w.path, side });
       removeVisible(root, w.path);
-      done(w.path);
+      log({ path: w.path, side, done: true });
       await afterWrite();
     }
   }
@@ -135,8 +140,8 @@ async function apply(
     const oid = pick(w);
     if (oid !== null) {
       const bytes = await git.readBlob(oid);
-      writeVisible(root, w.path, bytes, made, forward && w.before === null);
-      done(w.path);
+      writeVisible(root, w.path, bytes, made, side === "after" && w.before === null, (tmp) => log(tmp === undefined ? { path: w.path, side } : { path: w.path, side, tmp }));
+      log({ path: w.path, side, done: true });
       written(oid, bytes);
       await afterWrite();
     }
@@ -183,9 +188,9 @@ export async function materialize(
       state.writeJournal({ version: 1, target, writes });
       stage = "materialize";
       await hooks.onStage("materialize");
-      const progress = state.openJournalProgress();
+      const progress = state.openJournalProgress(false);
       try {
-        await apply(state.dir, state.git, writes, true, hooks.afterWrite, hooks.written, progress.done);
+        await apply(state.dir, state.git, writes, "after", progress.log, hooks.afterWrite, hooks.written);
       } finally {
         progress.close();
       }
@@ -203,7 +208,9 @@ export async function materialize(
     let resynchronized = false;
     try {
       // The journal was written above: finding none means the private state itself is gone.
-      resynchronized = (await recoverInterrupted(state)) !== null;
+      const recovered = await recoverInterrupted(state);
+      recovered?.finish();
+      resynchronized = recovered !== null;
     } catch {
       /* the journal stays; the next call tries the same recovery again */
     }
@@ -233,19 +240,50 @@ function current(root: string, path: string): Uint8Array | null | undefined {
   return readFileSync(file);
 }
 
+function exists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Whether the interrupted operation's write of `w` is on disk and must be
- * undone: the file holds its new content, or — for a file that did not
- * exist before and was written in place — a proper prefix of it, which is
- * what a crash in the middle of that write leaves (an empty file included).
- * Anything else there was changed since and is kept.
+ * Whether a recorded step happened: its second record says so, or the disk
+ * does, for a kill between the change and that record. A rename happened
+ * when its temporary file is gone (only the rename takes it away while the
+ * journal exists: leftovers are removed after the journal is). A removal
+ * happened when nothing is at the path; a write in place, when something is.
  */
-async function mustUndo(state: CheckoutState, w: FileWrite): Promise<boolean> {
-  if (w.after === w.before) return false;
+function stepTaken(root: string, step: ProgressStep, w: FileWrite): boolean {
+  if (step.done === true) return true;
+  if (step.tmp !== undefined) return !exists(join(dirname(join(root, step.path)), step.tmp));
+  const oid = step.side === "after" ? w.after : w.before;
+  return exists(join(root, step.path)) === (oid !== null);
+}
+
+/**
+ * Which side of `w` the visible file was last set to by a call that died:
+ * the last recorded step that happened. "before" when none did — then the
+ * file holds what it held before that call, or an edit of it.
+ */
+function lastSide(root: string, w: FileWrite, steps: ProgressStep[]): "after" | "before" {
+  for (let i = steps.length - 1; i >= 0; i--) if (stepTaken(root, steps[i]!, w)) return steps[i]!.side;
+  return "before";
+}
+
+/**
+ * Whether the file at `w.path`, last set to the dead call's new content,
+ * still holds it (so it must be put back): that content, or — for a file
+ * that did not exist before and was written in place — a proper prefix of
+ * it, which is what a crash in the middle of that write leaves (an empty
+ * file included). Anything else there is an edit of it, and is kept.
+ */
+async function holdsWhatWasWritten(state: CheckoutState, w: FileWrite): Promise<boolean> {
   const now = current(state.dir, w.path);
   if (now === undefined) return false;
-  if (now === null) return w.after === null;
-  if (w.after === null) return false;
+  if (now === null || w.after === null) return now === null && w.after === null;
   if (blobId(now) === w.after) return true;
   if (w.before !== null) return false;
   const after = await state.git.readBlob(w.after);
@@ -262,25 +300,48 @@ function removePartials(root: string, dir: string): void {
   for (const e of entries) if (e.isFile() && PARTIAL_FILE.test(e.name)) rmSync(join(root, dir, e.name), { force: true });
 }
 
-/** A path whose baseline is, for now, what an interrupted call wrote there (null: it removed the file). */
+async function targetFiles(state: CheckoutState, tree: string | null): Promise<FlatTree | null> {
+  if (tree === null) return new Map();
+  try {
+    return (await state.git.readFlatTree(tree)).files;
+  } catch (e) {
+    if (e instanceof MissingObjectError) return null;
+    throw e;
+  }
+}
+
+/** A path whose baseline is, for now, the content the interrupted call was bringing it to (null: none). */
 export interface BaselineOverride {
   path: string;
   oid: string | null;
 }
 
+/** What recovering a journal did; `finish` removes the journal, once the caller is done with what it needed. */
+export interface Recovered {
+  overrides: BaselineOverride[];
+  finish(): void;
+}
+
 /**
- * Run before every operation, under the checkout lock: finish the bookkeeping
- * of an interrupted materialisation. Returns null when there was nothing to
- * repair, else the baseline overrides it applied.
+ * Run before every operation, under the checkout lock: undo what an
+ * interrupted materialisation wrote. Returns null when there was nothing to
+ * repair, else the baseline overrides it applied and `finish`, which the
+ * caller runs once it has settled a publication the same dead call left
+ * (publication.ts): until then the journal must stay, for a kill in between
+ * to find the same repair to make.
  *
  * A file the dead call had written and that was changed since is kept, not
  * put back: it holds an edit. But the edit was made over what the dead call
- * wrote — someone else's change — so for that file the baseline becomes that
- * content; else the next merge takes the other writer's change for a local
+ * wrote — someone else's change merged in — so for that file the baseline
+ * becomes the content of the call's target (the accepted or published
+ * state); else the next merge takes the other writer's change for a local
  * edit, and a later deletion of it by that writer would be undone by ours.
- * (Which writes were done is in the journal's progress record.)
+ * Which content a file was last set to is read from the journal's progress
+ * and the disk (lastSide); a file recovery already put back is like one the
+ * dead call never wrote. Recovery is itself journaled the same way, so a
+ * kill in the middle of it leaves a state the next recovery reads right.
  */
-export async function recoverInterrupted(state: CheckoutState): Promise<BaselineOverride[] | null> {
+export async function recoverInterrupted(state: CheckoutState, afterWrite?: () => Promise<void> | void): Promise<Recovered | null> {
   const journal = state.readJournal();
   if (journal === null) return null;
   const baseline = state.readBaseline();
@@ -288,24 +349,46 @@ export async function recoverInterrupted(state: CheckoutState): Promise<Baseline
     baseline !== null && baseline.head === journal.target.head && baseline.generation === journal.target.generation;
   const overrides: BaselineOverride[] = [];
   if (!completed) {
-    const done = state.readJournalProgress();
+    const progress = state.readJournalProgress();
     const rollback: FileWrite[] = [];
+    const edited: FileWrite[] = [];
     for (const w of journal.writes) {
-      if (await mustUndo(state, w)) rollback.push(w);
-      else if (done.has(w.path) && w.after !== w.before) overrides.push({ path: w.path, oid: w.after });
+      if (w.after === w.before) continue;
+      if (lastSide(state.dir, w, progress.get(w.path) ?? []) === "before") continue;
+      if (await holdsWhatWasWritten(state, w)) rollback.push(w);
+      else edited.push(w);
     }
-    await apply(state.dir, state.git, rollback, false);
+    if (edited.length > 0) {
+      // The baseline such a file gets is the target's content, not what was
+      // written: a pull writes the merge, which holds the checkout's
+      // unpublished edits too, and those must stay local edits.
+      const target = await targetFiles(state, journal.target.tree);
+      // Unreadable (the cache lost it): the baseline's own content stays, the side that loses nothing.
+      if (target !== null) for (const w of edited) overrides.push({ path: w.path, oid: target.get(w.path) ?? null });
+    }
+    const log = state.openJournalProgress(true);
+    try {
+      await apply(state.dir, state.git, rollback, "before", log.log, afterWrite);
+    } finally {
+      log.close();
+    }
     if (baseline !== null && overrides.length > 0) {
       const files = baseline.tree === null ? new Map<string, string>() : (await state.git.readFlatTree(baseline.tree)).files;
       for (const { path, oid } of overrides) {
         if (oid === null) files.delete(path);
         else files.set(path, oid);
       }
-      state.writeBaseline({ ...baseline, tree: await state.git.storeFlatTree(files) });
+      // Keeps a recorded publication: it is settled next, with these overrides.
+      state.replaceBaselineTree(await state.git.storeFlatTree(files));
     }
   }
   const dirs = new Set(journal.writes.map((w) => dirname(w.path)));
-  for (const dir of dirs) if (existsSync(join(state.dir, dir))) removePartials(state.dir, dir);
-  state.clearJournal();
-  return overrides;
+  return {
+    overrides,
+    finish() {
+      state.clearJournal();
+      // Only now: while the journal exists, a missing temporary file means its rename happened (stepTaken).
+      for (const dir of dirs) if (existsSync(join(state.dir, dir))) removePartials(state.dir, dir);
+    },
+  };
 }

@@ -59,7 +59,23 @@ export const JournalSchema = z
   })
   .strict();
 
+/**
+ * One record of the journal's progress (CheckoutState.openJournalProgress):
+ * a step of rewriting `path` to the journal's `side` of it, through the
+ * temporary file `tmp` when there is one; `done` in the record written once
+ * the step happened.
+ */
+export const ProgressStepSchema = z
+  .object({
+    path: z.string(),
+    side: z.enum(["after", "before"]),
+    tmp: z.string().optional(),
+    done: z.boolean().optional(),
+  })
+  .strict();
+
 export type Baseline = z.infer<typeof BaselineSchema>;
+export type ProgressStep = z.infer<typeof ProgressStepSchema>;
 export type CheckoutStateFile = z.infer<typeof StateSchema>;
 export type Journal = z.infer<typeof JournalSchema>;
 export type Publication = z.infer<typeof PublicationSchema>;

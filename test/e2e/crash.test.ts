@@ -322,3 +322,198 @@ describe("SIGKILL after a pull wrote a file that is edited since", () => {
     expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\nr 3\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
   });
 });
+
+/**
+ * A commit killed once its publication landed, while writing a file it had
+ * merged another writer's change into, with that file edited since: the
+ * recovery of its journal keeps the edit (and takes what the dead call wrote
+ * as that file's baseline), and the publication must still be settled.
+ * Recovering the journal used to drop the record of the publication, so the
+ * baseline stayed before the commit: a committed line deleted since came
+ * back from the store.
+ */
+test("SIGKILL while a landed commit writes a merged-in file that is edited since: the publication is still settled", async () => {
+  const { dir, run, crash } = crashWorld("landed-merged-edited");
+  const a = dir("a");
+  const b = dir("b");
+  await run((d) => pull(d, a));
+  write(a, "x.md", "1\n2\n3\n");
+  write(a, "y.md", "y\n");
+  await run((d) => commit(d, a, "seed"));
+  await run((d) => pull(d, b));
+  write(b, "y.md", "y by b\n");
+  await run((d) => commit(d, b, "b"));
+  write(a, "x.md", "1\n2\n3\nk\n");
+  await crash("commit", a, "write:1");
+  expect(await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation)).toBe(3);
+  expect(read(a, "y.md")).toBe("y by b\n");
+  // Edited over what the dead commit wrote, and a committed line taken back.
+  write(a, "y.md", "y by b\nmore by a\n");
+  write(a, "x.md", "1\n2\n3\n");
+  const committed = await run((d) => commit(d, a, "after the crash"));
+  expect(committed.files).toEqual([
+    { path: "x.md", insertions: 0, deletions: 1 },
+    { path: "y.md", insertions: 1, deletions: 0 },
+  ]);
+  const c = dir("c");
+  await run((d) => pull(d, c));
+  expect(read(c, "x.md")).toBe("1\n2\n3\n");
+  expect(read(c, "y.md")).toBe("y by b\nmore by a\n");
+});
+
+/**
+ * Recovery itself can be killed: after it put a file back, before it
+ * cleared the journal. The file then holds its content from before the dead
+ * call again, and an edit made to it since is an edit of that content — not
+ * of what the dead call had written, though its progress record says that
+ * was written. Taking it for an edit of that used to make the next commit
+ * publish the other writer's change backwards: their line was lost.
+ */
+test("a recovery killed after putting a file back, then the file edited: the other writer's change is not undone", async () => {
+  const { dir, run, crash } = crashWorld("recovery-killed");
+  const r = dir("r");
+  const v = dir("v");
+  const seed = "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n";
+  await run((d) => pull(d, r));
+  write(r, "shared.md", seed);
+  await run((d) => commit(d, r, "seed"));
+  await run((d) => pull(d, v));
+  write(r, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
+  await run((d) => commit(d, r, "r 2"));
+  await crash("pull", v, "write:1");
+  // The next call's recovery puts the file back, and is killed right after (its first write).
+  await crash("pull", v, "write:1");
+  expect(read(v, "shared.md")).toBe(seed);
+  // Then v edits the content it sees.
+  write(v, "shared.md", `${seed}v 2\n`);
+  const committed = await run((d) => commit(d, v, "v 2"));
+  expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
+  const c = dir("c");
+  await run((d) => pull(d, c));
+  expect(read(c, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+});
+
+/**
+ * The instant between a file's change and the record that it happened: a
+ * kill there leaves the journal's progress with only the record written
+ * before the change. Recovery reads from the disk whether the step happened
+ * (its temporary file renamed away), so an edit made since over what the
+ * dead pull wrote is still known as one.
+ */
+describe("SIGKILL between a file's change and its progress record", () => {
+  async function killedBeforeTheRecord(name: string) {
+    const { dir, run, crash } = crashWorld(name);
+    const r = dir("r");
+    const v = dir("v");
+    await run((d) => pull(d, r));
+    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    await run((d) => commit(d, r, "seed"));
+    await run((d) => pull(d, v));
+    write(r, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    write(r, "new.md", "new from r\n");
+    await run((d) => commit(d, r, "r 2"));
+    await crash("pull", v, "write:2");
+    // Drop the records written after each change: what a kill just before them leaves.
+    const { readdirSync, readFileSync, writeFileSync } = await import("node:fs");
+    const checkouts = join(root, name, "private", "checkouts");
+    const progress = readdirSync(checkouts)
+      .map((id) => join(checkouts, id, "journal.done"))
+      .filter((f) => { try { return readFileSync(f, "utf8") !== ""; } catch { return false; } });
+    expect(progress.length).toBe(1);
+    const lines = readFileSync(progress[0]!, "utf8").split("\n").filter((l) => l !== "");
+    expect(lines.length).toBe(4);
+    writeFileSync(progress[0]!, `${lines.filter((l) => !l.includes('"done":true')).join("\n")}\n`);
+    return { r, v, run, dir };
+  }
+
+  test("an edit since of a replaced file: the other writer's later deletion of their line is not undone", async () => {
+    const { r, v, run, dir } = await killedBeforeTheRecord("before-record-edit");
+    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    write(v, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    await run((d) => commit(d, r, "r takes r 2 back"));
+    const committed = await run((d) => commit(d, v, "v 2"));
+    expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
+    const c = dir("c");
+    await run((d) => pull(d, c));
+    expect(read(c, "shared.md")).toBe("# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+    expect(read(c, "new.md")).toBe("new from r\n");
+  });
+
+  test("a new file written in place, edited since: an edit of the other writer's file", async () => {
+    const { v, run, dir } = await killedBeforeTheRecord("before-record-new");
+    expect(read(v, "new.md")).toBe("new from r\n");
+    write(v, "new.md", "new from r\nand v\n");
+    const committed = await run((d) => commit(d, v, "v edits new.md"));
+    expect(committed.files).toEqual([{ path: "new.md", insertions: 1, deletions: 0 }]);
+    const c = dir("c");
+    await run((d) => pull(d, c));
+    expect(read(c, "new.md")).toBe("new from r\nand v\n");
+  });
+});
+
+test("a new file the dead pull wrote, deleted since: the deletion is published", async () => {
+  const { dir, run, crash } = crashWorld("new-then-deleted");
+  const r = dir("r");
+  const v = dir("v");
+  await run((d) => pull(d, r));
+  write(r, "a.md", "a\n");
+  await run((d) => commit(d, r, "seed"));
+  await run((d) => pull(d, v));
+  write(r, "new.md", "new from r\n");
+  await run((d) => commit(d, r, "new"));
+  await crash("pull", v, "write:1");
+  expect(read(v, "new.md")).toBe("new from r\n");
+  rmSync(join(v, "new.md"));
+  const committed = await run((d) => commit(d, v, "v deletes new.md"));
+  expect(committed.files).toEqual([{ path: "new.md", insertions: 0, deletions: 1 }]);
+  const c = dir("c");
+  await run((d) => pull(d, c));
+  expect(read(c, "new.md")).toBeNull();
+});
+
+/**
+ * What a killed pull wrote into a file is the merge: the accepted content
+ * with the checkout's unpublished edits in it. A file edited since must get
+ * the accepted content as its baseline, not what was written — else the
+ * unpublished edits already in it count as accepted, and the next merge
+ * takes their absence from the store for a remote deletion.
+ */
+describe("SIGKILL after a pull wrote a file holding unpublished edits, then the file edited", () => {
+  async function killedWithUnpublished(name: string) {
+    const { dir, run, crash } = crashWorld(name);
+    const r = dir("r");
+    const v = dir("v");
+    await run((d) => pull(d, r));
+    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    await run((d) => commit(d, r, "seed"));
+    await run((d) => pull(d, v));
+    write(r, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    await run((d) => commit(d, r, "r 2"));
+    write(v, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\n");
+    await crash("pull", v, "write:1");
+    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\n");
+    return { v, run, dir };
+  }
+
+  test("an unpublished line kept, another added: both are published", async () => {
+    const { v, run, dir } = await killedWithUnpublished("unpublished-kept");
+    write(v, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\nv 3\n");
+    await run((d) => pull(d, v));
+    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\nv 3\n");
+    const committed = await run((d) => commit(d, v, "v 2 and 3"));
+    expect(committed.files).toEqual([{ path: "shared.md", insertions: 2, deletions: 0 }]);
+    const c = dir("c");
+    await run((d) => pull(d, c));
+    expect(read(c, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\nv 3\n");
+  });
+
+  test("the unpublished line taken back and another added: no conflict", async () => {
+    const { v, run } = await killedWithUnpublished("unpublished-replaced");
+    write(v, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 3\n");
+    await run((d) => pull(d, v));
+    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 3\n");
+    const committed = await run((d) => commit(d, v, "v 3"));
+    expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
+  });
+});
