@@ -4,12 +4,28 @@
  */
 import { readFileSync } from "node:fs";
 
+/**
+ * Whether `pid` names a running process. A zombie — dead, but not yet
+ * reaped by a parent that is hung or careless (an agent host killed
+ * mid-call, a container whose first process reaps nothing) — still answers
+ * signal 0, yet will never release a lock: Linux's /proc says which it is.
+ */
 export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  return processState(pid) !== "Z";
+}
+
+/** The state letter of /proc/PID/stat (field 3): "Z" for a zombie; null where there is no /proc. */
+function processState(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat.charAt(stat.lastIndexOf(")") + 2) || null;
+  } catch {
+    return null;
   }
 }
 

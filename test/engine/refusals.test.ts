@@ -3,7 +3,7 @@
  * remote changed.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname } from "node:path";
 import { DomainError } from "../../src/contract/errors.ts";
@@ -327,6 +327,23 @@ describe("lost races", () => {
     expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), a)))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
     writeFileSync(lock, `${process.pid} ${hostname()} 1`);
     expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
+  });
+
+  test("a lock whose holder is a zombie (dead, never reaped by its parent) is taken over", async () => {
+    const { a, lock } = await lockedCheckout();
+    // `sleep 0` exits at once; its parent becomes `sleep 10`, which never reaps it.
+    const parent = Bun.spawn(["sh", "-c", "sleep 0 & echo $!; exec sleep 10"], { stdout: "pipe" });
+    try {
+      // The first line is the child's pid; the pipe stays open while `sleep 10` runs.
+      const { value } = await parent.stdout.getReader().read();
+      const zombie = Number(new TextDecoder().decode(value).trim());
+      expect(zombie).toBeGreaterThan(0);
+      while (!readFileSync(`/proc/${zombie}/stat`, "latin1").includes(") Z ")) await Bun.sleep(5);
+      writeFileSync(lock, `${zombie} ${hostname()} ${processStartTime(zombie)}`);
+      expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
+    } finally {
+      parent.kill();
+    }
   });
 
   test("a lock from another host (or container) is held while its holder refreshes it, and taken over once it stops", async () => {
