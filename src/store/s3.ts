@@ -298,6 +298,32 @@ const NOT_SENT = new Set([
   "FailedToOpenSocket",
 ]);
 
+/**
+ * TLS failures of the handshake, which comes before any byte of the
+ * request: the certificate is not trusted or does not name the endpoint, or
+ * the endpoint does not speak TLS at all (https to a plain-http port). Named
+ * one by one: an SSL error once the session is up may come after the
+ * request went out.
+ */
+const TLS_HANDSHAKE = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_REVOKED",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "HOSTNAME_MISMATCH",
+  "ERR_SSL_WRONG_VERSION_NUMBER",
+  "ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE",
+  "ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION",
+  "ERR_SSL_UNSUPPORTED_PROTOCOL",
+]);
+
 /** The system calls of the connect phase: a failure there means no byte of the request was sent. */
 const CONNECT_PHASE = new Set(["connect", "getaddrinfo"]);
 
@@ -314,6 +340,7 @@ const CONNECT_TIMEOUT = /did not establish a connection with the server/;
 function notSent(error: unknown): boolean {
   const { code, sys, syscall } = describeError(error);
   if ((sys !== undefined && NOT_SENT.has(sys)) || (code !== undefined && NOT_SENT.has(code))) return true;
+  if (sys !== undefined && TLS_HANDSHAKE.has(sys)) return true;
   if (syscall !== undefined && CONNECT_PHASE.has(syscall)) return true;
   return code === "TimeoutError" && error instanceof Error && CONNECT_TIMEOUT.test(error.message);
 }

@@ -9,7 +9,10 @@
  * them yourself (docs/s3.md). Without them this file FAILS — it never skips.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store, normaliseS3Prefix } from "../../src/store/s3.ts";
 import { describeStoreConformance } from "./conformance.ts";
@@ -562,6 +565,33 @@ describe("s3 store when the endpoint does not answer", () => {
     expect(error.message).toBe("s3 putIfMatch: TimeoutError; the write may have landed");
     expect(received).toBeGreaterThan(0);
     await store.close();
+  });
+
+  /**
+   * TLS fails in the handshake, before any byte of the request: a definite
+   * failure (an operator's everyday mistake — a self-signed MinIO, https to
+   * a plain-http port), not an unknown outcome to prove.
+   */
+  test("an endpoint whose TLS certificate is not trusted, or that does not speak TLS: a definite failure", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "slivingdoc-tls-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+      "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stderr: "pipe" });
+    expect(made.exitCode).toBe(0);
+    let received = 0;
+    const tls = Bun.serve({ port: 0, hostname: "127.0.0.1", tls: { cert: Bun.file(join(dir, "cert.pem")), key: Bun.file(join(dir, "key.pem")) },
+      fetch: () => { received++; return new Response("", { status: 200 }); } });
+    const plain = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => { received++; return new Response("", { status: 200 }); } });
+    cleanups.push(() => { tls.stop(true); plain.stop(true); });
+    for (const [port, code] of [[tls.port, "DEPTH_ZERO_SELF_SIGNED_CERT"], [plain.port, "ERR_SSL_WRONG_VERSION_NUMBER"]] as const) {
+      const store = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: `https://127.0.0.1:${port}`, forcePathStyle: true,
+        connectionTimeoutMs: 1_000, socketTimeoutMs: 1_500 });
+      const error = await failure(store.putIfMatch("current", text_("m"), "e"));
+      expect(error).toBeInstanceOf(StoreError);
+      expect([error.outcome, error.message]).toEqual(["failed", `s3 putIfMatch: ${code}`]);
+      await store.close();
+    }
+    expect(received).toBe(0);
   });
 
   test("a closed port: refused at connect, a definite failure", async () => {
