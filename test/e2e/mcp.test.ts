@@ -402,3 +402,32 @@ function jsonLines(stdout: ReadableStream<Uint8Array>) {
   }
   return { messages, answer, ended };
 }
+
+/**
+ * JSON text is UTF-8. A line that is not — a commit message with a stray
+ * Latin-1 byte, say — is refused with JSON-RPC's parse error under its
+ * request's id, and nothing is done: decoded with U+FFFD in place of the
+ * byte, the message would have been stored changed.
+ */
+test("a tool call that is not valid UTF-8 is refused with a parse error, and nothing is published", async () => {
+  const { spawnServe } = await import("../support/raw-mcp.ts");
+  const env = envFor("not-utf8");
+  mkdirSync(env.TMPDIR!, { recursive: true });
+  const notebook = join(root, "not-utf8", "ws", "notebook");
+  const server = spawnServe(env, ["--workspace-root", join(root, "not-utf8", "ws")]);
+  await server.initialize();
+  server.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "notes_pull", arguments: { path: notebook } } });
+  expect((await server.answer(2)).result?.structuredContent).toMatchObject({ generation: 0 });
+  writeFileSync(join(notebook, "a.md"), "a\n");
+  const call = JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "notes_commit", arguments: { path: notebook, message: "caf@" } } });
+  const bytes = new TextEncoder().encode(call);
+  bytes[bytes.indexOf("@".charCodeAt(0))] = 0xe9; // "café" in Latin-1: not UTF-8
+  server.sendBytes(bytes);
+  const refused = await server.answer(3);
+  expect(refused.error).toEqual({ code: -32700, message: "Parse error: the message is not valid UTF-8 text; nothing was done. Send the text as UTF-8." });
+  // The session goes on, and the file is still unpublished.
+  server.send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "notes_commit", arguments: { path: notebook, message: "café" } } });
+  const committed = await server.answer(4);
+  expect(committed.result?.structuredContent).toMatchObject({ generation: 1, files: [{ path: "a.md", insertions: 1, deletions: 0 }] });
+  expect((await server.finish()).code).toBe(0);
+});

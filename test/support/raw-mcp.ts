@@ -7,6 +7,8 @@ import { BINARY, requireBinary } from "./mcp.ts";
 
 export interface RawServer {
   send(message: unknown): void;
+  /** One line of raw bytes (a newline is added): for input that is not valid JSON text. */
+  sendBytes(line: Uint8Array): void;
   /** The response with this id, waiting up to `ms`. */
   answer(id: number, ms?: number): Promise<{ result?: { isError?: boolean; content: Array<{ text: string }>; structuredContent: Record<string, unknown> }; error?: unknown }>;
   /** Initialise the session as a host would. */
@@ -37,6 +39,11 @@ export function spawnServe(env: Record<string, string>, args: string[] = []): Ra
   const server: RawServer = {
     send: (message) => {
       p.stdin.write(`${JSON.stringify(message)}\n`);
+      void p.stdin.flush();
+    },
+    sendBytes: (line) => {
+      p.stdin.write(line);
+      p.stdin.write("\n");
       void p.stdin.flush();
     },
     async answer(id, ms = 30_000) {

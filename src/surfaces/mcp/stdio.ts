@@ -6,6 +6,11 @@
  * reads Bun's stdin stream and writes a file sink instead of Node's streams
  * (src/surfaces/stdio.ts), and it can read the first line before the SDK is
  * loaded, so that a plain `initialize` is answered early (handshake.ts).
+ *
+ * And one difference in what it accepts: a line that is not valid UTF-8 is
+ * refused with a JSON-RPC parse error, where the SDK would decode it with
+ * U+FFFD in place of the bad bytes — and a commit message would then be
+ * stored changed instead of kept byte for byte or refused.
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
@@ -14,6 +19,16 @@ import type { TextSink } from "../stdio.ts";
 /** The SDK's STDIO_DEFAULT_MAX_BUFFER_SIZE. */
 const MAX_BUFFER_BYTES = 10 * 1024 * 1024;
 const NEWLINE = 0x0a;
+
+/** JSON-RPC's "Parse error": what a message that is not UTF-8 text is. */
+const PARSE_ERROR = -32700;
+
+/** A line whose bytes are not valid UTF-8; `text` is its lossy decoding, read only for the request's id. */
+interface InvalidLine {
+  invalid: string;
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 export class StdioTransport implements Transport {
   onclose?: () => void;
@@ -26,7 +41,7 @@ export class StdioTransport implements Transport {
   private readonly reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> };
   private buffer: Buffer | undefined;
   /** Complete lines not yet delivered (all of them until the server starts listening). */
-  private readonly lines: string[] = [];
+  private readonly lines: Array<string | InvalidLine> = [];
   private deserialize: ((line: string) => JSONRPCMessage) | null = null;
   private started = false;
   /** Errors met before the server listened, reported once it does. */
@@ -54,7 +69,9 @@ export class StdioTransport implements Transport {
         this.wakeFirstLine = resolve;
       });
     }
-    return this.lines[0] ?? null;
+    const first = this.lines[0];
+    // Not text: never answered early, and refused once delivered.
+    return first === undefined ? null : typeof first === "string" ? first : "";
   }
 
   /**
@@ -139,7 +156,7 @@ export class StdioTransport implements Transport {
     const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     this.buffer = this.buffer ? Buffer.concat([this.buffer, bytes]) : Buffer.from(bytes);
     for (let index = this.buffer.indexOf(NEWLINE); index !== -1; index = this.buffer.indexOf(NEWLINE)) {
-      this.lines.push(this.buffer.toString("utf8", 0, index).replace(/\r$/, ""));
+      this.lines.push(decodeLine(this.buffer.subarray(0, index)));
       this.buffer = this.buffer.subarray(index + 1);
     }
     if (this.lines.length > 0) this.wakeFirstLine?.();
@@ -151,6 +168,10 @@ export class StdioTransport implements Transport {
     if (!this.started || deserialize === null || this.held) return;
     while (this.lines.length > 0 && !this.closed) {
       const line = this.lines.shift()!;
+      if (typeof line !== "string") {
+        this.refuseInvalid(line);
+        continue;
+      }
       let message: JSONRPCMessage;
       try {
         message = deserialize(line);
@@ -162,6 +183,21 @@ export class StdioTransport implements Transport {
     }
   }
 
+  /** Answer a line that is not UTF-8 with a parse error, under its request's id when one can be read. */
+  private refuseInvalid(line: InvalidLine): void {
+    let id: string | number | null = null;
+    try {
+      const parsed = JSON.parse(line.invalid) as { id?: unknown };
+      if (typeof parsed.id === "string" || typeof parsed.id === "number") id = parsed.id;
+    } catch {
+      /* no id to answer under */
+    }
+    const error = { code: PARSE_ERROR, message: "Parse error: the message is not valid UTF-8 text; nothing was done. Send the text as UTF-8." };
+    this.output.write(`${JSON.stringify({ jsonrpc: "2.0", id, error })}\n`);
+    void this.output.flush();
+    this.onerror?.(new Error("refused a message that is not valid UTF-8"));
+  }
+
   private fail(error: Error): void {
     if (!this.started) {
       this.earlyErrors.push(error);
@@ -169,5 +205,14 @@ export class StdioTransport implements Transport {
     } else {
       this.onerror?.(error);
     }
+  }
+}
+
+/** One line's text, without a trailing "\r"; invalid UTF-8 is kept apart (InvalidLine), never patched. */
+function decodeLine(bytes: Buffer): string | InvalidLine {
+  try {
+    return strictUtf8.decode(bytes).replace(/\r$/, "");
+  } catch {
+    return { invalid: bytes.toString("utf8").replace(/\r$/, "") };
   }
 }
