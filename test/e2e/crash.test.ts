@@ -275,6 +275,33 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
   });
 });
 
+/** shared.md as R seeds it: R's lines, a gap, V's lines, with `r` and `v` added to each side. */
+const shared = (r: string[] = [], v: string[] = []) => ["# R", "r 1", ...r, "~ one", "~ two", "~ three", "# V", "v 1", ...v].map((l) => `${l}\n`).join("");
+
+/**
+ * R seeds shared.md and V pulls it; then R publishes `change` (path →
+ * content), which V's next pull has to write. `published(path)` is the
+ * store's copy, through a fresh checkout.
+ */
+async function rAheadOfV(name: string, change: Record<string, string>) {
+  const world = crashWorld(name);
+  const r = world.dir("r");
+  const v = world.dir("v");
+  await world.run((d) => pull(d, r));
+  write(r, "shared.md", shared());
+  await world.run((d) => commit(d, r, "seed"));
+  await world.run((d) => pull(d, v));
+  for (const [path, content] of Object.entries(change)) write(r, path, content);
+  await world.run((d) => commit(d, r, "r's change"));
+  let fresh = 0;
+  const published = async (path: string) => {
+    const c = world.dir(`c-${++fresh}`);
+    await world.run((d) => pull(d, c));
+    return read(c, path);
+  };
+  return { ...world, r, v, published };
+}
+
 /**
  * A pull killed once it wrote a file, before its baseline moved, and the
  * file edited since: the edit was made over the other writer's change the
@@ -285,41 +312,31 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
  */
 describe("SIGKILL after a pull wrote a file that is edited since", () => {
   async function killedThenEdited(name: string) {
-    const { dir, run, crash } = crashWorld(name);
-    const r = dir("r");
-    const v = dir("v");
-    await run((d) => pull(d, r));
-    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
-    await run((d) => commit(d, r, "seed"));
-    await run((d) => pull(d, v));
-    write(r, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
-    await run((d) => commit(d, r, "r 2"));
-    await crash("pull", v, "write:1");
-    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
-    write(v, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
-    return { r, v, run, dir };
+    const world = await rAheadOfV(name, { "shared.md": shared(["r 2"]) });
+    await world.crash("pull", world.v, "write:1");
+    expect(read(world.v, "shared.md")).toBe(shared(["r 2"]));
+    write(world.v, "shared.md", shared(["r 2"], ["v 2"]));
+    return world;
   }
 
   test("the other writer takes its line back: the next pull and commit do not publish it again", async () => {
-    const { r, v, run, dir } = await killedThenEdited("edited-after-pull-delete");
-    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    const { r, v, run, published } = await killedThenEdited("edited-after-pull-delete");
+    write(r, "shared.md", shared());
     await run((d) => commit(d, r, "r takes r 2 back"));
     await run((d) => pull(d, v));
-    expect(read(v, "shared.md")).toBe("# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+    expect(read(v, "shared.md")).toBe(shared([], ["v 2"]));
     const committed = await run((d) => commit(d, v, "v 2"));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
-    const c = dir("c");
-    await run((d) => pull(d, c));
-    expect(read(c, "shared.md")).toBe("# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+    expect(await published("shared.md")).toBe(shared([], ["v 2"]));
   });
 
   test("the other writer adds after its line: no conflict, both kept", async () => {
     const { r, v, run } = await killedThenEdited("edited-after-pull-add");
-    write(r, "shared.md", "# R\nr 1\nr 2\nr 3\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    write(r, "shared.md", shared(["r 2", "r 3"]));
     await run((d) => commit(d, r, "r 3"));
     const pulled = await run((d) => pull(d, v));
     expect(pulled.generation).toBe(3);
-    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\nr 3\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+    expect(read(v, "shared.md")).toBe(shared(["r 2", "r 3"], ["v 2"]));
   });
 });
 
@@ -370,27 +387,16 @@ test("SIGKILL while a landed commit writes a merged-in file that is edited since
  * publish the other writer's change backwards: their line was lost.
  */
 test("a recovery killed after putting a file back, then the file edited: the other writer's change is not undone", async () => {
-  const { dir, run, crash } = crashWorld("recovery-killed");
-  const r = dir("r");
-  const v = dir("v");
-  const seed = "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n";
-  await run((d) => pull(d, r));
-  write(r, "shared.md", seed);
-  await run((d) => commit(d, r, "seed"));
-  await run((d) => pull(d, v));
-  write(r, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
-  await run((d) => commit(d, r, "r 2"));
+  const { v, run, crash, published } = await rAheadOfV("recovery-killed", { "shared.md": shared(["r 2"]) });
   await crash("pull", v, "write:1");
   // The next call's recovery puts the file back, and is killed right after (its first write).
   await crash("pull", v, "write:1");
-  expect(read(v, "shared.md")).toBe(seed);
+  expect(read(v, "shared.md")).toBe(shared());
   // Then v edits the content it sees.
-  write(v, "shared.md", `${seed}v 2\n`);
+  write(v, "shared.md", shared([], ["v 2"]));
   const committed = await run((d) => commit(d, v, "v 2"));
   expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
-  const c = dir("c");
-  await run((d) => pull(d, c));
-  expect(read(c, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
+  expect(await published("shared.md")).toBe(shared(["r 2"], ["v 2"]));
 });
 
 /**
@@ -402,74 +408,57 @@ test("a recovery killed after putting a file back, then the file edited: the oth
  */
 describe("SIGKILL between a file's change and its progress record", () => {
   async function killedBeforeTheRecord(name: string) {
-    const { dir, run, crash } = crashWorld(name);
-    const r = dir("r");
-    const v = dir("v");
-    await run((d) => pull(d, r));
-    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
-    await run((d) => commit(d, r, "seed"));
-    await run((d) => pull(d, v));
-    write(r, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
-    write(r, "new.md", "new from r\n");
-    await run((d) => commit(d, r, "r 2"));
-    await crash("pull", v, "write:2");
+    const world = await rAheadOfV(name, { "shared.md": shared(["r 2"]), "new.md": "new from r\n" });
+    await world.crash("pull", world.v, "write:2");
     // Drop the records written after each change: what a kill just before them leaves.
     const { readdirSync, readFileSync, writeFileSync } = await import("node:fs");
     const checkouts = join(root, name, "private", "checkouts");
     const progress = readdirSync(checkouts)
       .map((id) => join(checkouts, id, "journal.done"))
-      .filter((f) => { try { return readFileSync(f, "utf8") !== ""; } catch { return false; } });
+      .filter((f) => {
+        try {
+          return readFileSync(f, "utf8") !== "";
+        } catch {
+          return false;
+        }
+      });
     expect(progress.length).toBe(1);
     const lines = readFileSync(progress[0]!, "utf8").split("\n").filter((l) => l !== "");
     expect(lines.length).toBe(4);
     writeFileSync(progress[0]!, `${lines.filter((l) => !l.includes('"done":true')).join("\n")}\n`);
-    return { r, v, run, dir };
+    return world;
   }
 
   test("an edit since of a replaced file: the other writer's later deletion of their line is not undone", async () => {
-    const { r, v, run, dir } = await killedBeforeTheRecord("before-record-edit");
-    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
-    write(v, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
-    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
+    const { r, v, run, published } = await killedBeforeTheRecord("before-record-edit");
+    expect(read(v, "shared.md")).toBe(shared(["r 2"]));
+    write(v, "shared.md", shared(["r 2"], ["v 2"]));
+    write(r, "shared.md", shared());
     await run((d) => commit(d, r, "r takes r 2 back"));
     const committed = await run((d) => commit(d, v, "v 2"));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
-    const c = dir("c");
-    await run((d) => pull(d, c));
-    expect(read(c, "shared.md")).toBe("# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\nv 2\n");
-    expect(read(c, "new.md")).toBe("new from r\n");
+    expect(await published("shared.md")).toBe(shared([], ["v 2"]));
+    expect(await published("new.md")).toBe("new from r\n");
   });
 
   test("a new file written in place, edited since: an edit of the other writer's file", async () => {
-    const { v, run, dir } = await killedBeforeTheRecord("before-record-new");
+    const { v, run, published } = await killedBeforeTheRecord("before-record-new");
     expect(read(v, "new.md")).toBe("new from r\n");
     write(v, "new.md", "new from r\nand v\n");
     const committed = await run((d) => commit(d, v, "v edits new.md"));
     expect(committed.files).toEqual([{ path: "new.md", insertions: 1, deletions: 0 }]);
-    const c = dir("c");
-    await run((d) => pull(d, c));
-    expect(read(c, "new.md")).toBe("new from r\nand v\n");
+    expect(await published("new.md")).toBe("new from r\nand v\n");
   });
 });
 
 test("a new file the dead pull wrote, deleted since: the deletion is published", async () => {
-  const { dir, run, crash } = crashWorld("new-then-deleted");
-  const r = dir("r");
-  const v = dir("v");
-  await run((d) => pull(d, r));
-  write(r, "a.md", "a\n");
-  await run((d) => commit(d, r, "seed"));
-  await run((d) => pull(d, v));
-  write(r, "new.md", "new from r\n");
-  await run((d) => commit(d, r, "new"));
+  const { v, run, crash, published } = await rAheadOfV("new-then-deleted", { "new.md": "new from r\n" });
   await crash("pull", v, "write:1");
   expect(read(v, "new.md")).toBe("new from r\n");
   rmSync(join(v, "new.md"));
   const committed = await run((d) => commit(d, v, "v deletes new.md"));
   expect(committed.files).toEqual([{ path: "new.md", insertions: 0, deletions: 1 }]);
-  const c = dir("c");
-  await run((d) => pull(d, c));
-  expect(read(c, "new.md")).toBeNull();
+  expect(await published("new.md")).toBeNull();
 });
 
 /**
@@ -481,38 +470,28 @@ test("a new file the dead pull wrote, deleted since: the deletion is published",
  */
 describe("SIGKILL after a pull wrote a file holding unpublished edits, then the file edited", () => {
   async function killedWithUnpublished(name: string) {
-    const { dir, run, crash } = crashWorld(name);
-    const r = dir("r");
-    const v = dir("v");
-    await run((d) => pull(d, r));
-    write(r, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\n");
-    await run((d) => commit(d, r, "seed"));
-    await run((d) => pull(d, v));
-    write(r, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\n");
-    await run((d) => commit(d, r, "r 2"));
-    write(v, "shared.md", "# R\nr 1\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\n");
-    await crash("pull", v, "write:1");
-    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\n");
-    return { v, run, dir };
+    const world = await rAheadOfV(name, { "shared.md": shared(["r 2"]) });
+    write(world.v, "shared.md", shared([], ["v 2, unpublished"]));
+    await world.crash("pull", world.v, "write:1");
+    expect(read(world.v, "shared.md")).toBe(shared(["r 2"], ["v 2, unpublished"]));
+    return world;
   }
 
   test("an unpublished line kept, another added: both are published", async () => {
-    const { v, run, dir } = await killedWithUnpublished("unpublished-kept");
-    write(v, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\nv 3\n");
+    const { v, run, published } = await killedWithUnpublished("unpublished-kept");
+    write(v, "shared.md", shared(["r 2"], ["v 2, unpublished", "v 3"]));
     await run((d) => pull(d, v));
-    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\nv 3\n");
+    expect(read(v, "shared.md")).toBe(shared(["r 2"], ["v 2, unpublished", "v 3"]));
     const committed = await run((d) => commit(d, v, "v 2 and 3"));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 2, deletions: 0 }]);
-    const c = dir("c");
-    await run((d) => pull(d, c));
-    expect(read(c, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 2, unpublished\nv 3\n");
+    expect(await published("shared.md")).toBe(shared(["r 2"], ["v 2, unpublished", "v 3"]));
   });
 
   test("the unpublished line taken back and another added: no conflict", async () => {
     const { v, run } = await killedWithUnpublished("unpublished-replaced");
-    write(v, "shared.md", "# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 3\n");
+    write(v, "shared.md", shared(["r 2"], ["v 3"]));
     await run((d) => pull(d, v));
-    expect(read(v, "shared.md")).toBe("# R\nr 1\nr 2\n~ one\n~ two\n~ three\n# V\nv 1\nv 3\n");
+    expect(read(v, "shared.md")).toBe(shared(["r 2"], ["v 3"]));
     const committed = await run((d) => commit(d, v, "v 3"));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
   });
