@@ -25,7 +25,12 @@ export interface AcceptedState {
   dirs: Map<string, string>;
 }
 
-export async function readManifest(store: ObjectStore): Promise<{ manifest: Manifest | null; etag: string | null }> {
+export interface ManifestRead {
+  manifest: Manifest | null;
+  etag: string | null;
+}
+
+export async function readManifest(store: ObjectStore): Promise<ManifestRead> {
   let object;
   try {
     object = await store.get(MANIFEST_KEY);
@@ -66,8 +71,9 @@ export function lastAccepted(memory: ProcessMemory, storeId: string, head: strin
 /** How many times a read starts over when packs vanish under a newer manifest. */
 const REREADS = 3;
 
-export async function loadAcceptedState(store: ObjectStore, git: ObjectCache): Promise<AcceptedState> {
-  let { manifest, etag } = await readManifest(store);
+/** `read`: `current` as the caller has just read it (a lost race's read-back), so it is not read again. */
+export async function loadAcceptedState(store: ObjectStore, git: ObjectCache, read?: ManifestRead): Promise<AcceptedState> {
+  let { manifest, etag } = read ?? (await readManifest(store));
   for (let reread = 0; ; reread++) {
     if (manifest === null) {
       return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set(), dirs: new Map() };

@@ -9,14 +9,24 @@ import { createHash } from "node:crypto";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
-import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { Baseline } from "./checkout-state.ts";
-import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
+import { type AcceptedState, lastAccepted, loadAcceptedState, type ManifestRead, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, localBytes, scanLocal, type OpenCheckout } from "./engine.ts";
+import {
+  BaselineMissing,
+  baselineFiles,
+  closeCheckout,
+  type EngineDeps,
+  localBytes,
+  materializeInto,
+  type OpenCheckout,
+  openCheckout,
+  privateStateMissing,
+  scanLocal,
+} from "./engine.ts";
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
@@ -25,8 +35,7 @@ import { decodeText } from "./text.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
 
-/** Backoff between attempts: full jitter, exponential, capped. */
-const BACKOFF_BASE_MS = 20;
+/** The longest wait after a lost race, whatever the window measured. */
 const BACKOFF_CAP_MS = 1_000;
 
 export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
@@ -48,22 +57,14 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
       baselineTree = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
-      throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
-        detail: ENGINE_DETAILS.stateMissingLocally(),
-        cause: e,
-      });
+      throw privateStateMissing(e);
     }
     await refuseMarkers(checkout, baselineTree);
     await refuseProtectedChanges(checkout, baselineTree);
     return await publish(checkout, baselineTree, message);
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
-    if (e instanceof MissingObjectError) {
-      throw new DomainError("ENGINE_FAILED", "Part of this checkout's private state is missing or unreadable.", {
-        detail: ENGINE_DETAILS.stateMissingLocally(),
-        cause: e,
-      });
-    }
+    if (e instanceof MissingObjectError) throw privateStateMissing(e);
     throw e;
   } finally {
     closeCheckout(checkout);
@@ -93,26 +94,73 @@ async function refuseMarkers(checkout: OpenCheckout, baselineTree: FlatTree): Pr
  * then either nothing to publish or one publication attempt.
  */
 async function publish(checkout: OpenCheckout, baselineTree: FlatTree, message: string): Promise<OperationOutcome> {
+  const turn = await takeTurn(checkout);
+  try {
+    return await attempts(checkout, baselineTree, message, turn);
+  } finally {
+    turn.end();
+  }
+}
+
+/**
+ * Where the store orders its writers (the embedded store: object-store.ts
+ * `queue`), this commit's turn, from reading `current` to the answer of its
+ * conditional write; while it waits, it downloads what the writers before
+ * it publish, so that the turn itself reads little more than `current`.
+ * Elsewhere (S3) a turn that is always ours: writers race, and the
+ * conditional write decides.
+ */
+interface Turn {
+  /** End the turn: before the files are written, and at the latest when the commit ends. */
+  end(): void;
+}
+
+async function takeTurn(checkout: OpenCheckout): Promise<Turn> {
+  const { store } = checkout.deps;
+  if (!store.queue) return { end: () => {} };
+  await checkout.deps.onStage("queue");
+  // Downloads only when `current` changed since the last look.
+  let seen: string | null = null;
+  let leave: (() => void) | null = await store.queue.enter(async () => {
+    const now = await store.get(MANIFEST_KEY);
+    if (now === null || now.etag === seen) return;
+    seen = now.etag;
+    await loadAcceptedState(store, checkout.git);
+  });
+  return {
+    end() {
+      leave?.();
+      leave = null;
+    },
+  };
+}
+
+async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message: string, turn: Turn): Promise<OperationOutcome> {
   const { deps } = checkout;
   // The state this checkout was last brought to, as this process saw it: a
   // guess that `current` has not moved since. The conditional write checks
   // the guess; a wrong one costs an orphan pack and the read it skipped.
   let guess = deps.guessCurrent ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
-  // Races lost to other commits; a stale guess is not one (no backoff, no retry spent).
+  // `current` as the last lost race's read-back proved it: the next attempt builds on it without reading again.
+  let proven: ManifestRead | undefined;
+  // Races lost to other commits; a stale guess is not one (no retry spent).
   let lost = 0;
   for (;;) {
-    const accepted = await acceptedState(checkout, guess);
-    const merged = await mergeOrConflict(checkout, baselineTree, accepted);
+    const started = performance.now();
+    const accepted = await acceptedState(checkout, guess, proven);
+    const merged = await mergeOrConflict(checkout, baselineTree, accepted, turn);
     if (sameTree(merged, accepted.files)) {
       // Nothing to publish against the guess: the store may have news.
       if (guess !== null) {
         guess = null;
         continue;
       }
+      turn.end();
       return synchronise(checkout, accepted, merged);
     }
-    const outcome = await tryPublication(checkout, accepted, merged, message);
-    if (outcome !== null) return outcome;
+    const outcome = await tryPublication(checkout, accepted, merged, message, turn);
+    if ("landed" in outcome) return outcome.landed;
+    proven = outcome.lostTo;
     if (guess !== null) {
       guess = null;
       continue;
@@ -123,25 +171,26 @@ async function publish(checkout: OpenCheckout, baselineTree: FlatTree, message: 
         `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
       );
     }
-    await backOff(checkout, lost++);
+    await backOff(checkout, lost++, performance.now() - started);
   }
 }
 
-/** The guess, or the accepted state read from the store (and remembered as the process's latest). */
-async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null): Promise<AcceptedState> {
+/** The guess, `current` as just proved, or the accepted state read from the store (and remembered as the process's latest). */
+async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null, proven: ManifestRead | undefined): Promise<AcceptedState> {
   const { deps } = checkout;
   await deps.onStage("fetch");
   if (guess !== null) return guess;
-  const accepted = await loadAcceptedState(deps.store, checkout.git);
+  const accepted = await loadAcceptedState(deps.store, checkout.git, proven);
   rememberAccepted(deps.memory, deps.storeId, accepted);
   return accepted;
 }
 
 /** The merge of the checkout's changes into `accepted`; a conflict is written into the files and thrown. */
-async function mergeOrConflict(checkout: OpenCheckout, baselineTree: FlatTree, accepted: AcceptedState): Promise<FlatTree> {
+async function mergeOrConflict(checkout: OpenCheckout, baselineTree: FlatTree, accepted: AcceptedState, turn: Turn): Promise<FlatTree> {
   await checkout.deps.onStage("merge");
   const merge = await mergeTrees(checkout.git, baselineTree, checkout.local, accepted.files, checkout.localContents);
   if (merge.conflicts.length > 0) {
+    turn.end();
     await materializeInto(checkout, merge.result, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
     throw conflictError(merge.conflicts, "commit");
   }
@@ -167,6 +216,8 @@ interface Uploaded {
   built: BuiltTree;
   pack: Uint8Array;
   descriptor: PackDescriptor;
+  /** The pack, when the store writes it together with `current` (object-store.ts `putWith`) rather than uploaded first. */
+  along: Array<{ key: string; body: Uint8Array }> | null;
 }
 
 /**
@@ -175,7 +226,13 @@ interface Uploaded {
  * and replace `current` conditionally. The outcome when it landed; null
  * when another publication won.
  */
-async function tryPublication(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<OperationOutcome | null> {
+async function tryPublication(
+  checkout: OpenCheckout,
+  accepted: AcceptedState,
+  merged: FlatTree,
+  message: string,
+  turn: Turn,
+): Promise<{ landed: OperationOutcome } | { lostTo: ManifestRead }> {
   const { deps } = checkout;
   const uploaded = await buildAndUpload(checkout, accepted, merged, message);
   const { packs, history } = await packList(checkout, accepted, uploaded);
@@ -190,16 +247,19 @@ async function tryPublication(checkout: OpenCheckout, accepted: AcceptedState, m
   await deps.onStage("publish");
   // Should this process die once the write is sent, the next call learns
   // from this record whether it landed (publication.ts).
-  checkout.state.recordPublication(checkout.baseline!, {
+  const recorded = checkout.state.recordPublication(checkout.baseline!, {
     publication: manifest.publication,
     pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
     generation: manifest.generation,
     head: uploaded.head,
     merged: mergedIn(checkout.local, merged),
   });
-  const landed = await conditionalReplace(deps.store, accepted, manifest);
-  if (landed === false) return null;
-  return landedOutcome(checkout, accepted, merged, uploaded, manifest, landed.etag);
+  // The record reaches the disk while the write is on its way; both are
+  // flushed before anything else happens (storage-protocol.md, "The baseline invariant").
+  const [landed] = await Promise.all([conditionalReplace(deps.store, accepted, manifest, uploaded.along), recorded]);
+  if ("lostTo" in landed) return landed;
+  turn.end();
+  return { landed: await landedOutcome(checkout, accepted, merged, uploaded, manifest, landed.etag) };
 }
 
 async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<Uploaded> {
@@ -217,13 +277,16 @@ async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, m
   const descriptor = { key: packKey(sha256), size: pack.byteLength, sha256 };
 
   await deps.onStage("upload");
+  // Where the store writes the pack and `current` in one step, it does: one
+  // flush to disk in the turn instead of two, and a lost race leaves no orphan.
+  if (deps.store.putWith) return { head, built, pack, descriptor, along: [{ key: descriptor.key, body: pack }] };
   try {
     // Create-only: an existing key holds these very bytes (content-addressed).
     await deps.store.putIfAbsent(descriptor.key, pack);
   } catch (cause) {
     throw new DomainError("PACK_UPLOAD", "The new pack could not be uploaded; nothing was published.", { cause });
   }
-  return { head, built, pack, descriptor };
+  return { head, built, pack, descriptor, along: null };
 }
 
 /**
@@ -303,12 +366,21 @@ async function landedOutcome(
   return { path: checkout.dir, generation: manifest.generation, files };
 }
 
-/** Before the next attempt after `lost` lost races: full jitter, exponential, capped. */
-async function backOff(checkout: OpenCheckout, lost: number): Promise<void> {
+/**
+ * Before the next attempt after `lost` lost races. Someone else won, and the
+ * read-back has already shown what: the next attempt need not read again.
+ * The wait is full jitter, exponential, in units of this commit's own
+ * read→write window rather than of a fixed 20 ms: the first retry waits
+ * within one window — enough to keep writers that lost together from
+ * colliding again in lockstep — and each further loss, a sign of more
+ * writers, spreads them twice as wide, up to 1 s (docs/storage-protocol.md,
+ * "Contention"). Retrying at once every time exhausted the retries of one
+ * commit in fifty at 8 writers on S3.
+ */
+async function backOff(checkout: OpenCheckout, lost: number, windowMs: number): Promise<void> {
   const { deps } = checkout;
   await deps.onStage("retry");
-  const cap = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** lost);
-  await deps.sleep(deps.random() * cap);
+  await deps.sleep(deps.random() * Math.min(BACKOFF_CAP_MS, windowMs * 2 ** Math.min(lost, 10)));
 }
 
 /** Where `published` differs from the visible files `local`: each path with what the visible file holds (null = absent). */
@@ -320,18 +392,28 @@ function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; o
 }
 
 /**
- * One conditional write of `current`: false if our manifest was not accepted,
- * else the ETag it left (null when others published since). When the response
+ * One conditional write of `current`: `lostTo`, with `current` as read
+ * back, if our manifest was not accepted, else the ETag it left (null when
+ * others published since). When the response
  * is lost or ambiguous, read `current` back and prove the outcome
  * (docs/design.md, What earlier systems got wrong). Every later manifest
  * keeps our pack, so its presence proves we landed even after others
  * published.
  */
-async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, manifest: Manifest): Promise<{ etag: string | null } | false> {
+async function conditionalReplace(
+  store: ObjectStore,
+  accepted: AcceptedState,
+  manifest: Manifest,
+  along: Array<{ key: string; body: Uint8Array }> | null,
+): Promise<{ etag: string | null } | { lostTo: ManifestRead }> {
   const body = serializeManifest(manifest);
   try {
     const result =
-      accepted.etag === null ? await store.putIfAbsent(MANIFEST_KEY, body) : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
+      along !== null && store.putWith
+        ? await store.putWith(along, MANIFEST_KEY, body, accepted.etag)
+        : accepted.etag === null
+          ? await store.putIfAbsent(MANIFEST_KEY, body)
+          : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
     if (result.ok) return { etag: result.etag };
   } catch (cause) {
     if (!(cause instanceof StoreError) || cause.outcome !== "unknown") {
@@ -355,5 +437,5 @@ async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, m
   if (now.manifest?.publication === manifest.publication) return { etag: now.etag };
   // Landed, and others published since: their ETag is not ours to remember.
   if (now.manifest?.packs.some((p) => p.key === ownPack)) return { etag: null };
-  return false;
+  return { lostTo: now };
 }

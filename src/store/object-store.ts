@@ -38,6 +38,34 @@ export interface ObjectStore {
   delete(key: string): Promise<void>;
   /** Release connections and handles. */
   close(): Promise<void>;
+  /**
+   * Where a store can order its writers (the embedded store: every writer is
+   * on this machine), writers line up here before reading `current` and
+   * leave once their conditional write is answered, so they take turns
+   * instead of losing races to each other. Only an optimisation: the
+   * conditional write stays the proof, and a writer that does not queue (an
+   * older version) is still safe. Absent on S3, where nothing may
+   * coordinate writers (docs/storage-protocol.md, rejected alternatives).
+   */
+  readonly queue?: WriterQueue;
+  /**
+   * Where a store can do it as one atomic step (the embedded store: one
+   * transaction, one flush to disk), create `creates` (create-only, as
+   * putIfAbsent) and conditionally write `key` together: all or nothing,
+   * `{ ok: false }` when the condition fails (`etag` null: `key` must be
+   * absent). Absent on S3, where the caller uploads first.
+   */
+  putWith?(creates: Array<{ key: string; body: Uint8Array }>, key: string, body: Uint8Array, etag: string | null): Promise<ConditionalWrite>;
+}
+
+export interface WriterQueue {
+  /**
+   * Wait for this writer's turn; the returned function ends it. `whileWaiting`
+   * runs now and then during the wait (never twice at once): work that would
+   * otherwise lengthen the turn, such as downloading what earlier writers
+   * published.
+   */
+  enter(whileWaiting?: () => Promise<void>): Promise<() => void>;
 }
 
 /**

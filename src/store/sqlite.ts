@@ -8,6 +8,7 @@ import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject } from "./object-store.ts";
+import { type QueueIdentity, sqliteWriterQueue } from "./sqlite-queue.ts";
 
 /** How long a writer waits for another process's write lock before failing. */
 const BUSY_TIMEOUT_MS = 15_000;
@@ -16,8 +17,11 @@ function newEtag(): string {
   return crypto.randomUUID().replaceAll("-", "");
 }
 
-export function openSqliteStore(file: string): ObjectStore {
+/** `writer`: who this process is, for the writer queue (sqlite-queue.ts); without it, tickets are judged by heartbeat only. */
+export function openSqliteStore(file: string, writer: QueueIdentity = { holder: `${crypto.randomUUID()}` }): ObjectStore {
   let db: Database;
+  let queueDb: Database;
+  let queue: ReturnType<typeof sqliteWriterQueue>;
   try {
     mkdirSync(dirname(file), { recursive: true });
     db = new Database(file, { create: true, strict: true });
@@ -32,6 +36,11 @@ export function openSqliteStore(file: string): ObjectStore {
          modified INTEGER NOT NULL
        ) WITHOUT ROWID`,
     );
+    // The queue's own connection: its tickets are not flushed to disk (sqlite-queue.ts).
+    queueDb = new Database(file, { strict: true });
+    queueDb.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    queueDb.run("PRAGMA synchronous = OFF");
+    queue = sqliteWriterQueue(queueDb, file, writer);
   } catch (cause) {
     throw new StoreError("open", `sqlite open: ${describe(cause)}`, "failed", { cause });
   }
@@ -81,7 +90,27 @@ export function openSqliteStore(file: string): ObjectStore {
       run("delete", () => {
         deleteQ.run(key);
       }),
+    queue,
+    putWith: (creates, key, body, expected) =>
+      run("putIfMatch", (): ConditionalWrite => {
+        const etag = newEtag();
+        const lost = Symbol("lost");
+        try {
+          db.transaction(() => {
+            const now = Date.now();
+            for (const c of creates) insertQ.run(c.key, c.body, newEtag(), now);
+            const { changes } = expected === null ? insertQ.run(key, body, etag, now) : swapQ.run(body, etag, now, key, expected);
+            if (changes !== 1) throw lost; // rolls the creates back too
+          })();
+        } catch (e) {
+          if (e === lost) return { ok: false };
+          throw e;
+        }
+        return { ok: true, etag };
+      }),
     close: async () => {
+      queue.close();
+      queueDb.close();
       db.close();
     },
   };

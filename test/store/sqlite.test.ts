@@ -72,3 +72,23 @@ function readUntil(stream: ReadableStream<Uint8Array>, marker: string) {
   });
   return { reached, rest };
 }
+
+test("sqlite: putWith creates its objects and writes the key together, or does neither", async () => {
+  const store = openSqliteStore(join(root, "put-with.db"));
+  const bytes = (s: string) => new TextEncoder().encode(s);
+  const text = async (key: string) => {
+    const o = await store.get(key);
+    return o === null ? null : new TextDecoder().decode(o.body);
+  };
+  const created = await store.putWith!([{ key: "packs/a", body: bytes("a") }], "current", bytes("one"), null);
+  expect(created.ok).toBe(true);
+  expect([await text("packs/a"), await text("current")]).toEqual(["a", "one"]);
+  // A lost condition writes nothing: not even the objects to create.
+  const lost = await store.putWith!([{ key: "packs/b", body: bytes("b") }], "current", bytes("two"), "not-the-etag");
+  expect(lost.ok).toBe(false);
+  expect([await text("packs/b"), await text("current")]).toEqual([null, "one"]);
+  const again = await store.putWith!([{ key: "packs/a", body: bytes("a") }, { key: "packs/c", body: bytes("c") }], "current", bytes("three"), created.ok ? created.etag : "");
+  expect(again.ok).toBe(true);
+  expect([await text("packs/c"), await text("current")]).toEqual(["c", "three"]);
+  await store.close();
+});
