@@ -25,12 +25,7 @@ export interface AcceptedState {
   dirs: Map<string, string>;
 }
 
-export interface ManifestRead {
-  manifest: Manifest | null;
-  etag: string | null;
-}
-
-export async function readManifest(store: ObjectStore): Promise<ManifestRead> {
+export async function readManifest(store: ObjectStore): Promise<{ manifest: Manifest | null; etag: string | null }> {
   let object;
   try {
     object = await store.get(MANIFEST_KEY);
@@ -71,9 +66,8 @@ export function lastAccepted(memory: ProcessMemory, storeId: string, head: strin
 /** How many times a read starts over when packs vanish under a newer manifest. */
 const REREADS = 3;
 
-/** `read`: `current` as the caller has just read it (a lost race's read-back), so it is not read again. */
-export async function loadAcceptedState(store: ObjectStore, git: ObjectCache, read?: ManifestRead): Promise<AcceptedState> {
-  let { manifest, etag } = read ?? (await readManifest(store));
+export async function loadAcceptedState(store: ObjectStore, git: ObjectCache): Promise<AcceptedState> {
+  let { manifest, etag } = await readManifest(store);
   for (let reread = 0; ; reread++) {
     if (manifest === null) {
       return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set(), dirs: new Map() };

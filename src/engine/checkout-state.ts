@@ -25,7 +25,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { DomainError } from "../contract/errors.ts";
-import { readJson, writeAtomic, writeAtomicFlushing } from "./atomic-file.ts";
+import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
 import { checkoutStateDir } from "./checkout-registry.ts";
 import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type ProgressStep, ProgressStepSchema, type Publication, StateSchema } from "./state-files.ts";
@@ -161,13 +161,10 @@ export class CheckoutState {
   /**
    * Before a commit's conditional write: what the next call needs to learn
    * whether it landed, should this process die before the baseline moves.
-   * In place before the write is sent (a killed process leaves it), and on
-   * disk by the time the returned promise resolves: the commit awaits it
-   * once the conditional write is answered, so the two flushes overlap.
+   * Durable before the write is sent, like every state file.
    */
-  recordPublication(baseline: Baseline, publishing: Publication): Promise<void> {
-    const state: CheckoutStateFile = { version: 1, checkout: this.dir, store: this.storeId, directory: this.directory, baseline, publishing };
-    return writeAtomicFlushing(join(this.stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+  recordPublication(baseline: Baseline, publishing: Publication): void {
+    this.writeState({ version: 1, checkout: this.dir, store: this.storeId, directory: this.directory, baseline, publishing });
   }
 
   /** A publication recorded by a call that did not live to move the baseline; null when none. */
