@@ -11,7 +11,7 @@ import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { Baseline } from "./checkout-state.ts";
-import { type AcceptedState, lastAccepted, loadAcceptedState, type ManifestRead, readManifest, rememberAccepted } from "./accepted-state.ts";
+import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
@@ -35,7 +35,8 @@ import { decodeText } from "./text.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
 
-/** The longest wait after a lost race, whatever the window measured. */
+/** Backoff between attempts: full jitter, exponential, capped. */
+const BACKOFF_BASE_MS = 20;
 const BACKOFF_CAP_MS = 1_000;
 
 export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
@@ -104,35 +105,37 @@ async function publish(checkout: OpenCheckout, baselineTree: FlatTree, message: 
 
 /**
  * Where the store orders its writers (the embedded store: object-store.ts
- * `queue`), this commit's turn, from reading `current` to the answer of its
- * conditional write; while it waits, it downloads what the writers before
- * it publish, so that the turn itself reads little more than `current`.
- * Elsewhere (S3) a turn that is always ours: writers race, and the
- * conditional write decides.
+ * `queue`), this commit's turn, from reading `current` to the moment its
+ * conditional write is visible; while it waits, it downloads what the
+ * writers before it publish, so that the turn itself reads little more
+ * than `current`. Elsewhere (S3) a turn that is always ours: writers race,
+ * and the conditional write decides.
  */
 interface Turn {
   /** End the turn: before the files are written, and at the latest when the commit ends. */
   end(): void;
+  /** The store as the turn reads it (object-store.ts `WriterTurn.get`). */
+  store: ObjectStore;
 }
 
 async function takeTurn(checkout: OpenCheckout): Promise<Turn> {
   const { store } = checkout.deps;
-  if (!store.queue) return { end: () => {} };
+  if (!store.queue) return { end: () => {}, store };
   await checkout.deps.onStage("queue");
   // Downloads only when `current` changed since the last look.
   let seen: string | null = null;
-  let leave: (() => void) | null = await store.queue.enter(async () => {
-    const now = await store.get(MANIFEST_KEY);
-    if (now === null || now.etag === seen) return;
-    seen = now.etag;
-    await loadAcceptedState(store, checkout.git);
-  });
-  return {
-    end() {
-      leave?.();
-      leave = null;
-    },
-  };
+  try {
+    const turn = await store.queue.enter(async () => {
+      const now = await store.get(MANIFEST_KEY);
+      if (now === null || now.etag === seen) return;
+      seen = now.etag;
+      await loadAcceptedState(store, checkout.git);
+    });
+    return { end: () => turn.end(), store: { ...store, get: (key) => turn.get(key) } };
+  } catch {
+    // The queue failed (its database, say): go without a turn; the conditional write decides.
+    return { end: () => {}, store };
+  }
 }
 
 async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message: string, turn: Turn): Promise<OperationOutcome> {
@@ -141,13 +144,10 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
   // guess that `current` has not moved since. The conditional write checks
   // the guess; a wrong one costs an orphan pack and the read it skipped.
   let guess = deps.guessCurrent ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
-  // `current` as the last lost race's read-back proved it: the next attempt builds on it without reading again.
-  let proven: ManifestRead | undefined;
-  // Races lost to other commits; a stale guess is not one (no retry spent).
+  // Races lost to other commits; a stale guess is not one (no backoff, no retry spent).
   let lost = 0;
   for (;;) {
-    const started = performance.now();
-    const accepted = await acceptedState(checkout, guess, proven);
+    const accepted = await acceptedState(checkout, guess, turn);
     const merged = await mergeOrConflict(checkout, baselineTree, accepted, turn);
     if (sameTree(merged, accepted.files)) {
       // Nothing to publish against the guess: the store may have news.
@@ -159,8 +159,7 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
       return synchronise(checkout, accepted, merged);
     }
     const outcome = await tryPublication(checkout, accepted, merged, message, turn);
-    if ("landed" in outcome) return outcome.landed;
-    proven = outcome.lostTo;
+    if (outcome !== null) return outcome;
     if (guess !== null) {
       guess = null;
       continue;
@@ -171,16 +170,16 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
         `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
       );
     }
-    await backOff(checkout, lost++, performance.now() - started);
+    await backOff(checkout, lost++);
   }
 }
 
-/** The guess, `current` as just proved, or the accepted state read from the store (and remembered as the process's latest). */
-async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null, proven: ManifestRead | undefined): Promise<AcceptedState> {
+/** The guess, or the accepted state read from the store as the turn reads it (and remembered as the process's latest). */
+async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null, turn: Turn): Promise<AcceptedState> {
   const { deps } = checkout;
   await deps.onStage("fetch");
   if (guess !== null) return guess;
-  const accepted = await loadAcceptedState(deps.store, checkout.git, proven);
+  const accepted = await loadAcceptedState(turn.store, checkout.git);
   rememberAccepted(deps.memory, deps.storeId, accepted);
   return accepted;
 }
@@ -232,7 +231,7 @@ async function tryPublication(
   merged: FlatTree,
   message: string,
   turn: Turn,
-): Promise<{ landed: OperationOutcome } | { lostTo: ManifestRead }> {
+): Promise<OperationOutcome | null> {
   const { deps } = checkout;
   const uploaded = await buildAndUpload(checkout, accepted, merged, message);
   const { packs, history } = await packList(checkout, accepted, uploaded);
@@ -247,19 +246,19 @@ async function tryPublication(
   await deps.onStage("publish");
   // Should this process die once the write is sent, the next call learns
   // from this record whether it landed (publication.ts).
-  const recorded = checkout.state.recordPublication(checkout.baseline!, {
+  checkout.state.recordPublication(checkout.baseline!, {
     publication: manifest.publication,
     pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
     generation: manifest.generation,
     head: uploaded.head,
     merged: mergedIn(checkout.local, merged),
   });
-  // The record reaches the disk while the write is on its way; both are
-  // flushed before anything else happens (storage-protocol.md, "The baseline invariant").
-  const [landed] = await Promise.all([conditionalReplace(deps.store, accepted, manifest, uploaded.along), recorded]);
-  if ("lostTo" in landed) return landed;
+  // The turn ends as soon as the write is visible to the other writers,
+  // before the store flushes it (sqlite.ts): the next turn overlaps that flush.
+  const landed = await conditionalReplace(deps.store, accepted, manifest, uploaded.along, () => turn.end());
+  if (landed === false) return null;
   turn.end();
-  return { landed: await landedOutcome(checkout, accepted, merged, uploaded, manifest, landed.etag) };
+  return landedOutcome(checkout, accepted, merged, uploaded, manifest, landed.etag);
 }
 
 async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<Uploaded> {
@@ -366,21 +365,12 @@ async function landedOutcome(
   return { path: checkout.dir, generation: manifest.generation, files };
 }
 
-/**
- * Before the next attempt after `lost` lost races. Someone else won, and the
- * read-back has already shown what: the next attempt need not read again.
- * The wait is full jitter, exponential, in units of this commit's own
- * read→write window rather than of a fixed 20 ms: the first retry waits
- * within one window — enough to keep writers that lost together from
- * colliding again in lockstep — and each further loss, a sign of more
- * writers, spreads them twice as wide, up to 1 s (docs/storage-protocol.md,
- * "Contention"). Retrying at once every time exhausted the retries of one
- * commit in fifty at 8 writers on S3.
- */
-async function backOff(checkout: OpenCheckout, lost: number, windowMs: number): Promise<void> {
+/** Before the next attempt after `lost` lost races: full jitter, exponential, capped. */
+async function backOff(checkout: OpenCheckout, lost: number): Promise<void> {
   const { deps } = checkout;
   await deps.onStage("retry");
-  await deps.sleep(deps.random() * Math.min(BACKOFF_CAP_MS, windowMs * 2 ** Math.min(lost, 10)));
+  const cap = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** lost);
+  await deps.sleep(deps.random() * cap);
 }
 
 /** Where `published` differs from the visible files `local`: each path with what the visible file holds (null = absent). */
@@ -392,9 +382,8 @@ function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; o
 }
 
 /**
- * One conditional write of `current`: `lostTo`, with `current` as read
- * back, if our manifest was not accepted, else the ETag it left (null when
- * others published since). When the response
+ * One conditional write of `current`: false if our manifest was not accepted,
+ * else the ETag it left (null when others published since). When the response
  * is lost or ambiguous, read `current` back and prove the outcome
  * (docs/design.md, What earlier systems got wrong). Every later manifest
  * keeps our pack, so its presence proves we landed even after others
@@ -405,12 +394,13 @@ async function conditionalReplace(
   accepted: AcceptedState,
   manifest: Manifest,
   along: Array<{ key: string; body: Uint8Array }> | null,
-): Promise<{ etag: string | null } | { lostTo: ManifestRead }> {
+  committed: () => void,
+): Promise<{ etag: string | null } | false> {
   const body = serializeManifest(manifest);
   try {
     const result =
       along !== null && store.putWith
-        ? await store.putWith(along, MANIFEST_KEY, body, accepted.etag)
+        ? await store.putWith(along, MANIFEST_KEY, body, accepted.etag, committed)
         : accepted.etag === null
           ? await store.putIfAbsent(MANIFEST_KEY, body)
           : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
@@ -437,5 +427,5 @@ async function conditionalReplace(
   if (now.manifest?.publication === manifest.publication) return { etag: now.etag };
   // Landed, and others published since: their ETag is not ours to remember.
   if (now.manifest?.packs.some((p) => p.key === ownPack)) return { etag: null };
-  return { lostTo: now };
+  return false;
 }

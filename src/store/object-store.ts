@@ -54,18 +54,39 @@ export interface ObjectStore {
    * putIfAbsent) and conditionally write `key` together: all or nothing,
    * `{ ok: false }` when the condition fails (`etag` null: `key` must be
    * absent). Absent on S3, where the caller uploads first.
+   *
+   * `committed` runs once the write is visible to every other writer and
+   * before it is flushed to disk, which the returned promise waits for:
+   * the moment a writer can end its turn (`queue`) without waiting for the
+   * disk.
    */
-  putWith?(creates: Array<{ key: string; body: Uint8Array }>, key: string, body: Uint8Array, etag: string | null): Promise<ConditionalWrite>;
+  putWith?(
+    creates: Array<{ key: string; body: Uint8Array }>,
+    key: string,
+    body: Uint8Array,
+    etag: string | null,
+    committed?: () => void,
+  ): Promise<ConditionalWrite>;
 }
 
 export interface WriterQueue {
   /**
-   * Wait for this writer's turn; the returned function ends it. `whileWaiting`
-   * runs now and then during the wait (never twice at once): work that would
-   * otherwise lengthen the turn, such as downloading what earlier writers
-   * published.
+   * Wait for this writer's turn. `whileWaiting` runs now and then during the
+   * wait (never twice at once): work that would otherwise lengthen the turn,
+   * such as downloading what earlier writers published.
    */
-  enter(whileWaiting?: () => Promise<void>): Promise<() => void>;
+  enter(whileWaiting?: () => Promise<void>): Promise<WriterTurn>;
+}
+
+export interface WriterTurn {
+  /** End the turn; ending it again does nothing. */
+  end(): void;
+  /**
+   * Read as `get` does, for the turn's own use: what it returns may reach
+   * the disk only by the time the turn's own write does, or the turn ends
+   * (the embedded store: sqlite.ts). Anything else reads with `get`.
+   */
+  get(key: string): Promise<StoredObject | null>;
 }
 
 /**

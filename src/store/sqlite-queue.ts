@@ -21,9 +21,7 @@
  * lost races, and must never hold writers up for good.
  */
 import type { Database } from "bun:sqlite";
-import { type FSWatcher, watch, writeFileSync } from "node:fs";
-import { basename, dirname } from "node:path";
-import type { WriterQueue } from "./object-store.ts";
+import { closeSync, type FSWatcher, openSync, watch, writeFileSync } from "node:fs";
 
 export interface QueueIdentity {
   /** Who this process is ("pid host start"), written into its tickets. */
@@ -49,7 +47,14 @@ const PREPARING = 2;
 /** How often a waiter's `whileWaiting` work runs at most. */
 const WORK_EVERY_MS = 20;
 
-export function sqliteWriterQueue(db: Database, file: string, identity: QueueIdentity): WriterQueue & { close(): void } {
+/** The tickets; sqlite.ts makes turns of them (object-store.ts `WriterTurn`). */
+export interface TicketQueue {
+  /** Wait for this writer's turn, running `whileWaiting` now and then meanwhile; the returned function ends the turn. */
+  enter(whileWaiting?: () => Promise<void>): Promise<() => void>;
+  close(): void;
+}
+
+export function sqliteWriterQueue(db: Database, file: string, identity: QueueIdentity): TicketQueue {
   db.run(
     `CREATE TABLE IF NOT EXISTS writers (
        ticket INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -84,10 +89,11 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
   // beside the database that a writer rewrites when its turn ends (or when
   // it skips a dead writer's). Watching the database itself woke every
   // waiter on every heartbeat: with 64 writers, more wake-ups than work.
+  // The bell itself is watched, not its directory, where every write of
+  // the store and of the tickets would wake every waiting process too.
   const waiters = new Set<() => void>();
   let watcher: FSWatcher | null = null;
   const bell = `${file}-turn`;
-  const name = basename(bell);
   const ring = () => {
     try {
       writeFileSync(bell, String(Date.now()));
@@ -102,9 +108,8 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
   const startWatching = () => {
     if (watcher !== null) return;
     try {
-      watcher = watch(dirname(file), (_, changed) => {
-        if (changed === null || String(changed) === name) wakeAll();
-      });
+      closeSync(openSync(bell, "a")); // it must exist to be watched; never truncated here
+      watcher = watch(bell, wakeAll);
       watcher.unref?.();
       // Out of inotify instances, say: the timer alone, then.
       watcher.on("error", () => {

@@ -11,11 +11,11 @@ const store = openSqliteStore(file, queueIdentity());
 for (let i = 0; i < Number(turns); i++) {
   const entered = store.queue!.enter();
   process.stdout.write("queued\n");
-  const leave = await entered;
+  const turn = await entered;
   appendFileSync(log, `in ${id}\n`);
   if (mode === "die-in-turn") process.kill(process.pid, "SIGKILL");
   await Bun.sleep(3);
   appendFileSync(log, `out ${id}\n`);
-  leave();
+  turn.end();
 }
 await store.close();

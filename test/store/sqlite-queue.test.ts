@@ -48,7 +48,7 @@ test("turns come in the order writers lined up", async () => {
     reader.releaseLock();
     workers.push(w);
   }
-  first();
+  first.end();
   expect(await Promise.all(workers.map((w) => w.exited))).toEqual([0, 0, 0, 0]);
   const ins = readFileSync(log, "utf8").trim().split("\n").filter((l) => l.startsWith("in"));
   expect(ins).toEqual(["in w0", "in w1", "in w2", "in w3"]);
