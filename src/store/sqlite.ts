@@ -73,7 +73,8 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
   const flushWal = () => {
     let fd: number;
     try {
-      fd = openSync(`${file}-wal`, "r");
+      // Read-write: Windows flushes only a handle open for writing.
+      fd = openSync(`${file}-wal`, "r+");
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
       throw e;
