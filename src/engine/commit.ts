@@ -116,25 +116,28 @@ interface Turn {
   end(): void;
   /** The store as the turn reads it (object-store.ts `WriterTurn.get`). */
   store: ObjectStore;
+  /** Whether other writers went first in the store's line (object-store.ts `WriterTurn.waited`). */
+  waited: boolean;
 }
 
 async function takeTurn(checkout: OpenCheckout): Promise<Turn> {
   const { store } = checkout.deps;
-  if (!store.queue) return { end: () => {}, store };
+  if (!store.queue) return { end: () => {}, store, waited: false };
   await checkout.deps.onStage("queue");
   // Downloads only when `current` changed since the last look.
   let seen: string | null = null;
   try {
-    const turn = await store.queue.enter(async () => {
-      const now = await store.get(MANIFEST_KEY);
+    // Only the cache is filled from what it reads: nothing is acted on.
+    const turn = await store.queue.enter(async (peek) => {
+      const now = await peek.get(MANIFEST_KEY);
       if (now === null || now.etag === seen) return;
       seen = now.etag;
-      await loadAcceptedState(store, checkout.git);
+      await loadAcceptedState(peek, checkout.git);
     });
-    return { end: () => turn.end(), store: { ...store, get: (key) => turn.get(key) } };
+    return { end: () => turn.end(), store: { ...store, get: (key) => turn.get(key) }, waited: turn.waited };
   } catch {
     // The queue failed (its database, say): go without a turn; the conditional write decides.
-    return { end: () => {}, store };
+    return { end: () => {}, store, waited: false };
   }
 }
 
@@ -143,7 +146,11 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
   // The state this checkout was last brought to, as this process saw it: a
   // guess that `current` has not moved since. The conditional write checks
   // the guess; a wrong one costs an orphan pack and the read it skipped.
-  let guess = deps.guessCurrent ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
+  // After other writers went first in the line the guess is stale, and
+  // would cost a pack, a flush of the publication record and a lost write
+  // inside the turn: read instead.
+  let guess =
+    deps.guessCurrent && !turn.waited ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
   // Races lost to other commits; a stale guess is not one (no backoff, no retry spent).
   let lost = 0;
   for (;;) {

@@ -73,14 +73,18 @@ export interface WriterQueue {
   /**
    * Wait for this writer's turn. `whileWaiting` runs now and then during the
    * wait (never twice at once): work that would otherwise lengthen the turn,
-   * such as downloading what earlier writers published.
+   * such as downloading what earlier writers published. It reads through
+   * `peek`, whose reads need not be on disk yet (the embedded store: no
+   * flush), so it may only fill caches, never act on what it read.
    */
-  enter(whileWaiting?: () => Promise<void>): Promise<WriterTurn>;
+  enter(whileWaiting?: (peek: ObjectStore) => Promise<void>): Promise<WriterTurn>;
 }
 
 export interface WriterTurn {
   /** End the turn; ending it again does nothing. */
   end(): void;
+  /** Whether other writers went first: what this writer last saw of `current` is then stale. */
+  readonly waited: boolean;
   /**
    * Read as `get` does, for the turn's own use: what it returns may reach
    * the disk only by the time the turn's own write does, or the turn ends

@@ -49,8 +49,8 @@ const WORK_EVERY_MS = 20;
 
 /** The tickets; sqlite.ts makes turns of them (object-store.ts `WriterTurn`). */
 export interface TicketQueue {
-  /** Wait for this writer's turn, running `whileWaiting` now and then meanwhile; the returned function ends the turn. */
-  enter(whileWaiting?: () => Promise<void>): Promise<() => void>;
+  /** Wait for this writer's turn, running `whileWaiting` now and then meanwhile; `leave` ends the turn, `waited` says whether anyone went first. */
+  enter(whileWaiting?: () => Promise<void>): Promise<{ leave: () => void; waited: boolean }>;
   close(): void;
 }
 
@@ -139,7 +139,8 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
       const { ticket } = insertQ.get(identity.holder, Date.now())!;
       // Waiting counts as seen too: a live waiter's ticket must not look stale when it reaches the head.
       let lastTouch = Date.now();
-      for (;;) {
+      let waited = false;
+      for (;; waited = true) {
         if (closed) throw new Error("the store was closed while waiting for a turn");
         const head = headQ.get();
         if (head === null || head.ticket === ticket) break;
@@ -172,12 +173,13 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
       beginQ.run(Date.now(), ticket);
       const heartbeat = setInterval(() => touch(ticket), HEARTBEAT_MS);
       heartbeat.unref?.();
-      return () => {
+      const leave = () => {
         clearInterval(heartbeat);
         if (closed) return;
         deleteQ.run(ticket);
         ring();
       };
+      return { leave, waited };
     },
     close() {
       closed = true;

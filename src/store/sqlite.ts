@@ -107,13 +107,16 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
     const row = getQ.get(key);
     return row ? { body: new Uint8Array(row.body), etag: row.etag } : null;
   };
+  // The store as a waiting writer's preparation reads it: no flush (object-store.ts `WriterQueue`).
+  const peek = (): ObjectStore => ({ ...store, get: (key) => run("get", () => read(key)) });
   const turns: WriterQueue | undefined = queue && {
     async enter(whileWaiting) {
-      const leave = await queue.enter(whileWaiting);
+      const { leave, waited } = await queue.enter(whileWaiting && (() => whileWaiting(peek())));
       let open = true;
       // What the turn read that may not be on disk yet.
       let owed = false;
       return {
+        waited,
         get: (key) =>
           run("get", () => {
             const object = read(key);
@@ -152,7 +155,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
     }
   };
 
-  return {
+  const store: ObjectStore = {
     kind: "sqlite",
     get: (key) =>
       run("get", (): StoredObject | null => {
@@ -217,6 +220,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
       db.close();
     },
   };
+  return store;
 }
 
 /**

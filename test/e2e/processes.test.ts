@@ -69,7 +69,7 @@ test("8 processes × 10 commits racing on one notebook: every acknowledged edit 
   expectRaceSurvived(check, racers, commits);
 }, 240_000);
 
-test("on the embedded store, 6 processes committing at once take turns: no race is lost, every edit lands", async () => {
+test("on the embedded store, 6 processes committing at once take turns: one write per commit, none lost or stale, every edit lands", async () => {
   const e = env("turns");
   const worker = join(import.meta.dir, "turns-worker.ts");
   const writers = Array.from({ length: 6 }, (_, i) =>
