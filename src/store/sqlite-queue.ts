@@ -21,7 +21,7 @@
  * lost races, and must never hold writers up for good.
  */
 import type { Database } from "bun:sqlite";
-import { closeSync, type FSWatcher, openSync, watch, writeFileSync } from "node:fs";
+import { closeSync, type FSWatcher, openSync, readFileSync, watch, writeFileSync } from "node:fs";
 
 export interface QueueIdentity {
   /** Who this process is ("pid host start"), written into its tickets. */
@@ -44,6 +44,8 @@ const POLL_MS = 25;
 const POLL_BACK_MS = 100;
 /** How many writers ahead a waiter may be and still download what they publish. */
 const PREPARING = 2;
+/** How far behind the head a waiter still wakes at each ring: those that prepare (ahead ≤ PREPARING) and the next. */
+const NEAR = PREPARING + 1;
 /** How often a waiter's `whileWaiting` work runs at most. */
 const WORK_EVERY_MS = 20;
 
@@ -90,26 +92,43 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
   // it skips a dead writer's). Watching the database itself woke every
   // waiter on every heartbeat: with 64 writers, more wake-ups than work.
   // The bell itself is watched, not its directory, where every write of
-  // the store and of the tickets would wake every waiting process too.
-  const waiters = new Set<() => void>();
+  // the store and of the tickets would wake every waiting process too. It
+  // says whose turn it is now, so that a waiter far back in line goes back
+  // to sleep at once instead of querying the line: sixteen writers on two
+  // cores took 3.5 ms at the median to hand a turn over, 14 ms on average.
+  const waiters = new Set<(head: number | null) => void>();
   let watcher: FSWatcher | null = null;
   const bell = `${file}-turn`;
+  /** After a ticket left: ring for the one now at the head. */
   const ring = () => {
+    const head = headQ.get()?.ticket ?? null;
     try {
-      writeFileSync(bell, String(Date.now()));
+      writeFileSync(bell, head === null ? "" : String(head));
     } catch {
       /* the timer wakes them */
     }
-    wakeAll();
+    wakeAll(head);
   };
-  const wakeAll = () => {
-    for (const wake of [...waiters]) wake();
+  /** `head`: the ticket whose turn it is, when known. */
+  const wakeAll = (head: number | null) => {
+    for (const wake of [...waiters]) wake(head);
+  };
+  const heard = () => {
+    let head: number | null = null;
+    try {
+      const text = readFileSync(bell, "utf8");
+      // Read in the middle of a rewrite, it may be empty: wake everyone then.
+      if (/^\d+$/.test(text)) head = Number(text);
+    } catch {
+      /* everyone, then */
+    }
+    wakeAll(head);
   };
   const startWatching = () => {
     if (watcher !== null) return;
     try {
       closeSync(openSync(bell, "a")); // it must exist to be watched; never truncated here
-      watcher = watch(bell, wakeAll);
+      watcher = watch(bell, heard);
       watcher.unref?.();
       // Out of inotify instances, say: the timer alone, then.
       watcher.on("error", () => {
@@ -120,15 +139,24 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
       watcher = null; // the timer alone, then
     }
   };
-  const nextChange = (pollMs: number) =>
+  /**
+   * The next ring that may concern `ticket`, or `pollMs`. A ring for a head
+   * more than NEAR tickets ahead does not: with `ahead` at most the
+   * difference of tickets, such a waiter neither has the turn nor prepares.
+   */
+  const nextChange = (pollMs: number, ticket: number) =>
     new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        waiters.delete(done);
+        waiters.delete(wake);
         resolve();
       };
+      const wake = (head: number | null) => {
+        if (head !== null && ticket - head > NEAR) return;
+        done();
+      };
       const timer = setTimeout(done, pollMs);
-      waiters.add(done);
+      waiters.add(wake);
     });
 
   return {
@@ -167,7 +195,7 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
               working = null;
             });
         }
-        await nextChange(ahead <= PREPARING ? POLL_MS : POLL_BACK_MS);
+        await nextChange(ahead <= PREPARING ? POLL_MS : POLL_BACK_MS, ticket);
       }
       await working; // its writes to the cache finish before the turn's own
       beginQ.run(Date.now(), ticket);
@@ -183,7 +211,7 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
     },
     close() {
       closed = true;
-      wakeAll();
+      wakeAll(null);
       watcher?.close();
       watcher = null;
     },
