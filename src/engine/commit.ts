@@ -9,14 +9,24 @@ import { createHash } from "node:crypto";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
-import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { Baseline } from "./checkout-state.ts";
 import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, localBytes, scanLocal, type OpenCheckout } from "./engine.ts";
+import {
+  BaselineMissing,
+  baselineFiles,
+  closeCheckout,
+  type EngineDeps,
+  localBytes,
+  materializeInto,
+  type OpenCheckout,
+  openCheckout,
+  privateStateMissing,
+  scanLocal,
+} from "./engine.ts";
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
@@ -48,22 +58,14 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
       baselineTree = await baselineFiles(checkout);
     } catch (e) {
       if (!(e instanceof BaselineMissing)) throw e;
-      throw new DomainError("ENGINE_FAILED", "The baseline of this checkout is missing from the private cache.", {
-        detail: ENGINE_DETAILS.stateMissingLocally(),
-        cause: e,
-      });
+      throw privateStateMissing(e);
     }
     await refuseMarkers(checkout, baselineTree);
     await refuseProtectedChanges(checkout, baselineTree);
     return await publish(checkout, baselineTree, message);
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
-    if (e instanceof MissingObjectError) {
-      throw new DomainError("ENGINE_FAILED", "Part of this checkout's private state is missing or unreadable.", {
-        detail: ENGINE_DETAILS.stateMissingLocally(),
-        cause: e,
-      });
-    }
+    if (e instanceof MissingObjectError) throw privateStateMissing(e);
     throw e;
   } finally {
     closeCheckout(checkout);
@@ -93,25 +95,77 @@ async function refuseMarkers(checkout: OpenCheckout, baselineTree: FlatTree): Pr
  * then either nothing to publish or one publication attempt.
  */
 async function publish(checkout: OpenCheckout, baselineTree: FlatTree, message: string): Promise<OperationOutcome> {
+  const turn = await takeTurn(checkout);
+  try {
+    return await attempts(checkout, baselineTree, message, turn);
+  } finally {
+    turn.end();
+  }
+}
+
+/**
+ * Where the store orders its writers (the embedded store: object-store.ts
+ * `queue`), this commit's turn, from reading `current` to the moment its
+ * conditional write is visible; while it waits, it downloads what the
+ * writers before it publish, so that the turn itself reads little more
+ * than `current`. Elsewhere (S3) a turn that is always ours: writers race,
+ * and the conditional write decides.
+ */
+interface Turn {
+  /** End the turn: before the files are written, and at the latest when the commit ends. */
+  end(): void;
+  /** The store as the turn reads it (object-store.ts `WriterTurn.get`). */
+  store: ObjectStore;
+  /** Whether other writers went first in the store's line (object-store.ts `WriterTurn.waited`). */
+  waited: boolean;
+}
+
+async function takeTurn(checkout: OpenCheckout): Promise<Turn> {
+  const { store } = checkout.deps;
+  if (!store.queue) return { end: () => {}, store, waited: false };
+  await checkout.deps.onStage("queue");
+  // Downloads only when `current` changed since the last look.
+  let seen: string | null = null;
+  try {
+    // Only the cache is filled from what it reads: nothing is acted on.
+    const turn = await store.queue.enter(async (peek) => {
+      const now = await peek.get(MANIFEST_KEY);
+      if (now === null || now.etag === seen) return;
+      seen = now.etag;
+      await loadAcceptedState(peek, checkout.git);
+    });
+    return { end: () => turn.end(), store: { ...store, get: (key) => turn.get(key) }, waited: turn.waited };
+  } catch {
+    // The queue failed (its database, say): go without a turn; the conditional write decides.
+    return { end: () => {}, store, waited: false };
+  }
+}
+
+async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message: string, turn: Turn): Promise<OperationOutcome> {
   const { deps } = checkout;
   // The state this checkout was last brought to, as this process saw it: a
   // guess that `current` has not moved since. The conditional write checks
   // the guess; a wrong one costs an orphan pack and the read it skipped.
-  let guess = deps.guessCurrent ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
+  // After other writers went first in the line the guess is stale, and
+  // would cost a pack, a flush of the publication record and a lost write
+  // inside the turn: read instead.
+  let guess =
+    deps.guessCurrent && !turn.waited ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
   // Races lost to other commits; a stale guess is not one (no backoff, no retry spent).
   let lost = 0;
   for (;;) {
-    const accepted = await acceptedState(checkout, guess);
-    const merged = await mergeOrConflict(checkout, baselineTree, accepted);
+    const accepted = await acceptedState(checkout, guess, turn);
+    const merged = await mergeOrConflict(checkout, baselineTree, accepted, turn);
     if (sameTree(merged, accepted.files)) {
       // Nothing to publish against the guess: the store may have news.
       if (guess !== null) {
         guess = null;
         continue;
       }
+      turn.end();
       return synchronise(checkout, accepted, merged);
     }
-    const outcome = await tryPublication(checkout, accepted, merged, message);
+    const outcome = await tryPublication(checkout, accepted, merged, message, turn);
     if (outcome !== null) return outcome;
     if (guess !== null) {
       guess = null;
@@ -127,21 +181,22 @@ async function publish(checkout: OpenCheckout, baselineTree: FlatTree, message: 
   }
 }
 
-/** The guess, or the accepted state read from the store (and remembered as the process's latest). */
-async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null): Promise<AcceptedState> {
+/** The guess, or the accepted state read from the store as the turn reads it (and remembered as the process's latest). */
+async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null, turn: Turn): Promise<AcceptedState> {
   const { deps } = checkout;
   await deps.onStage("fetch");
   if (guess !== null) return guess;
-  const accepted = await loadAcceptedState(deps.store, checkout.git);
+  const accepted = await loadAcceptedState(turn.store, checkout.git);
   rememberAccepted(deps.memory, deps.storeId, accepted);
   return accepted;
 }
 
 /** The merge of the checkout's changes into `accepted`; a conflict is written into the files and thrown. */
-async function mergeOrConflict(checkout: OpenCheckout, baselineTree: FlatTree, accepted: AcceptedState): Promise<FlatTree> {
+async function mergeOrConflict(checkout: OpenCheckout, baselineTree: FlatTree, accepted: AcceptedState, turn: Turn): Promise<FlatTree> {
   await checkout.deps.onStage("merge");
   const merge = await mergeTrees(checkout.git, baselineTree, checkout.local, accepted.files, checkout.localContents);
   if (merge.conflicts.length > 0) {
+    turn.end();
     await materializeInto(checkout, merge.result, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
     throw conflictError(merge.conflicts, "commit");
   }
@@ -167,6 +222,8 @@ interface Uploaded {
   built: BuiltTree;
   pack: Uint8Array;
   descriptor: PackDescriptor;
+  /** The pack, when the store writes it together with `current` (object-store.ts `putWith`) rather than uploaded first. */
+  along: Array<{ key: string; body: Uint8Array }> | null;
 }
 
 /**
@@ -175,7 +232,13 @@ interface Uploaded {
  * and replace `current` conditionally. The outcome when it landed; null
  * when another publication won.
  */
-async function tryPublication(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<OperationOutcome | null> {
+async function tryPublication(
+  checkout: OpenCheckout,
+  accepted: AcceptedState,
+  merged: FlatTree,
+  message: string,
+  turn: Turn,
+): Promise<OperationOutcome | null> {
   const { deps } = checkout;
   const uploaded = await buildAndUpload(checkout, accepted, merged, message);
   const { packs, history } = await packList(checkout, accepted, uploaded);
@@ -197,8 +260,11 @@ async function tryPublication(checkout: OpenCheckout, accepted: AcceptedState, m
     head: uploaded.head,
     merged: mergedIn(checkout.local, merged),
   });
-  const landed = await conditionalReplace(deps.store, accepted, manifest);
+  // The turn ends as soon as the write is visible to the other writers,
+  // before the store flushes it (sqlite.ts): the next turn overlaps that flush.
+  const landed = await conditionalReplace(deps.store, accepted, manifest, uploaded.along, () => turn.end());
   if (landed === false) return null;
+  turn.end();
   return landedOutcome(checkout, accepted, merged, uploaded, manifest, landed.etag);
 }
 
@@ -217,13 +283,16 @@ async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, m
   const descriptor = { key: packKey(sha256), size: pack.byteLength, sha256 };
 
   await deps.onStage("upload");
+  // Where the store writes the pack and `current` in one step, it does: one
+  // flush to disk in the turn instead of two, and a lost race leaves no orphan.
+  if (deps.store.putWith) return { head, built, pack, descriptor, along: [{ key: descriptor.key, body: pack }] };
   try {
     // Create-only: an existing key holds these very bytes (content-addressed).
     await deps.store.putIfAbsent(descriptor.key, pack);
   } catch (cause) {
     throw new DomainError("PACK_UPLOAD", "The new pack could not be uploaded; nothing was published.", { cause });
   }
-  return { head, built, pack, descriptor };
+  return { head, built, pack, descriptor, along: null };
 }
 
 /**
@@ -327,11 +396,21 @@ function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; o
  * keeps our pack, so its presence proves we landed even after others
  * published.
  */
-async function conditionalReplace(store: ObjectStore, accepted: AcceptedState, manifest: Manifest): Promise<{ etag: string | null } | false> {
+async function conditionalReplace(
+  store: ObjectStore,
+  accepted: AcceptedState,
+  manifest: Manifest,
+  along: Array<{ key: string; body: Uint8Array }> | null,
+  committed: () => void,
+): Promise<{ etag: string | null } | false> {
   const body = serializeManifest(manifest);
   try {
     const result =
-      accepted.etag === null ? await store.putIfAbsent(MANIFEST_KEY, body) : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
+      along !== null && store.putWith
+        ? await store.putWith(along, MANIFEST_KEY, body, accepted.etag, committed)
+        : accepted.etag === null
+          ? await store.putIfAbsent(MANIFEST_KEY, body)
+          : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
     if (result.ok) return { etag: result.etag };
   } catch (cause) {
     if (!(cause instanceof StoreError) || cause.outcome !== "unknown") {

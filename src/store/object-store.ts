@@ -38,6 +38,59 @@ export interface ObjectStore {
   delete(key: string): Promise<void>;
   /** Release connections and handles. */
   close(): Promise<void>;
+  /**
+   * Where a store can order its writers (the embedded store: every writer is
+   * on this machine), writers line up here before reading `current` and
+   * leave once their conditional write is answered, so they take turns
+   * instead of losing races to each other. Only an optimisation: the
+   * conditional write stays the proof, and a writer that does not queue (an
+   * older version) is still safe. Absent on S3, where nothing may
+   * coordinate writers (docs/storage-protocol.md, rejected alternatives).
+   */
+  readonly queue?: WriterQueue;
+  /**
+   * Where a store can do it as one atomic step (the embedded store: one
+   * transaction, one flush to disk), create `creates` (create-only, as
+   * putIfAbsent) and conditionally write `key` together: all or nothing,
+   * `{ ok: false }` when the condition fails (`etag` null: `key` must be
+   * absent). Absent on S3, where the caller uploads first.
+   *
+   * `committed` runs once the write is visible to every other writer and
+   * before it is flushed to disk, which the returned promise waits for:
+   * the moment a writer can end its turn (`queue`) without waiting for the
+   * disk.
+   */
+  putWith?(
+    creates: Array<{ key: string; body: Uint8Array }>,
+    key: string,
+    body: Uint8Array,
+    etag: string | null,
+    committed?: () => void,
+  ): Promise<ConditionalWrite>;
+}
+
+export interface WriterQueue {
+  /**
+   * Wait for this writer's turn. `whileWaiting` runs now and then during the
+   * wait (never twice at once): work that would otherwise lengthen the turn,
+   * such as downloading what earlier writers published. It reads through
+   * `peek`, whose reads need not be on disk yet (the embedded store: no
+   * flush), so it may only fill caches, never act on what it read.
+   */
+  enter(whileWaiting?: (peek: ObjectStore) => Promise<void>): Promise<WriterTurn>;
+}
+
+export interface WriterTurn {
+  /** End the turn; ending it again does nothing. */
+  end(): void;
+  /** Whether other writers went first: what this writer last saw of `current` is then stale. */
+  readonly waited: boolean;
+  /**
+   * Read as `get` does, for the turn's own use: what it returns may reach
+   * the disk only by the time the turn's own write does, or the turn ends
+   * (the embedded store: sqlite.ts). Anything else reads with `get`.
+   */
+  get(key: string): Promise<StoredObject | null>;
 }
 
 /**

@@ -3,11 +3,25 @@
  * Configuration), safe for many processes on one machine. Each conditional
  * write is a single statement, so SQLite's own write lock makes it atomic
  * across processes; WAL lets readers proceed while one writer holds it.
+ *
+ * Nothing is answered that is not on disk, as with SQLite's
+ * `synchronous = FULL`, but the flush happens after the write lock is
+ * released rather than while it is held: a write commits without a flush
+ * (`synchronous = NORMAL`) and is flushed (the WAL file's fdatasync) before
+ * it is answered; a read that sees another connection's commits flushes the
+ * WAL before it answers too — except in this process's turn (`queue`),
+ * where the flush is owed until the turn ends, and the turn's own write,
+ * whose flush covers them, pays it. So a turn holds no flush: it ends once
+ * its write is visible, and the next writer's turn overlaps this one's
+ * flush (docs/storage-protocol.md, "Contention"). The WAL is append-only
+ * and checksummed frame by frame: whatever a crash leaves of it is a
+ * prefix, so a flush covers every commit before it.
  */
 import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { closeSync, fdatasyncSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
-import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject } from "./object-store.ts";
+import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject, type WriterQueue } from "./object-store.ts";
+import { type QueueIdentity, sqliteWriterQueue, type TicketQueue } from "./sqlite-queue.ts";
 
 /** How long a writer waits for another process's write lock before failing. */
 const BUSY_TIMEOUT_MS = 15_000;
@@ -16,14 +30,15 @@ function newEtag(): string {
   return crypto.randomUUID().replaceAll("-", "");
 }
 
-export function openSqliteStore(file: string): ObjectStore {
+/** `writer`: who this process is, for the writer queue (sqlite-queue.ts); without it, tickets are judged by heartbeat only. */
+export function openSqliteStore(file: string, writer: QueueIdentity = { holder: `${crypto.randomUUID()}` }): ObjectStore {
   let db: Database;
   try {
     mkdirSync(dirname(file), { recursive: true });
     db = new Database(file, { create: true, strict: true });
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.run("PRAGMA journal_mode = WAL");
-    db.run("PRAGMA synchronous = FULL");
+    db.run("PRAGMA synchronous = NORMAL");
     db.run(
       `CREATE TABLE IF NOT EXISTS objects (
          key TEXT PRIMARY KEY,
@@ -35,6 +50,7 @@ export function openSqliteStore(file: string): ObjectStore {
   } catch (cause) {
     throw new StoreError("open", `sqlite open: ${describe(cause)}`, "failed", { cause });
   }
+  const queue = openQueue(file, writer);
 
   const getQ = db.query<{ body: Uint8Array; etag: string }, [string]>("SELECT body, etag FROM objects WHERE key = ?");
   const insertQ = db.query("INSERT INTO objects (key, body, etag, modified) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING");
@@ -43,48 +59,198 @@ export function openSqliteStore(file: string): ObjectStore {
     "SELECT key, length(body) AS size, modified FROM objects WHERE substr(key, 1, ?) = ? ORDER BY key",
   );
   const deleteQ = db.query("DELETE FROM objects WHERE key = ?");
+  // Changes when another connection commits (SQLite's data_version).
+  const versionQ = db.query<{ data_version: number }, []>("PRAGMA data_version");
+  let flushedVersion: number | null = null;
+  // Flushes done: one after our commit covers it.
+  let flushes = 0;
+
+  /**
+   * Every commit so far on disk: the WAL flushed. Without a WAL file, a
+   * checkpoint has moved every commit into the database and flushed it
+   * (SQLite does both before removing the WAL).
+   */
+  const flushWal = () => {
+    let fd: number;
+    try {
+      // Read-write: Windows flushes only a handle open for writing.
+      fd = openSync(`${file}-wal`, "r+");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw e;
+    }
+    try {
+      fdatasyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    flushes++;
+  };
+  /** After a read: flush what other connections committed, so nothing read is lost to a crash. */
+  const flushSeen = () => {
+    const version = versionQ.get()!.data_version;
+    if (version === flushedVersion) return;
+    flushWal();
+    flushedVersion = version;
+  };
+  /** After a write of ours that changed something: its flush, whose failure leaves the outcome unknown (it is visible). */
+  const flushWritten = (operation: StoreError["operation"]) => {
+    const version = versionQ.get()!.data_version;
+    try {
+      flushWal();
+    } catch (cause) {
+      throw new StoreError(operation, `sqlite ${operation}: flush ${describe(cause)}`, "unknown", { cause });
+    }
+    flushedVersion = version;
+  };
+  const read = (key: string): StoredObject | null => {
+    const row = getQ.get(key);
+    return row ? { body: new Uint8Array(row.body), etag: row.etag } : null;
+  };
+  // The store as a waiting writer's preparation reads it: no flush (object-store.ts `WriterQueue`).
+  const peek = (): ObjectStore => ({ ...store, get: (key) => run("get", () => read(key)) });
+  const turns: WriterQueue | undefined = queue && {
+    async enter(whileWaiting) {
+      const { leave, waited } = await queue.enter(whileWaiting && (() => whileWaiting(peek())));
+      let open = true;
+      // What the turn read that may not be on disk yet.
+      let owed = false;
+      return {
+        waited,
+        get: (key) =>
+          run("get", () => {
+            const object = read(key);
+            if (versionQ.get()!.data_version !== flushedVersion) owed = true;
+            return object;
+          }),
+        end() {
+          if (!open) return;
+          open = false;
+          try {
+            leave();
+          } catch {
+            // A ticket that cannot be dropped is skipped by the others once stale (sqlite-queue.ts).
+          }
+          // A turn that wrote nothing still flushes what it read before its
+          // caller acts on it (a synchronisation moves a baseline to it). A
+          // failed flush is done again by the next read that sees it.
+          try {
+            if (owed) flushSeen();
+          } catch {
+            /* see above */
+          }
+        },
+      };
+    },
+  };
 
   // bun:sqlite is synchronous; the interface is async so every store looks alike.
   const run = <T>(operation: StoreError["operation"], fn: () => T): Promise<T> => {
     try {
       return Promise.resolve(fn());
     } catch (cause) {
+      if (cause instanceof StoreError) return Promise.reject(cause);
       // A failed single-statement write in SQLite rolls back: the outcome is known.
       return Promise.reject(new StoreError(operation, `sqlite ${operation}: ${describe(cause)}`, "failed", { cause }));
     }
   };
 
-  return {
+  const store: ObjectStore = {
     kind: "sqlite",
     get: (key) =>
       run("get", (): StoredObject | null => {
-        const row = getQ.get(key);
-        return row ? { body: new Uint8Array(row.body), etag: row.etag } : null;
+        const object = read(key);
+        flushSeen();
+        return object;
       }),
     putIfAbsent: (key, body) =>
       run("putIfAbsent", (): ConditionalWrite => {
         const etag = newEtag();
         const { changes } = insertQ.run(key, body, etag, Date.now());
-        return changes === 1 ? { ok: true, etag } : { ok: false };
+        if (changes !== 1) return { ok: false };
+        flushWritten("putIfAbsent");
+        return { ok: true, etag };
       }),
     putIfMatch: (key, body, expected) =>
       run("putIfMatch", (): ConditionalWrite => {
         const etag = newEtag();
         const { changes } = swapQ.run(body, etag, Date.now(), key, expected);
-        return changes === 1 ? { ok: true, etag } : { ok: false };
+        if (changes !== 1) return { ok: false };
+        flushWritten("putIfMatch");
+        return { ok: true, etag };
       }),
     list: (prefix) =>
-      run("list", (): ListedObject[] =>
-        listQ.all(prefix.length, prefix).map((r) => ({ key: r.key, size: r.size, modified: new Date(r.modified) })),
-      ),
+      run("list", (): ListedObject[] => {
+        const listed = listQ.all(prefix.length, prefix).map((r) => ({ key: r.key, size: r.size, modified: new Date(r.modified) }));
+        flushSeen();
+        return listed;
+      }),
     delete: (key) =>
       run("delete", () => {
-        deleteQ.run(key);
+        if (deleteQ.run(key).changes > 0) flushWritten("delete");
+      }),
+    ...(turns ? { queue: turns } : {}),
+    putWith: (creates, key, body, expected, committed) =>
+      run("putIfMatch", (): ConditionalWrite => {
+        const etag = newEtag();
+        const lost = Symbol("lost");
+        try {
+          db.transaction(() => {
+            const now = Date.now();
+            for (const c of creates) insertQ.run(c.key, c.body, newEtag(), now);
+            const { changes } = expected === null ? insertQ.run(key, body, etag, now) : swapQ.run(body, etag, now, key, expected);
+            if (changes !== 1) throw lost; // rolls the creates back too
+          })();
+        } catch (e) {
+          if (e === lost) return { ok: false };
+          throw e;
+        }
+        const before = flushes;
+        try {
+          committed?.();
+        } catch {
+          // Ending a turn is only an optimisation (sqlite-queue.ts); the write stands.
+        }
+        // Unless the turn's end flushed since our commit (which covers it).
+        if (flushes === before) flushWritten("putIfMatch");
+        return { ok: true, etag };
       }),
     close: async () => {
+      queue?.close();
       db.close();
     },
   };
+  return store;
+}
+
+/**
+ * The writer queue, its tickets in a database of their own beside the
+ * store, never flushed to disk (sqlite-queue.ts): in the store's own file,
+ * every ticket taken, touched or dropped took the store's write lock, and
+ * the writer in its turn waited for it in SQLite's busy handler. A queue
+ * that cannot be opened (its file damaged or not writable) is done
+ * without: writers then race, as on S3, and the conditional write decides.
+ */
+function openQueue(file: string, writer: QueueIdentity): TicketQueue | undefined {
+  let queueDb: Database | undefined;
+  try {
+    queueDb = new Database(`${file}-queue`, { create: true, strict: true });
+    queueDb.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    queueDb.run("PRAGMA journal_mode = WAL");
+    queueDb.run("PRAGMA synchronous = OFF");
+    const queue = sqliteWriterQueue(queueDb, file, writer);
+    const db = queueDb;
+    return {
+      enter: (whileWaiting) => queue.enter(whileWaiting),
+      close() {
+        queue.close();
+        db.close();
+      },
+    };
+  } catch {
+    queueDb?.close();
+    return undefined;
+  }
 }
 
 function describe(cause: unknown): string {

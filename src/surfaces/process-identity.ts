@@ -3,6 +3,7 @@
  * a process id is alive, and when it started (so a reused id is told apart).
  */
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 
 /**
  * Whether `pid` names a running process. A zombie — dead, but not yet
@@ -43,4 +44,24 @@ export function processStartTime(pid: number): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * This process as the embedded store's writer queue names it ("pid host
+ * start"), and how to tell that a writer it names is gone — its process
+ * died, or its id now belongs to a process that started at another time —
+ * so a writer killed in its turn holds no one up (store/sqlite-queue.ts).
+ */
+export function queueIdentity(): { holder: string; isGone(holder: string): boolean } {
+  const host = hostname();
+  return {
+    holder: `${process.pid} ${host} ${processStartTime(process.pid) ?? "-"}`,
+    isGone(holder) {
+      const [pid, theirHost, start] = holder.split(" ");
+      if (theirHost !== host || !pid || !/^\d+$/.test(pid)) return false;
+      if (!isProcessAlive(Number(pid))) return true;
+      const now = processStartTime(Number(pid));
+      return start !== undefined && start !== "-" && now !== null && now !== start;
+    },
+  };
 }

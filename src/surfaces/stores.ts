@@ -9,6 +9,7 @@
 import { join, resolve } from "node:path";
 import type { ObjectStore } from "../store/object-store.ts";
 import { openSqliteStore } from "../store/sqlite.ts";
+import { queueIdentity } from "./process-identity.ts";
 import { invalid, nonEmpty, type SettingSources } from "./settings.ts";
 
 export interface SqliteSpec {
@@ -138,7 +139,7 @@ const sqlite: StoreKind<SqliteSpec> = {
   },
   identity: (spec) => `sqlite:${spec.file}`,
   // The embedded store is this project's own code: not probed.
-  open: async (spec) => openSqliteStore(spec.file),
+  open: async (spec) => openSqliteStore(spec.file, queueIdentity()),
   probe: false,
   file: (spec) => spec.file,
 };

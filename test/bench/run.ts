@@ -5,7 +5,7 @@
  * Prints one Markdown table of medians with their ratios and bars, then the
  * stage profile of each row that misses its bar.
  *
- *   bun test/bench/run.ts [--only S1,S3,…] [--store sqlite|s3] [--quick] [--out FILE.json]
+ *   bun test/bench/run.ts [--only S1,S3,…] [--store sqlite|s3] [--quick] [--curve 1,16] [--out FILE.json]
  *
  * The scenarios and what their bars mean: docs/performance.md.
  */
@@ -29,6 +29,8 @@ const only = new Set((flag("--only") ?? "S1,S2,S3,S4,S5,S6,S7,S8").split(",").ma
 const quick = process.argv.includes("--quick");
 const storeFilter = flag("--store");
 const out = flag("--out");
+// S6's writer counts (`--curve 16`: only the bar row and its process-per-commit row), for measuring one change quickly.
+const curveFlag = flag("--curve");
 
 /** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
 const REPS = quick
@@ -65,7 +67,7 @@ try {
     if (only.has("S1") || only.has("S2")) await stage(`S1/S2 warm calls (${kind})`, () => warmScenarios(location(kind, "warm"), REPS.warm));
   }
   for (const kind of stores) {
-    if (only.has("S6")) await stage(`S6 race (${kind})`, () => raceScenario(location(kind, "race"), REPS.curve, REPS.raceCommits));
+    if (only.has("S6")) await stage(`S6 race (${kind})`, () => raceScenario(location(kind, "race"), curveFlag === undefined ? REPS.curve : curveFlag.split(",").map(Number), REPS.raceCommits));
   }
   for (const kind of stores) {
     if (only.has("S3") || only.has("S4") || only.has("S7")) {

@@ -68,3 +68,19 @@ test("8 processes × 10 commits racing on one notebook: every acknowledged edit 
   expect(JSON.parse(pulled.stdout).generation).toBe(1 + racers * commits);
   expectRaceSurvived(check, racers, commits);
 }, 240_000);
+
+test("on the embedded store, 6 processes committing at once take turns: one write per commit, none lost or stale, every edit lands", async () => {
+  const e = env("turns");
+  const worker = join(import.meta.dir, "turns-worker.ts");
+  const writers = Array.from({ length: 6 }, (_, i) =>
+    Bun.spawn([process.execPath, worker, String(i), join(root, "turns", `w${i}`), "5"], { env: e, stdout: "pipe", stderr: "inherit" }),
+  );
+  const lost = await Promise.all(writers.map(async (p) => [await new Response(p.stdout).text(), await p.exited] as const));
+  expect(lost).toEqual(Array(6).fill(["0\n", 0]));
+  const c = join(root, "turns", "c");
+  expect((await cli(e, "pull", c)).code).toBe(0);
+  for (let i = 0; i < 6; i++) {
+    const want = Array.from({ length: 5 }, (_, j) => `agent ${i} commit ${j}\n`).join("");
+    expect(readFileSync(join(c, `agent-${i}.md`), "utf8")).toBe(want);
+  }
+});

@@ -72,3 +72,77 @@ function readUntil(stream: ReadableStream<Uint8Array>, marker: string) {
   });
   return { reached, rest };
 }
+
+test("sqlite: putWith creates its objects and writes the key together, or does neither", async () => {
+  const store = openSqliteStore(join(root, "put-with.db"));
+  const bytes = (s: string) => new TextEncoder().encode(s);
+  const text = async (key: string) => {
+    const o = await store.get(key);
+    return o === null ? null : new TextDecoder().decode(o.body);
+  };
+  const created = await store.putWith!([{ key: "packs/a", body: bytes("a") }], "current", bytes("one"), null);
+  expect(created.ok).toBe(true);
+  expect([await text("packs/a"), await text("current")]).toEqual(["a", "one"]);
+  // A lost condition writes nothing: not even the objects to create.
+  const lost = await store.putWith!([{ key: "packs/b", body: bytes("b") }], "current", bytes("two"), "not-the-etag");
+  expect(lost.ok).toBe(false);
+  expect([await text("packs/b"), await text("current")]).toEqual([null, "one"]);
+  const again = await store.putWith!([{ key: "packs/a", body: bytes("a") }, { key: "packs/c", body: bytes("c") }], "current", bytes("three"), created.ok ? created.etag : "");
+  expect(again.ok).toBe(true);
+  expect([await text("packs/c"), await text("current")]).toEqual(["c", "three"]);
+  await store.close();
+});
+
+test("sqlite: putWith's write is visible to other connections when `committed` runs, before its flush is waited for", async () => {
+  const file = join(root, "committed.db");
+  const store = openSqliteStore(file);
+  const other = openSqliteStore(file);
+  const bytes = (s: string) => new TextEncoder().encode(s);
+  let seen: string | null = "not called";
+  let calls = 0;
+  const result = await store.putWith!([{ key: "packs/p", body: bytes("p") }], "current", bytes("one"), null, () => {
+    calls++;
+    // A writer taking turns ends its turn here: the next one must already read this write.
+    const read = Bun.peek(other.get("current")) as { body: Uint8Array } | null;
+    seen = read === null ? null : new TextDecoder().decode(read.body);
+  });
+  expect(result.ok).toBe(true);
+  expect([calls, seen]).toEqual([1, "one"]);
+  // A lost condition commits nothing, and so never says it did.
+  const lost = await store.putWith!([], "current", bytes("two"), "not-the-etag", () => calls++);
+  expect([lost.ok, calls]).toEqual([false, 1]);
+  await other.close();
+  await store.close();
+});
+
+test("sqlite: taking and ending a turn never waits for the store's write lock", async () => {
+  const { Database } = await import("bun:sqlite");
+  const file = join(root, "queue-apart.db");
+  const store = openSqliteStore(file);
+  await store.putIfAbsent("current", new TextEncoder().encode("start"));
+  // Another writer in the middle of its transaction: the store's database is locked for writing.
+  const writing = new Database(file);
+  writing.run("BEGIN IMMEDIATE");
+  try {
+    const started = performance.now();
+    // With the tickets in the store's own file, this waited in SQLite's busy handler (15 s, then failed).
+    (await store.queue!.enter()).end();
+    expect(performance.now() - started).toBeLessThan(1_000);
+  } finally {
+    writing.run("ROLLBACK");
+    writing.close();
+  }
+  await store.close();
+});
+
+test("sqlite: a queue database that cannot be opened leaves the store working, without turns", async () => {
+  const { mkdirSync } = await import("node:fs");
+  const file = join(root, "no-queue.db");
+  // A directory where the queue's file would be: it cannot be opened as a database.
+  mkdirSync(`${file}-queue`);
+  const store = openSqliteStore(file);
+  expect(store.queue).toBeUndefined();
+  const created = await store.putIfAbsent("current", new TextEncoder().encode("start"));
+  expect(created.ok).toBe(true);
+  await store.close();
+});
