@@ -116,13 +116,18 @@ interface Turn {
   end(): void;
   /** The store as the turn reads it (object-store.ts `WriterTurn.get`). */
   store: ObjectStore;
-  /** Whether other writers went first in the store's line (object-store.ts `WriterTurn.waited`). */
-  waited: boolean;
+  /**
+   * Whether the store ordered this writer (a turn in the embedded store's
+   * line): no one publishes between its read of `current` and its write,
+   * and that read is local, so a guess saves nothing — and is stale
+   * whenever anyone published since this process last looked.
+   */
+  ordered: boolean;
 }
 
 async function takeTurn(checkout: OpenCheckout): Promise<Turn> {
   const { store } = checkout.deps;
-  if (!store.queue) return { end: () => {}, store, waited: false };
+  if (!store.queue) return { end: () => {}, store, ordered: false };
   await checkout.deps.onStage("queue");
   // Downloads only when `current` changed since the last look.
   let seen: string | null = null;
@@ -134,10 +139,10 @@ async function takeTurn(checkout: OpenCheckout): Promise<Turn> {
       seen = now.etag;
       await loadAcceptedState(peek, checkout.git);
     });
-    return { end: () => turn.end(), store: { ...store, get: (key) => turn.get(key) }, waited: turn.waited };
+    return { end: () => turn.end(), store: { ...store, get: (key) => turn.get(key) }, ordered: true };
   } catch {
     // The queue failed (its database, say): go without a turn; the conditional write decides.
-    return { end: () => {}, store, waited: false };
+    return { end: () => {}, store, ordered: false };
   }
 }
 
@@ -146,11 +151,11 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
   // The state this checkout was last brought to, as this process saw it: a
   // guess that `current` has not moved since. The conditional write checks
   // the guess; a wrong one costs an orphan pack and the read it skipped.
-  // After other writers went first in the line the guess is stale, and
-  // would cost a pack, a flush of the publication record and a lost write
-  // inside the turn: read instead.
+  // In a turn of the store's line the read is local and nobody can publish
+  // before our write, while a stale guess would cost a pack, a flush of the
+  // publication record and a lost write inside the turn: read instead.
   let guess =
-    deps.guessCurrent && !turn.waited ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
+    deps.guessCurrent && !turn.ordered ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
   // Races lost to other commits; a stale guess is not one (no backoff, no retry spent).
   let lost = 0;
   for (;;) {
