@@ -365,7 +365,11 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { restore } = await import("../engine/restore.ts");
       if (input.from < 1) throw malformed("from must be a generation, 1 or more.");
-      const r = await restore(ctx.engine(), ctx.notebookPath(input.path), input.from, input.paths ?? [], input.force === true);
+      const r = await restore(ctx.engine(), ctx.notebookPath(input.path), input.from, input.paths ?? [], input.force === true).catch((e: unknown) => {
+        // `restore --from G ./notebook` from the directory above a checkout: PATHs are files in the notebook, not the notebook.
+        if (input.path !== undefined || !(e instanceof DomainError) || e.reason !== "PATH_OUTSIDE_ROOT") throw e;
+        throw new DomainError(e.reason, `${e.message} restore writes into the current directory; name the checkout with --dir, and files in it as PATH.`, { cause: e });
+      });
       let insertions = 0;
       let deletions = 0;
       for (const f of r.files) (insertions += f.insertions), (deletions += f.deletions);

@@ -259,6 +259,10 @@ test("restore refuses generations it cannot have, paths it cannot mean, read-onl
 
   const future = JSON.parse((await run("restore", "--from", "9", "--dir", nb, "--json", ...store)).stdout);
   expect([future.reason, future.message]).toEqual(["MALFORMED_INPUT", "Generation 9 does not exist yet; the newest is 2."]);
+  // From the directory above the checkout, without --dir: the notebook is the current directory, and the answer says so.
+  const above = JSON.parse((await run("restore", "--from", "1", "--json", ...store, "restore-refusals")).stdout);
+  expect(above.reason).toBe("PATH_OUTSIDE_ROOT");
+  expect(above.message).toEndWith("restore writes into the current directory; name the checkout with --dir, and files in it as PATH.");
   const outside = await run("restore", "--from", "1", "--dir", nb, ...store, "../escape");
   expect(outside.code).toBe(EXIT_CODES.INVALID_REQUEST);
   const nothing = await run("restore", "--from", "1", "--dir", nb, ...store, "nowhere.md");
