@@ -205,24 +205,29 @@ describe("SIGKILL in the middle of writing a new file", () => {
  * store's copy, and editing it gave a conflict with no other writer.
  */
 describe("SIGKILL after the publication landed, before the baseline moved", () => {
+  /** a commits line k while b's change to y.md is merged into its publication; a dies at `stage`, after the write landed. */
+  async function landedWithMergedIn(name: string, stage: string) {
+    const { dir, run, crash } = crashWorld(name);
+    const a = dir("a");
+    const b = dir("b");
+    await run((d) => pull(d, a));
+    write(a, "x.md", "1\n2\n3\n");
+    write(a, "y.md", "y\n");
+    await run((d) => commit(d, a, "seed"));
+    await run((d) => pull(d, b));
+    // Another writer's change, merged into a's publication but not yet written when a dies.
+    write(b, "y.md", "y by b\n");
+    await run((d) => commit(d, b, "b"));
+    write(a, "x.md", "1\n2\n3\nk\n");
+    await crash("commit", a, stage);
+    const generation = await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation);
+    expect(generation).toBe(3); // landed
+    return { a, dir, run };
+  }
+
   for (const stage of ["materialize", "write:1", "baseline"]) {
     test(`at ${stage}: a line deleted since stays deleted, and nothing else changes`, async () => {
-      const { dir, run, crash } = crashWorld(`landed-delete-${stage.replace(":", "-")}`);
-      const a = dir("a");
-      const b = dir("b");
-      await run((d) => pull(d, a));
-      write(a, "x.md", "1\n2\n3\n");
-      write(a, "y.md", "y\n");
-      await run((d) => commit(d, a, "seed"));
-      await run((d) => pull(d, b));
-      // Another writer's change, merged into a's publication but not yet written when a dies.
-      write(b, "y.md", "y by b\n");
-      await run((d) => commit(d, b, "b"));
-      write(a, "x.md", "1\n2\n3\nk\n");
-      await crash("commit", a, stage);
-      const generation = await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation);
-      expect(generation).toBe(3); // landed
-
+      const { a, dir, run } = await landedWithMergedIn(`landed-delete-${stage.replace(":", "-")}`, stage);
       write(a, "x.md", "1\n2\n3\n");
       const committed = await run((d) => commit(d, a, "delete k"));
       expect(committed.generation).toBe(4);
@@ -260,6 +265,31 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
       expect(read(a, "z.md")).toBe("z by b\n");
     });
   }
+
+  /**
+   * Killed while writing the merged-in file, with that file edited since:
+   * the recovery of its journal keeps the edit (and takes the published
+   * content as that file's baseline), and the publication must still be
+   * settled. Recovering the journal used to drop the record of the
+   * publication, so the baseline stayed before the commit: a committed line
+   * deleted since came back from the store.
+   */
+  test("at write:1, the merged-in file edited since: the publication is still settled", async () => {
+    const { a, dir, run } = await landedWithMergedIn("landed-merged-edited", "write:1");
+    expect(read(a, "y.md")).toBe("y by b\n");
+    // Edited over what the dead commit wrote, and a committed line taken back.
+    write(a, "y.md", "y by b\nmore by a\n");
+    write(a, "x.md", "1\n2\n3\n");
+    const committed = await run((d) => commit(d, a, "after the crash"));
+    expect(committed.files).toEqual([
+      { path: "x.md", insertions: 0, deletions: 1 },
+      { path: "y.md", insertions: 1, deletions: 0 },
+    ]);
+    const c = dir("c");
+    await run((d) => pull(d, c));
+    expect(read(c, "x.md")).toBe("1\n2\n3\n");
+    expect(read(c, "y.md")).toBe("y by b\nmore by a\n");
+  });
 
   test("killed before the write was sent: the edit is still unpublished, and the next commit publishes it", async () => {
     const { dir, run, crash } = crashWorld("not-landed");
@@ -338,44 +368,6 @@ describe("SIGKILL after a pull wrote a file that is edited since", () => {
     expect(pulled.generation).toBe(3);
     expect(read(v, "shared.md")).toBe(shared(["r 2", "r 3"], ["v 2"]));
   });
-});
-
-/**
- * A commit killed once its publication landed, while writing a file it had
- * merged another writer's change into, with that file edited since: the
- * recovery of its journal keeps the edit (and takes what the dead call wrote
- * as that file's baseline), and the publication must still be settled.
- * Recovering the journal used to drop the record of the publication, so the
- * baseline stayed before the commit: a committed line deleted since came
- * back from the store.
- */
-test("SIGKILL while a landed commit writes a merged-in file that is edited since: the publication is still settled", async () => {
-  const { dir, run, crash } = crashWorld("landed-merged-edited");
-  const a = dir("a");
-  const b = dir("b");
-  await run((d) => pull(d, a));
-  write(a, "x.md", "1\n2\n3\n");
-  write(a, "y.md", "y\n");
-  await run((d) => commit(d, a, "seed"));
-  await run((d) => pull(d, b));
-  write(b, "y.md", "y by b\n");
-  await run((d) => commit(d, b, "b"));
-  write(a, "x.md", "1\n2\n3\nk\n");
-  await crash("commit", a, "write:1");
-  expect(await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation)).toBe(3);
-  expect(read(a, "y.md")).toBe("y by b\n");
-  // Edited over what the dead commit wrote, and a committed line taken back.
-  write(a, "y.md", "y by b\nmore by a\n");
-  write(a, "x.md", "1\n2\n3\n");
-  const committed = await run((d) => commit(d, a, "after the crash"));
-  expect(committed.files).toEqual([
-    { path: "x.md", insertions: 0, deletions: 1 },
-    { path: "y.md", insertions: 1, deletions: 0 },
-  ]);
-  const c = dir("c");
-  await run((d) => pull(d, c));
-  expect(read(c, "x.md")).toBe("1\n2\n3\n");
-  expect(read(c, "y.md")).toBe("y by b\nmore by a\n");
 });
 
 /**
