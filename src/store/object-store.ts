@@ -83,8 +83,6 @@ export interface WriterQueue {
 export interface WriterTurn {
   /** End the turn; ending it again does nothing. */
   end(): void;
-  /** Whether other writers went first: what this writer last saw of `current` is then stale. */
-  readonly waited: boolean;
   /**
    * Read as `get` does, for the turn's own use: what it returns may reach
    * the disk only by the time the turn's own write does, or the turn ends

@@ -51,8 +51,8 @@ const WORK_EVERY_MS = 20;
 
 /** The tickets; sqlite.ts makes turns of them (object-store.ts `WriterTurn`). */
 export interface TicketQueue {
-  /** Wait for this writer's turn, running `whileWaiting` now and then meanwhile; `leave` ends the turn, `waited` says whether anyone went first. */
-  enter(whileWaiting?: () => Promise<void>): Promise<{ leave: () => void; waited: boolean }>;
+  /** Wait for this writer's turn, running `whileWaiting` now and then meanwhile; returns `leave`, which ends the turn. */
+  enter(whileWaiting?: () => Promise<void>): Promise<() => void>;
   close(): void;
 }
 
@@ -167,8 +167,7 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
       const { ticket } = insertQ.get(identity.holder, Date.now())!;
       // Waiting counts as seen too: a live waiter's ticket must not look stale when it reaches the head.
       let lastTouch = Date.now();
-      let waited = false;
-      for (;; waited = true) {
+      for (;;) {
         if (closed) throw new Error("the store was closed while waiting for a turn");
         const head = headQ.get();
         if (head === null || head.ticket === ticket) break;
@@ -207,7 +206,7 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
         deleteQ.run(ticket);
         ring();
       };
-      return { leave, waited };
+      return leave;
     },
     close() {
       closed = true;

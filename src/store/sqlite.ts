@@ -31,7 +31,7 @@ function newEtag(): string {
 }
 
 /** `writer`: who this process is, for the writer queue (sqlite-queue.ts); without it, tickets are judged by heartbeat only. */
-export function openSqliteStore(file: string, writer: QueueIdentity = { holder: `${crypto.randomUUID()}` }): ObjectStore {
+export function openSqliteStore(file: string, writer: QueueIdentity = { holder: crypto.randomUUID() }): ObjectStore {
   let db: Database;
   try {
     mkdirSync(dirname(file), { recursive: true });
@@ -111,12 +111,11 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
   const peek = (): ObjectStore => ({ ...store, get: (key) => run("get", () => read(key)) });
   const turns: WriterQueue | undefined = queue && {
     async enter(whileWaiting) {
-      const { leave, waited } = await queue.enter(whileWaiting && (() => whileWaiting(peek())));
+      const leave = await queue.enter(whileWaiting && (() => whileWaiting(peek())));
       let open = true;
       // What the turn read that may not be on disk yet.
       let owed = false;
       return {
-        waited,
         get: (key) =>
           run("get", () => {
             const object = read(key);
