@@ -18,18 +18,12 @@
  *   created the file before writing it) once it is a moment old.
  */
 import { closeSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeSync } from "node:fs";
-import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { DomainError } from "../contract/errors.ts";
+import { type Holder, holderName, parseHolder, type ProcessIdentity, processGone } from "../contract/process-holder.ts";
 import { randomHex } from "../contract/random-hex.ts";
 
-export interface ProcessIdentity {
-  pid: number;
-  /** Whether a process with this id still runs on this host. */
-  isAlive(pid: number): boolean;
-  /** When the process with this id started, as the system tells it; null where it cannot. */
-  startTime?(pid: number): string | null;
-}
+export type { ProcessIdentity };
 
 /** A holder silent this long is dead, wherever it ran. */
 export const STALE_MS = 30_000;
@@ -44,28 +38,10 @@ export interface HeldLock {
   release(): void;
 }
 
-interface Holder {
-  pid: number;
-  host: string;
-  start: string | null;
-}
-
-function parseHolder(text: string): Holder | null {
-  // "pid host start" (start may be "-"); older versions wrote "pid host".
-  const parts = text.trim().split(" ");
-  if (parts.length < 2 || parts.length > 3 || !/^\d+$/.test(parts[0]!) || parts[1] === "") return null;
-  const start = parts[2] === undefined || parts[2] === "-" ? null : parts[2];
-  return { pid: Number(parts[0]), host: parts[1]!, start };
-}
-
 /** Whether the holder is provably gone; `age` is how long since the lock was last touched. */
 function isStale(holder: Holder | null, ageMs: number, self: ProcessIdentity): boolean {
   if (holder === null) return ageMs > UNREADABLE_GRACE_MS;
-  if (ageMs > STALE_MS) return true;
-  if (holder.host !== hostname()) return false;
-  if (!self.isAlive(holder.pid)) return true;
-  const start = self.startTime?.(holder.pid) ?? null;
-  return holder.start !== null && start !== null && start !== holder.start;
+  return ageMs > STALE_MS || processGone(holder, self);
 }
 
 /** Write `content` under a private name beside `file`, then link it to `file`: false if `file` exists. */
@@ -122,7 +98,7 @@ function removeLeftovers(file: string): void {
 }
 
 export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs: number): Promise<HeldLock> {
-  const me = `${self.pid} ${hostname()} ${self.startTime?.(self.pid) ?? "-"}`;
+  const me = holderName(self);
   const deadline = Date.now() + timeoutMs;
   let cleaned = false;
   for (;;) {

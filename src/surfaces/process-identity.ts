@@ -3,7 +3,7 @@
  * a process id is alive, and when it started (so a reused id is told apart).
  */
 import { readFileSync } from "node:fs";
-import { hostname } from "node:os";
+import { holderGone, holderName } from "../contract/process-holder.ts";
 
 /**
  * Whether `pid` names a running process. A zombie — dead, but not yet
@@ -20,14 +20,23 @@ export function isProcessAlive(pid: number): boolean {
   return processState(pid) !== "Z";
 }
 
-/** The state letter of /proc/PID/stat (field 3): "Z" for a zombie; null where there is no /proc. */
-function processState(pid: number): string | null {
+/**
+ * The fields of /proc/PID/stat after the command name, from field 3 (the
+ * state letter) on; null where there is no /proc or no such process.
+ */
+function procStat(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    return stat.charAt(stat.lastIndexOf(")") + 2) || null;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
+}
+
+/** The state letter of /proc/PID/stat (field 3): "Z" for a zombie; null where there is no /proc. */
+function processState(pid: number): string | null {
+  return procStat(pid)?.[0] || null;
 }
 
 /**
@@ -37,13 +46,7 @@ function processState(pid: number): string | null {
  * Null elsewhere, where the id alone has to do.
  */
 export function processStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    // The command name (field 2) is in parentheses and may hold spaces.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
-  } catch {
-    return null;
-  }
+  return procStat(pid)?.[19] ?? null;
 }
 
 /**
@@ -53,15 +56,7 @@ export function processStartTime(pid: number): string | null {
  * so a writer killed in its turn holds no one up (store/sqlite-queue.ts).
  */
 export function queueIdentity(): { holder: string; isGone(holder: string): boolean } {
-  const host = hostname();
-  return {
-    holder: `${process.pid} ${host} ${processStartTime(process.pid) ?? "-"}`,
-    isGone(holder) {
-      const [pid, theirHost, start] = holder.split(" ");
-      if (theirHost !== host || !pid || !/^\d+$/.test(pid)) return false;
-      if (!isProcessAlive(Number(pid))) return true;
-      const now = processStartTime(Number(pid));
-      return start !== undefined && start !== "-" && now !== null && now !== start;
-    },
-  };
+  // Named and judged as a checkout's lock names and judges its holder (contract/process-holder.ts).
+  const self = { pid: process.pid, isAlive: isProcessAlive, startTime: processStartTime };
+  return { holder: holderName(self), isGone: (holder) => holderGone(holder, self) };
 }
