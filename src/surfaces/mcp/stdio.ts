@@ -23,7 +23,7 @@ const NEWLINE = 0x0a;
 /** JSON-RPC's "Parse error": what a message that is not UTF-8 text is. */
 const PARSE_ERROR = -32700;
 
-/** A line whose bytes are not valid UTF-8; `text` is its lossy decoding, read only for the request's id. */
+/** A line whose bytes are not valid UTF-8; `invalid` is its lossy decoding, read only for the request's id. */
 interface InvalidLine {
   invalid: string;
 }
