@@ -16,8 +16,7 @@ import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import {
-  BaselineMissing,
-  baselineFiles,
+  baselineFilesOrRefuse,
   closeCheckout,
   type EngineDeps,
   localBytes,
@@ -53,13 +52,7 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
       );
     }
     await scanLocal(checkout);
-    let baselineTree: FlatTree;
-    try {
-      baselineTree = await baselineFiles(checkout);
-    } catch (e) {
-      if (!(e instanceof BaselineMissing)) throw e;
-      throw privateStateMissing(e);
-    }
+    const baselineTree = await baselineFilesOrRefuse(checkout);
     await refuseMarkers(checkout, baselineTree);
     await refuseProtectedChanges(checkout, baselineTree);
     return await publish(checkout, baselineTree, message);

@@ -311,6 +311,19 @@ export async function baselineFiles(checkout: OpenCheckout): Promise<FlatTree> {
   }
 }
 
+/**
+ * The baseline's files, for an operation that cannot repair a lost baseline
+ * itself (only a pull downloads it again): ENGINE_FAILED, asking for a pull.
+ */
+export async function baselineFilesOrRefuse(checkout: OpenCheckout): Promise<FlatTree> {
+  try {
+    return await baselineFiles(checkout);
+  } catch (e) {
+    if (!(e instanceof BaselineMissing)) throw e;
+    throw privateStateMissing(e);
+  }
+}
+
 /** The baseline's objects are gone from the private cache. */
 export class BaselineMissing extends Error {
   override readonly name = "BaselineMissing";

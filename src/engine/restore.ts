@@ -20,7 +20,7 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
 import type { FileStat } from "../contract/results.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, privateStateMissing, scanLocal } from "./engine.ts";
+import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, materializeInto, openCheckout, privateStateMissing, scanLocal } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { closeHistory, openHistory, readGenerationTree, readHistoryBlob } from "./history/read.ts";
@@ -60,13 +60,7 @@ export async function restore(deps: EngineDeps, path: string, from: number, name
       );
     }
     await scanLocal(checkout);
-    let baseline: FlatTree;
-    try {
-      baseline = await baselineFiles(checkout);
-    } catch (e) {
-      if (!(e instanceof BaselineMissing)) throw e;
-      throw privateStateMissing(e);
-    }
+    const baseline = await baselineFilesOrRefuse(checkout);
     await checkout.deps.onStage("fetch");
     const history = await openHistory(checkout.deps);
     try {
