@@ -66,8 +66,16 @@ export function lastAccepted(memory: ProcessMemory, storeId: string, head: strin
 /** How many times a read starts over when packs vanish under a newer manifest. */
 const REREADS = 3;
 
-export async function loadAcceptedState(store: ObjectStore, git: ObjectCache): Promise<AcceptedState> {
-  let { manifest, etag } = await readManifest(store);
+/**
+ * The accepted state: `current` as `read` holds it (a read just made, such as
+ * the one that proved a lost race) or as read now, its packs and its tree.
+ */
+export async function loadAcceptedState(
+  store: ObjectStore,
+  git: ObjectCache,
+  read?: { manifest: Manifest | null; etag: string | null },
+): Promise<AcceptedState> {
+  let { manifest, etag } = read ?? (await readManifest(store));
   for (let reread = 0; ; reread++) {
     if (manifest === null) {
       return { manifest: null, etag: null, generation: 0, head: null, tree: null, files: new Map(), trees: new Set(), dirs: new Map() };

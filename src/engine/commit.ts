@@ -10,7 +10,7 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import type { Baseline } from "./checkout-state.ts";
+import type { Baseline, Publication } from "./checkout-state.ts";
 import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { conflictError } from "./conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
@@ -29,14 +29,12 @@ import {
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
-import { formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
+import { type Chain, combine, dropProposal, fateOf, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./combine.ts";
+import { commitEnded, contentionOf, measuredWindow, retrySpread } from "./contention.ts";
+import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { decodeText } from "./text.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
-
-/** Backoff between attempts: full jitter, exponential, capped. */
-const BACKOFF_BASE_MS = 20;
-const BACKOFF_CAP_MS = 1_000;
 
 export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
   validateMessage(message);
@@ -141,50 +139,188 @@ async function takeTurn(checkout: OpenCheckout): Promise<Turn> {
 
 async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message: string, turn: Turn): Promise<OperationOutcome> {
   const { deps } = checkout;
-  // The state this checkout was last brought to, as this process saw it: a
-  // guess that `current` has not moved since. The conditional write checks
-  // the guess; a wrong one costs an orphan pack and the read it skipped.
-  // In a turn of the store's line the read is local and nobody can publish
-  // before our write, while a stale guess would cost a pack, a flush of the
-  // publication record and a lost write inside the turn: read instead.
-  let guess =
-    deps.guessCurrent && !turn.ordered ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git) : null;
   // Races lost to other commits; a stale guess is not one (no backoff, no retry spent).
   let lost = 0;
-  for (;;) {
-    const accepted = await acceptedState(checkout, guess, turn);
-    const merged = await mergeOrConflict(checkout, baselineTree, accepted, turn);
-    if (sameTree(merged, accepted.files)) {
-      // Nothing to publish against the guess: the store may have news.
+  try {
+    const seen = contentionOf(deps.memory, deps.storeId);
+    // The state this checkout was last brought to, as this process saw it: a
+    // guess that `current` has not moved since. The conditional write checks
+    // the guess; a wrong one costs an orphan pack and the read it skipped.
+    // In a turn of the store's line the read is local and nobody can publish
+    // before our write, while a stale guess would cost a pack, a flush of the
+    // publication record and a lost write inside the turn: read instead. And
+    // a writer that lost races lately does not guess: its guess is likely
+    // stale, and it is how a winner kept winning (contention.ts).
+    let guess =
+      deps.guessCurrent && !turn.ordered && seen.level === 0
+        ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git)
+        : null;
+    // `current` as the read-back of a lost race proved it: the next attempt
+    // builds on it instead of reading again.
+    let proved: Current | null = null;
+    // This commit's proposal, once a lost race made it offer its publication
+    // to the other writers (combine.ts): from then on it lands when any
+    // writer publishes it, this one included.
+    let posted: Posted | null = null;
+    // The proposals a guess found waiting, for the next attempt to combine.
+    let found: Listed | null = null;
+    for (;;) {
+      const started = performance.now();
+      // Racing writers (no turns): whether others wait to be published is
+      // listed alongside the read of `current`, so that a writer that keeps
+      // winning publishes them too rather than starve them. A guess reads
+      // nothing, so its listing is looked at only once its pack is uploaded.
+      const peek = turn.ordered ? null : found !== null ? Promise.resolve(found) : listProposals(deps.store);
+      const deferPeek = guess !== null && found === null;
+      found = null;
+      const accepted = await acceptedState(checkout, guess, proved, turn);
+      proved = null;
+      if (posted !== null) {
+        const fate = fateOf(accepted.manifest, posted.proposal);
+        if (typeof fate === "object") return await proposalLanded(checkout, posted, fate.landed, turn);
+        if (fate === "unknown") throw unprovenProposal();
+        // Expired: nobody can combine it any more, so it never landed. Start afresh.
+        if (fate === "expired") {
+          dropProposal(deps.store, posted.proposal.publication);
+          posted = null;
+        }
+      }
+      let merged: FlatTree | null = null;
+      if (posted === null) {
+        merged = await mergeOrConflict(checkout, baselineTree, accepted, turn);
+        if (sameTree(merged, accepted.files)) {
+          // Nothing to publish against the guess: the store may have news.
+          if (guess !== null) {
+            guess = null;
+            continue;
+          }
+          turn.end();
+          return await synchronise(checkout, accepted, merged);
+        }
+      }
+      // Writers that lost races, this one or others, wait to be published:
+      // publish them along (combine.ts).
+      const listed = peek === null || deferPeek ? null : await peek;
+      const chain = listed !== null && (posted !== null || othersWaiting(listed, accepted)) ? await combineWith(checkout, baselineTree, accepted, posted, listed) : null;
+      if (posted !== null && chain === null) {
+        // Our proposal no longer moves cleanly onto the accepted state: take
+        // it back, and merge as a fresh commit would (which writes a conflict).
+        const taken = await withdraw(deps.store, posted.proposal);
+        if (taken.landed === "unknown") throw unprovenProposal();
+        if (taken.landed !== null) return await proposalLanded(checkout, posted, taken.landed, turn);
+        posted = null;
+        continue;
+      }
+      if (chain !== null && posted === null) merged = chain.merged;
+      const outcome = await tryPublication(checkout, accepted, chain, merged, message, turn, posted, deferPeek ? peek : null);
+      if (outcome.landed === "combine") {
+        // The guess found others waiting: publish them along, on the same state.
+        found = outcome.listed;
+        continue;
+      }
+      if (outcome.landed) return outcome.outcome;
+      const windowMs = measuredWindow(deps.memory, deps.storeId, performance.now() - started);
+      if (!turn.ordered) proved = outcome.current;
       if (guess !== null) {
         guess = null;
         continue;
       }
-      turn.end();
-      return synchronise(checkout, accepted, merged);
+      if (posted === null && !turn.ordered && outcome.own !== null && lost < deps.commitRetries) {
+        posted = await offer(checkout, outcome.own, proved?.manifest?.generation ?? accepted.generation);
+      }
+      if (lost >= deps.commitRetries) {
+        if (posted !== null) {
+          // Take the proposal back before answering, or learn it landed after all.
+          // When that cannot be proved, its record stays: the next call on the
+          // checkout settles it before anything else (publication.ts).
+          const taken = await withdraw(deps.store, posted.proposal).catch((e) => {
+            if (e instanceof DomainError && e.reason === "PUBLICATION_UNPROVEN") return { landed: null };
+            throw e;
+          });
+          if (taken.landed !== null && taken.landed !== "unknown") return await proposalLanded(checkout, posted, taken.landed, turn);
+        }
+        throw new DomainError(
+          "RETRIES_EXHAUSTED",
+          `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
+        );
+      }
+      await deps.onStage("retry");
+      lost++;
+      if (posted === null) {
+        await pause(checkout, retrySpread(lost, windowMs));
+        continue;
+      }
+      // Offered: the next writer to publish publishes ours too. Watch
+      // `current` for that, and publish it ourselves only when nobody else
+      // publishes (combine.ts).
+      const carried = await awaitCarried(checkout, posted, proved, windowMs);
+      if ("landed" in carried) return await proposalLanded(checkout, posted, carried.landed, turn);
+      proved = carried.current;
     }
-    const outcome = await tryPublication(checkout, accepted, merged, message, turn);
-    if (outcome !== null) return outcome;
-    if (guess !== null) {
-      guess = null;
-      continue;
-    }
-    if (lost >= deps.commitRetries) {
-      throw new DomainError(
-        "RETRIES_EXHAUSTED",
-        `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
-      );
-    }
-    await backOff(checkout, lost++);
+  } finally {
+    commitEnded(deps.memory, deps.storeId, lost);
   }
 }
 
-/** The guess, or the accepted state read from the store as the turn reads it (and remembered as the process's latest). */
-async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null, turn: Turn): Promise<AcceptedState> {
+/** How many publications a proposer sees go by without its proposal before it publishes the proposal itself. */
+const PATIENCE = 6;
+/** How many looks in a row `current` must stand still before a proposer publishes its proposal itself: nobody else is publishing. */
+const STILL_LOOKS = 2;
+/** A proposer looks at `current` about once a window, and at least this often (ms): a slow attempt of its own says little about how soon others publish. */
+const POLL_CAP_MS = 200;
+
+/**
+ * Wait for another writer's publication to carry our proposal: read
+ * `current` about once a window. Landed when a manifest lists it in
+ * `combined`; otherwise `current` to build on ourselves, once it stood
+ * still for STILL_LOOKS looks (nobody is publishing) or moved PATIENCE
+ * times without us (a writer that lists no proposals, or ours no longer
+ * merges), or when the proposal expired.
+ */
+async function awaitCarried(
+  checkout: OpenCheckout,
+  posted: Posted,
+  last: Current | null,
+  windowMs: number,
+): Promise<{ landed: CombinedPublication } | { current: Current }> {
+  const { deps } = checkout;
+  const interval = Math.max(1, Math.min(windowMs, POLL_CAP_MS));
+  for (let moved = 0, still = 0; ; ) {
+    await deps.sleep(interval * (0.5 + deps.random()));
+    const now = await readManifest(deps.store);
+    const fate = fateOf(now.manifest, posted.proposal);
+    if (typeof fate === "object") return fate;
+    if (fate !== "waiting") return { current: now };
+    if (now.etag === last?.etag) {
+      if (++still >= STILL_LOOKS) return { current: now };
+    } else {
+      still = 0;
+      if (++moved >= PATIENCE) return { current: now };
+    }
+    last = now;
+  }
+}
+
+/** A proposer that looked again only after its proposal's entry would have left the list (combine.ts fateOf). */
+function unprovenProposal(): DomainError {
+  return new DomainError(
+    "PUBLICATION_UNPROVEN",
+    "So many publications landed while this commit waited that it cannot prove whether its own was among them; pull first and look before committing again.",
+  );
+}
+
+/** Wait a random time up to `spread` ms (full jitter). */
+async function pause(checkout: OpenCheckout, spread: number): Promise<void> {
+  const { deps } = checkout;
+  if (spread > 0) await deps.sleep(deps.random() * spread);
+}
+
+/** The guess, `current` as a lost race's read-back proved it, or the accepted state read from the store as the turn reads it (and remembered as the process's latest). */
+async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null, proved: Current | null, turn: Turn): Promise<AcceptedState> {
   const { deps } = checkout;
   await deps.onStage("fetch");
   if (guess !== null) return guess;
-  const accepted = await loadAcceptedState(turn.store, checkout.git);
+  const accepted = await loadAcceptedState(turn.store, checkout.git, proved ?? undefined);
   rememberAccepted(deps.memory, deps.storeId, accepted);
   return accepted;
 }
@@ -214,6 +350,9 @@ function targetOf(accepted: AcceptedState): Baseline {
   return { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
 }
 
+/** `current` as read: the manifest (null when absent) and its ETag. */
+type Current = Awaited<ReturnType<typeof readManifest>>;
+
 /** The new commit and its pack, built and uploaded. */
 interface Uploaded {
   head: string;
@@ -224,59 +363,200 @@ interface Uploaded {
   along: Array<{ key: string; body: Uint8Array }> | null;
 }
 
+/** A commit's own proposal, posted (offer), and what the commit needs once it lands. */
+interface Posted {
+  proposal: Proposal;
+  /** The tree the visible files are brought to: the merge the proposal was built from. */
+  merged: FlatTree;
+  /** Its built tree: the baseline's tree once it lands. */
+  tree: string;
+  /** The files of the state it was built on, for its diffstat. */
+  parentFiles: FlatTree;
+}
+
+/** What a lost publication attempt had prepared: enough to offer it as a proposal. */
+interface Prepared {
+  uploaded: Uploaded;
+  publication: string;
+  record: Publication;
+  merged: FlatTree;
+  parentFiles: FlatTree;
+}
+
 /**
- * One publication attempt on top of `accepted`: build and upload the pack,
- * choose the pack list (compacting it when long), record the publication,
- * and replace `current` conditionally. The outcome when it landed; null
- * when another publication won.
+ * One publication attempt on top of `accepted`, with the proposals `chain`
+ * moved onto it (then `merged`, this commit's own tree, on top of them;
+ * null when this commit's proposal is itself in the chain): build and
+ * upload the pack, choose the pack list (compacting it when long), record
+ * the publication, and replace `current` conditionally. The outcome when
+ * it landed; when another publication won, `current` as read back and what
+ * was prepared.
  */
 async function tryPublication(
   checkout: OpenCheckout,
   accepted: AcceptedState,
-  merged: FlatTree,
+  chain: Chain | null,
+  merged: FlatTree | null,
   message: string,
   turn: Turn,
-): Promise<OperationOutcome | null> {
+  posted: Posted | null,
+  peek: Promise<Listed> | null,
+): Promise<{ landed: true; outcome: OperationOutcome } | { landed: false; current: Current; own: Prepared | null } | { landed: "combine"; listed: Listed }> {
   const { deps } = checkout;
-  const uploaded = await buildAndUpload(checkout, accepted, merged, message);
+  const parent = chain?.state ?? accepted;
+  const uploaded = await buildAndUpload(checkout, accepted, parent, merged, message, chain?.objects ?? []);
+  if (peek !== null) {
+    const listed = await peek;
+    if (othersWaiting(listed, accepted)) return { landed: "combine", listed };
+  }
   const { packs, history } = await packList(checkout, accepted, uploaded);
+  const generation = parent.generation + (merged === null ? 0 : 1);
+  const combined = combinedList(accepted.manifest, generation, chain?.combined ?? []);
   const manifest: Manifest = {
-    format: formatFor(history),
-    generation: accepted.generation + 1,
+    format: formatFor(history, combined),
+    generation,
     head: uploaded.head,
     publication: newPublicationId(),
     packs,
     ...(history.length > 0 ? { history } : {}),
+    ...(combined.length > 0 ? { combined } : {}),
   };
   await deps.onStage("publish");
-  // Should this process die once the write is sent, the next call learns
-  // from this record whether it landed (publication.ts).
-  checkout.state.recordPublication(checkout.baseline!, {
-    publication: manifest.publication,
-    pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
-    generation: manifest.generation,
-    head: uploaded.head,
-    merged: mergedIn(checkout.local, merged),
-  });
+  let record: Publication | null = null;
+  if (merged !== null) {
+    // Should this process die once the write is sent, the next call learns
+    // from this record whether it landed (publication.ts). A commit whose
+    // proposal is posted keeps the proposal's record: it lands as `combined` says.
+    record = {
+      publication: manifest.publication,
+      pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
+      generation: manifest.generation,
+      head: uploaded.head,
+      merged: mergedIn(checkout.local, merged),
+    };
+    checkout.state.recordPublication(checkout.baseline!, record);
+  }
   // The turn ends as soon as the write is visible to the other writers,
   // before the store flushes it (sqlite.ts): the next turn overlaps that flush.
-  const landed = await conditionalReplace(deps.store, accepted, manifest, uploaded.along, () => turn.end());
-  if (landed === false) return null;
+  const written = await conditionalReplace(deps.store, accepted, manifest, uploaded.along, () => turn.end());
+  if (!written.landed) {
+    const own = merged !== null && record !== null ? { uploaded, publication: manifest.publication, record, merged, parentFiles: parent.files } : null;
+    return { landed: false, current: written.current, own };
+  }
+  if (chain !== null) dropCombined(deps.store, chain);
+  if (posted !== null) {
+    // The commits it moved exist only in this call's memory and our pack.
+    await importOwnPack(checkout, uploaded).catch(() => {});
+    const at = chain!.combined.find((c) => c.publication === posted.proposal.publication)!;
+    return { landed: true, outcome: await proposalLanded(checkout, posted, at, turn) };
+  }
   turn.end();
-  return landedOutcome(checkout, accepted, merged, uploaded, manifest, landed.etag);
+  return { landed: true, outcome: await landedOutcome(checkout, parent, merged!, uploaded, manifest, written.etag) };
 }
 
-async function buildAndUpload(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree, message: string): Promise<Uploaded> {
+/**
+ * The waiting proposals moved onto `accepted` (combine.ts) and, for a
+ * commit with no proposal of its own, its changes merged on top of them.
+ * Null when there is nothing to combine — or when our own proposal is not
+ * among those that moved cleanly, or our changes would not merge cleanly
+ * onto the others' (we then publish alone: a conflict with a proposal that
+ * may never land is not one to answer).
+ */
+async function combineWith(
+  checkout: OpenCheckout,
+  baselineTree: FlatTree,
+  accepted: AcceptedState,
+  posted: Posted | null,
+  listed: Listed,
+): Promise<(Chain & { merged: FlatTree | null }) | null> {
+  await checkout.deps.onStage("combine");
+  const chain = await combine(checkout.deps.store, checkout.git, accepted, posted?.proposal ?? null, listed);
+  if (posted !== null) return chain.combined.some((c) => c.publication === posted.proposal.publication) ? { ...chain, merged: null } : null;
+  if (chain.combined.length === 0) return null;
+  const again = await mergeTrees(checkout.git, baselineTree, checkout.local, chain.state.files, checkout.localContents);
+  if (again.conflicts.length > 0 || sameTree(again.result, chain.state.files)) return null;
+  return { ...chain, merged: again.result };
+}
+
+/**
+ * Offer a lost attempt to the other writers (combine.ts): its pack stays
+ * in the store, and a proposal names it. Recorded first, so that should
+ * this process die from here on, the next call on the checkout withdraws
+ * it before anything else (publication.ts).
+ */
+async function offer(checkout: OpenCheckout, own: Prepared, generation: number): Promise<Posted> {
+  const { deps } = checkout;
+  const { uploaded } = own;
+  const proposal: Proposal = {
+    format: 1,
+    publication: own.publication,
+    head: uploaded.head,
+    pack: uploaded.descriptor,
+    until: generation + PROPOSAL_GENERATIONS,
+  };
+  checkout.state.recordPublication(checkout.baseline!, { ...own.record, proposal: { until: proposal.until } });
+  try {
+    // A store that writes a pack only along with `current` (sqlite.ts) has not kept it.
+    if (uploaded.along !== null) await deps.store.putIfAbsent(uploaded.descriptor.key, uploaded.pack);
+    await importOwnPack(checkout, uploaded);
+  } catch {
+    // Then no one can combine it; it expires unused.
+  }
+  await postProposal(deps.store, proposal);
+  return { proposal, merged: own.merged, tree: uploaded.built.tree, parentFiles: own.parentFiles };
+}
+
+/**
+ * Our proposal landed as `generation` (a manifest's `combined` says so):
+ * bring the files to what it published and move the baseline to its commit
+ * there. Changes published before it that it was moved over come with the
+ * next pull, as any other writer's.
+ */
+async function proposalLanded(checkout: OpenCheckout, posted: Posted, at: CombinedPublication, turn: Turn): Promise<OperationOutcome> {
+  const { deps, git } = checkout;
+  const { generation, head } = at;
+  turn.end();
+  dropProposal(deps.store, posted.proposal.publication);
+  await materializeInto(checkout, posted.merged, { generation, head, tree: posted.tree }, { operation: "commit", remoteAccepted: "yes" });
+  await deps.onStage("diffstat");
+  const files = await treeDiffStat(git, posted.parentFiles, posted.merged, checkout.lineCounts);
+  return { path: checkout.dir, generation, files };
+}
+
+/** Proposals a landed publication combined are litter now: delete them (gc would, later). */
+function dropCombined(store: ObjectStore, chain: Chain): void {
+  for (const c of chain.combined) dropProposal(store, c.publication);
+}
+
+/**
+ * Our commit on `parent` (none when `merged` is null: the chain's head is
+ * the head), and one pack of everything `accepted` lacks: the chain's
+ * objects, then ours.
+ */
+async function buildAndUpload(
+  checkout: OpenCheckout,
+  accepted: AcceptedState,
+  parent: AcceptedState,
+  merged: FlatTree | null,
+  message: string,
+  chainObjects: string[],
+): Promise<Uploaded> {
   const { deps, git } = checkout;
   await deps.onStage("pack");
-  // Only the directories that differ from the accepted tree are built.
-  const { tree, files, trees, dirs } = accepted;
-  const built = await git.writeFlatTree(merged, tree === null ? undefined : { tree, files, trees, dirs });
-  const head = await git.writeCommit({ tree: built.tree, parent: accepted.head, message, when: deps.now(), agent: deps.agent() });
-  const newObjects = [head, ...[...built.trees].filter((t) => !accepted.trees.has(t))];
-  const known = new Set(accepted.files.values());
-  for (const oid of new Set(merged.values())) if (!known.has(oid)) newObjects.push(oid);
-  const pack = await git.packObjects(newObjects);
+  const newObjects = new Set(chainObjects);
+  let head = parent.head!;
+  let built: BuiltTree = { tree: parent.tree!, trees: parent.trees, dirs: parent.dirs };
+  if (merged !== null) {
+    // Only the directories that differ from the parent's tree are built.
+    const { tree, files, trees, dirs } = parent;
+    built = await git.writeFlatTree(merged, tree === null ? undefined : { tree, files, trees, dirs });
+    head = await git.writeCommit({ tree: built.tree, parent: parent.head, message, when: deps.now(), agent: deps.agent() });
+    newObjects.add(head);
+    for (const t of built.trees) if (!accepted.trees.has(t)) newObjects.add(t);
+    const known = new Set(accepted.files.values());
+    for (const oid of new Set(merged.values())) if (!known.has(oid)) newObjects.add(oid);
+  }
+  const pack = await git.packObjects([...newObjects]);
   const sha256 = createHash("sha256").update(pack).digest("hex");
   const descriptor = { key: packKey(sha256), size: pack.byteLength, sha256 };
 
@@ -370,14 +650,6 @@ async function landedOutcome(
   return { path: checkout.dir, generation: manifest.generation, files };
 }
 
-/** Before the next attempt after `lost` lost races: full jitter, exponential, capped. */
-async function backOff(checkout: OpenCheckout, lost: number): Promise<void> {
-  const { deps } = checkout;
-  await deps.onStage("retry");
-  const cap = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** lost);
-  await deps.sleep(deps.random() * cap);
-}
-
 /** Where `published` differs from the visible files `local`: each path with what the visible file holds (null = absent). */
 function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; oid: string | null }> {
   const merged: Array<{ path: string; oid: string | null }> = [];
@@ -387,8 +659,9 @@ function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; o
 }
 
 /**
- * One conditional write of `current`: false if our manifest was not accepted,
- * else the ETag it left (null when others published since). When the response
+ * One conditional write of `current`: whether our manifest was accepted, with
+ * the ETag it left (null when others published since), or else `current` as
+ * read back, which the next attempt builds on. When the response
  * is lost or ambiguous, read `current` back and prove the outcome
  * (docs/design.md, What earlier systems got wrong). Every later manifest
  * keeps our pack, so its presence proves we landed even after others
@@ -400,7 +673,7 @@ async function conditionalReplace(
   manifest: Manifest,
   along: Array<{ key: string; body: Uint8Array }> | null,
   committed: () => void,
-): Promise<{ etag: string | null } | false> {
+): Promise<{ landed: true; etag: string | null } | { landed: false; current: Current }> {
   const body = serializeManifest(manifest);
   try {
     const result =
@@ -409,7 +682,7 @@ async function conditionalReplace(
         : accepted.etag === null
           ? await store.putIfAbsent(MANIFEST_KEY, body)
           : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
-    if (result.ok) return { etag: result.etag };
+    if (result.ok) return { landed: true, etag: result.etag };
   } catch (cause) {
     if (!(cause instanceof StoreError) || cause.outcome !== "unknown") {
       throw new DomainError("MANIFEST_WRITE", "The manifest write failed; nothing was published.", { cause });
@@ -429,8 +702,8 @@ async function conditionalReplace(
     );
   }
   const ownPack = manifest.packs[manifest.packs.length - 1]!.key;
-  if (now.manifest?.publication === manifest.publication) return { etag: now.etag };
+  if (now.manifest?.publication === manifest.publication) return { landed: true, etag: now.etag };
   // Landed, and others published since: their ETag is not ours to remember.
-  if (now.manifest?.packs.some((p) => p.key === ownPack)) return { etag: null };
-  return false;
+  if (now.manifest?.packs.some((p) => p.key === ownPack)) return { landed: true, etag: null };
+  return { landed: false, current: now };
 }

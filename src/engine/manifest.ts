@@ -16,9 +16,22 @@ export const MANIFEST_KEY = "current";
  * exactly when it lists history packs, so a store that never had any stays
  * readable by binaries that know format 1 only; those refuse a format 2
  * manifest (MANIFEST_INVALID) and so fail closed — their gc deletes nothing.
+ * Format 3 adds `combined`, the publications of other writers that commits
+ * published along with their own in the last COMBINED_WINDOW generations
+ * (docs/storage-protocol.md, "Combining"); it is carried exactly when that
+ * list is, with or without history packs, and binaries that know formats 1
+ * and 2 only refuse it the same way.
  */
 export const FORMAT_VERSION = 1;
 export const FORMAT_WITH_HISTORY = 2;
+export const FORMAT_WITH_COMBINED = 3;
+
+/**
+ * How many generations a combined publication stays listed: its writer,
+ * or the next call of its checkout when the writer died, learns from the
+ * list where it landed. Far longer than a proposal lives (combine.ts).
+ */
+export const COMBINED_WINDOW = 64;
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 
@@ -40,19 +53,35 @@ const HistoryPackSchema = z
   })
   .strict();
 
+/** A publication of another writer that a commit published (combined): the generation and commit it landed as. */
+const CombinedSchema = z
+  .object({
+    publication: hex(32),
+    generation: z.number().int().positive(),
+    head: hex(40),
+  })
+  .strict();
+
 const ManifestSchema = z
   .object({
-    format: z.union([z.literal(FORMAT_VERSION), z.literal(FORMAT_WITH_HISTORY)]),
+    format: z.union([z.literal(FORMAT_VERSION), z.literal(FORMAT_WITH_HISTORY), z.literal(FORMAT_WITH_COMBINED)]),
     generation: z.number().int().positive(),
     head: hex(40),
     publication: hex(32),
     packs: z.array(PackSchema).min(1),
     history: z.array(HistoryPackSchema).min(1).optional(),
+    combined: z.array(CombinedSchema).min(1).optional(),
   })
   .strict()
   .superRefine((m, ctx) => {
-    if ((m.format === FORMAT_WITH_HISTORY) !== (m.history !== undefined)) {
-      ctx.addIssue({ code: "custom", message: "format 2 exactly when history packs are listed" });
+    if (m.format !== formatFor(m.history, m.combined)) {
+      ctx.addIssue({ code: "custom", message: "format 3 exactly when combined publications are listed, else 2 exactly when history packs are" });
+    }
+    const combined = new Set<string>();
+    for (const c of m.combined ?? []) {
+      if (c.generation > m.generation) ctx.addIssue({ code: "custom", message: "a combined publication after the manifest's generation" });
+      if (combined.has(c.publication)) ctx.addIssue({ code: "custom", message: "a combined publication listed twice" });
+      combined.add(c.publication);
     }
     const seen = new Set<string>();
     for (const p of [...m.packs, ...(m.history ?? [])]) {
@@ -64,6 +93,7 @@ const ManifestSchema = z
 
 export type PackDescriptor = z.infer<typeof PackSchema>;
 export type HistoryPackDescriptor = z.infer<typeof HistoryPackSchema>;
+export type CombinedPublication = z.infer<typeof CombinedSchema>;
 export type Manifest = z.infer<typeof ManifestSchema>;
 
 /** Packs are content-addressed by the SHA-256 of their bytes. */
@@ -91,20 +121,31 @@ export function parseManifest(body: Uint8Array): Manifest {
   return parsed.data;
 }
 
-/** The format a manifest with (or without) history packs carries. */
-export function formatFor(history: readonly HistoryPackDescriptor[] | undefined): 1 | 2 {
+/** The format a manifest with (or without) history packs and combined publications carries. */
+export function formatFor(history: readonly HistoryPackDescriptor[] | undefined, combined?: readonly CombinedPublication[]): 1 | 2 | 3 {
+  if (combined !== undefined && combined.length > 0) return FORMAT_WITH_COMBINED;
   return history !== undefined && history.length > 0 ? FORMAT_WITH_HISTORY : FORMAT_VERSION;
+}
+
+/**
+ * The combined publications a manifest at `generation` lists: those of
+ * `previous` still inside the window, then `added`.
+ */
+export function combinedList(previous: Manifest | null, generation: number, added: readonly CombinedPublication[] = []): CombinedPublication[] {
+  return [...(previous?.combined ?? []), ...added].filter((c) => c.generation > generation - COMBINED_WINDOW);
 }
 
 export function serializeManifest(m: Manifest): Uint8Array {
   const history = m.history !== undefined && m.history.length > 0 ? m.history : undefined;
+  const combined = m.combined !== undefined && m.combined.length > 0 ? m.combined : undefined;
   const ordered: Manifest = {
-    format: formatFor(history),
+    format: formatFor(history, combined),
     generation: m.generation,
     head: m.head,
     publication: m.publication,
     packs: m.packs.map((p) => ({ key: p.key, size: p.size, sha256: p.sha256 })),
     ...(history !== undefined ? { history: history.map((p) => ({ key: p.key, size: p.size, sha256: p.sha256, newest: p.newest })) } : {}),
+    ...(combined !== undefined ? { combined: combined.map((c) => ({ publication: c.publication, generation: c.generation, head: c.head })) } : {}),
   };
   return new TextEncoder().encode(`${JSON.stringify(ordered, null, 2)}\n`);
 }

@@ -7,6 +7,7 @@
  * starts empty gets the same answers.
  */
 import type { AcceptedState } from "./accepted-state.ts";
+import type { Contention } from "./contention.ts";
 import { KeptObjects } from "./git/kept-objects.ts";
 import { RecentMap } from "./kept.ts";
 import { KeptStatCaches } from "./kept-stat-caches.ts";
@@ -22,6 +23,8 @@ export const KEPT_BOUNDS = {
   commits: 8,
   /** Stores whose accepted state last seen is kept. */
   acceptedStates: 8,
+  /** Stores whose races this process remembers (contention.ts). */
+  contention: 8,
 } as const;
 
 export class ProcessMemory {
@@ -31,6 +34,8 @@ export class ProcessMemory {
   readonly objects = new KeptObjects({ readers: KEPT_BOUNDS.packReaders, trees: KEPT_BOUNDS.trees, commits: KEPT_BOUNDS.commits });
   /** The accepted state last seen of each store, by store identity (accepted-state.ts). */
   readonly acceptedStates = new RecentMap<string, AcceptedState>(KEPT_BOUNDS.acceptedStates);
+  /** What this process saw of the races on each store, by store identity (contention.ts). */
+  readonly contention = new RecentMap<string, Contention>(KEPT_BOUNDS.contention);
   /**
    * The checkout directory each registered state file named when last
    * parsed, with the file's identity then (checkout-registry.ts). One entry

@@ -17,6 +17,9 @@
  *   local, and brings the merged-in changes as remote ones.
  * - not landed: the baseline stays; the edits are still local, and the next
  *   commit publishes them.
+ * - offered to other writers (combine.ts): the offer is withdrawn first,
+ *   which makes the answer final; landed, the baseline moves to where a
+ *   manifest's `combined` says it landed, with the proposal's own tree.
  * - cannot tell (its commit fell out of the retained history, 32 commits):
  *   the baseline stays, the safe side: nothing unpublished can be lost, and
  *   at worst a line deleted since comes back from the store.
@@ -27,6 +30,7 @@ import { loadAcceptedState, readManifest } from "./accepted-state.ts";
 import type { CheckoutState, Publication } from "./checkout-state.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import type { BaselineOverride } from "./materialize.ts";
+import { withdraw } from "./combine.ts";
 
 export type Landed = "yes" | "no" | "unknown";
 
@@ -37,11 +41,26 @@ export async function settlePublication(state: CheckoutState, store: ObjectStore
   if (pending === null) return null;
   const baseline = state.readBaseline();
   if (baseline === null) return null; // cannot happen: a commit needs a baseline; and the next write drops the record
-  const landed = await publicationLanded(state, store, pending);
-  const tree = landed === "yes" ? await publishedTree(state, store, pending, overrides) : null;
-  if (tree === null) state.writeBaseline(baseline);
-  else state.writeBaseline({ generation: pending.generation, head: pending.head, tree });
+  const { landed, generation, head } = pending.proposal ? await proposalLanded(state, store, pending) : { landed: await publicationLanded(state, store, pending), generation: pending.generation, head: pending.head };
+  const tree = landed === "yes" && head !== null ? await publishedTree(state, store, pending, overrides) : null;
+  if (tree === null || head === null) state.writeBaseline(baseline);
+  else state.writeBaseline({ generation, head, tree });
   return tree === null && landed === "yes" ? "unknown" : landed;
+}
+
+/**
+ * A commit that died with its publication offered to other writers
+ * (combine.ts): withdraw the offer, which makes the answer final, then
+ * find the commit it landed as, if it did. Its tree is the proposal's own
+ * (publishedTree reads `pending.head`); the baseline's head is where it
+ * landed.
+ */
+async function proposalLanded(state: CheckoutState, store: ObjectStore, pending: Publication): Promise<{ landed: Landed; generation: number; head: string | null }> {
+  const taken = await withdraw(store, { publication: pending.publication, until: pending.proposal!.until });
+  if (taken.landed === null) return { landed: "no", generation: pending.generation, head: null };
+  // Too long ago to tell: the safe side, as for a commit beyond the retained history.
+  if (taken.landed === "unknown") return { landed: "unknown", generation: pending.generation, head: null };
+  return { landed: "yes", generation: taken.landed.generation, head: taken.landed.head };
 }
 
 /**

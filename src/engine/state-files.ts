@@ -34,6 +34,12 @@ const PublicationSchema = z
      * with the blob the visible file held then (null = absent).
      */
     merged: z.array(z.object({ path: z.string(), oid: hex40.nullable() }).strict()),
+    /**
+     * Offered to other writers to publish (combine.ts): it lands where a
+     * manifest's `combined` says, not at `generation`, until it is
+     * withdrawn; offered onto generations below `until`.
+     */
+    proposal: z.object({ until: z.number().int().positive() }).strict().optional(),
   })
   .strict();
 

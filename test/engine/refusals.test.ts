@@ -102,7 +102,11 @@ describe("lost races", () => {
     const before = await snapshotStore(world.store);
     const e = await refusal(() => commit(world.deps({ store: losing, commitRetries: 3, sleep: async () => {} }), dir, "m"));
     expect(tokens(e)).toEqual(["REMOTE_BUSY", "RETRIES_EXHAUSTED", "RETRY", true]);
-    expect(attempts).toBe(4);
+    // Four publication attempts; the last three offered the lost one to other
+    // writers (combining), so before answering the commit withdrew that offer,
+    // whose fence writes of `current` lost too (three tries).
+    expect(attempts).toBe(7);
+    expect(await world.store.list("proposals/")).toEqual([]);
     // Only orphan packs may have been added; `current` is unchanged.
     const after = await snapshotStore(world.store);
     expect(after.split("\n").filter((l) => l.startsWith("current:"))).toEqual(before.split("\n").filter((l) => l.startsWith("current:")));

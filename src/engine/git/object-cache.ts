@@ -27,7 +27,7 @@ import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
 import { randomHex } from "../../contract/random-hex.ts";
 import type { KeptObjects, SharedReader } from "./kept-objects.ts";
-import { BadPackError, decodeCommit, encodeCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, sha1Hex, type TreeEntry, wrapObject } from "./objects.ts";
+import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, sha1Hex, type TreeEntry, wrapObject } from "./objects.ts";
 import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
@@ -188,6 +188,18 @@ export class ObjectCache {
    */
   async writeCommit(args: { tree: string; parent: string | null; message: string; when: Date; agent?: string }): Promise<string> {
     return this.keep("commit", encodeCommit(args));
+  }
+
+  /**
+   * `commit` moved onto another tree and parent, authors, times and message
+   * unchanged (objects.ts rebasedCommit); null when it is not a commit of
+   * that shape.
+   */
+  async rebaseCommit(commit: string, tree: string, parent: string | null): Promise<string | null> {
+    const { type, object } = await this.read(commit);
+    if (type !== "commit") return null;
+    const content = rebasedCommit(object, tree, parent);
+    return content === null ? null : this.keep("commit", content);
   }
 
   /** This call's use of the process's fast reader for this cache; null until the first read. */

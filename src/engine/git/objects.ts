@@ -100,6 +100,21 @@ export function encodeCommit(args: { tree: string; parent: string | null; messag
   return Buffer.concat([Buffer.from(`${head.join("\n")}\n\n`), Buffer.from(args.message, "utf8")]);
 }
 
+/**
+ * The same commit with another tree and parent: every other header (author
+ * and committer, with their times) and the message are kept byte for byte.
+ * Null when `object` does not start with one tree line and at most one
+ * parent line, as every commit slivingdoc writes does.
+ */
+export function rebasedCommit(object: Uint8Array, tree: string, parent: string | null): Buffer | null {
+  const bytes = Buffer.from(object.buffer, object.byteOffset, object.byteLength);
+  const text = bytes.toString("latin1");
+  const first = /^tree [0-9a-f]{40}\n(parent [0-9a-f]{40}\n)?/.exec(text);
+  if (first === null || /^parent /.test(text.slice(first[0].length))) return null;
+  const head = `tree ${tree}\n${parent !== null ? `parent ${parent}\n` : ""}`;
+  return Buffer.concat([Buffer.from(head), bytes.subarray(first[0].length)]);
+}
+
 /** A commit's tree and parents (first parent first), from its headers; throws MissingObjectError without a tree. */
 export function decodeCommit(object: Uint8Array): { tree: string; parents: string[] } {
   const text = Buffer.from(object.buffer, object.byteOffset, object.byteLength).toString("latin1");

@@ -1,0 +1,281 @@
+/**
+ * Combining (docs/storage-protocol.md, "Combining"): a commit that lost a
+ * race offers what it prepared as a proposal, and the next writer to
+ * publish publishes it too, moved onto the state before its own commit.
+ * These tests drive the races by hand on a store without turns (as S3
+ * is): a commit loses because another publishes inside its window, and a
+ * third publishes while the loser waits.
+ */
+import { afterEach, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { proposalKey, PROPOSALS_PREFIX } from "../../src/engine/combine.ts";
+import { commit } from "../../src/engine/commit.ts";
+import type { EngineDeps } from "../../src/engine/engine.ts";
+import { ProcessMemory } from "../../src/engine/process-memory.ts";
+import { pull } from "../../src/engine/pull.ts";
+import { openHistory } from "../../src/engine/history/read.ts";
+import { settlePublication } from "../../src/engine/publication.ts";
+import type { ObjectStore } from "../../src/store/object-store.ts";
+import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
+
+let world: World;
+afterEach(async () => {
+  await world?.close();
+});
+
+/** The world's store without its writer queue: writers race, as on S3. */
+function racing(w: World): ObjectStore {
+  const { queue: _queue, ...store } = w.store;
+  return store as ObjectStore;
+}
+
+/** Deps of a process of its own (own memory: no shared guess), racing, with hooks. */
+function processDeps(w: World, overrides: Partial<EngineDeps> = {}): EngineDeps {
+  return w.deps({ store: racing(w), memory: new ProcessMemory(), random: () => 0.5, ...overrides });
+}
+
+/** Three checkouts pulled at generation 1 (one file each written by a first commit). */
+async function threeWriters() {
+  world = makeWorld();
+  const [a, b, c] = ["a", "b", "c"].map((n) => world.checkout(n)) as [string, string, string];
+  const first = world.checkout("first");
+  await pull(processDeps(world), first);
+  write(first, "shared.md", "one\ntwo\nthree\n");
+  await commit(processDeps(world), first, "first");
+  for (const d of [a, b, c]) await pull(processDeps(world), d);
+  return { a, b, c };
+}
+
+/**
+ * A commits; B publishes inside A's window, so A loses and offers its
+ * publication; while A waits, `whileWaiting` runs. Resolves to A's outcome.
+ */
+async function loseThen(a: string, b: string, whileWaiting: () => Promise<void>, overrides: Partial<EngineDeps> = {}) {
+  let raced = false;
+  let waited = false;
+  return commit(
+    processDeps(world, {
+      onStage: async (stage) => {
+        if (stage === "publish" && !raced) {
+          raced = true;
+          await commit(processDeps(world), b, "b");
+        }
+      },
+      sleep: async () => {
+        if (!waited) {
+          waited = true;
+          await whileWaiting();
+        }
+      },
+      ...overrides,
+    }),
+    a,
+    "a",
+  );
+}
+
+test("a commit that lost a race is published by the next writer, before that writer's own commit", async () => {
+  const { a, b, c } = await threeWriters();
+  write(a, "a.md", "from a\n");
+  write(b, "b.md", "from b\n");
+  write(c, "c.md", "from c\n");
+  // C's process lost a race lately (contention.ts), so it looks for proposals.
+  const cMemory = new ProcessMemory();
+  cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
+  let cOut: Awaited<ReturnType<typeof commit>> | null = null;
+  const aOut = await loseThen(a, b, async () => {
+    expect((await racing(world).list(PROPOSALS_PREFIX)).length).toBe(1);
+    cOut = await commit(processDeps(world, { memory: cMemory }), c, "c");
+  });
+  // B was generation 2; C published A's commit as 3, then its own as 4.
+  expect(aOut.generation).toBe(3);
+  expect(aOut.files).toEqual([{ path: "a.md", insertions: 1, deletions: 0 }]);
+  expect(cOut!.generation).toBe(4);
+  expect(cOut!.files).toEqual([{ path: "c.md", insertions: 1, deletions: 0 }]);
+  const { manifest } = await readCurrent(world.store);
+  expect(manifest.format).toBe(3);
+  expect(manifest.combined?.map((x) => x.generation)).toEqual([3]);
+  // A's commit kept its message and author, and its parent is B's.
+  const history = await openHistory(processDeps(world));
+  expect(history.publications.map((h) => [h.generation, h.message])).toEqual([
+    [4, "c"],
+    [3, "a"],
+    [2, "b"],
+    [1, "first"],
+  ]);
+  // The proposal is gone; every file is in a fresh pull; A and C carry on.
+  expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), fresh);
+  for (const [f, text] of [["a.md", "from a\n"], ["b.md", "from b\n"], ["c.md", "from c\n"]]) expect(read(fresh, f!)).toBe(text!);
+  expect(read(a, "a.md")).toBe("from a\n");
+  expect((await pull(processDeps(world), a)).generation).toBe(4);
+  for (const f of ["b.md", "c.md"]) expect(read(a, f)).toBe(read(fresh, f));
+  write(a, "a.md", "from a, again\n");
+  expect((await commit(processDeps(world), a, "a again")).generation).toBe(5);
+});
+
+test("a writer that builds on what it remembers (no read) still publishes the waiting proposals", async () => {
+  const { a, b, c } = await threeWriters();
+  write(a, "a.md", "from a\n");
+  write(b, "b.md", "from b\n");
+  // C's process saw no race: its commit builds on the state its pull left,
+  // without reading `current` (the guess), and looks for proposals meanwhile.
+  const cMemory = new ProcessMemory();
+  const cOps: string[] = [];
+  let cOut: Awaited<ReturnType<typeof commit>> | null = null;
+  const aOut = await loseThen(a, b, async () => {
+    await pull(processDeps(world, { memory: cMemory }), c);
+    write(c, "c.md", "from c\n");
+    const store = racing(world);
+    const watched: ObjectStore = { ...store, get: (key) => (cOps.push(`get ${key}`), store.get(key)) };
+    cOut = await commit(processDeps(world, { memory: cMemory, store: watched }), c, "c");
+  });
+  expect(cOps.filter((op) => op === "get current")).toEqual([]);
+  expect(aOut.generation).toBe(3);
+  expect(cOut!.generation).toBe(4);
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), fresh);
+  for (const [f, text] of [["a.md", "from a\n"], ["b.md", "from b\n"], ["c.md", "from c\n"]]) expect(read(fresh, f!)).toBe(text!);
+});
+
+test("with nobody else publishing, the loser publishes its own proposal", async () => {
+  const { a, b } = await threeWriters();
+  write(a, "a.md", "from a\n");
+  write(b, "b.md", "from b\n");
+  const out = await loseThen(a, b, async () => {});
+  expect(out.generation).toBe(3);
+  const { manifest } = await readCurrent(world.store);
+  expect(manifest.combined?.map((x) => x.generation)).toEqual([3]);
+  expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), fresh);
+  expect(read(fresh, "a.md")).toBe("from a\n");
+  expect(read(fresh, "b.md")).toBe("from b\n");
+});
+
+test("a proposal that conflicts with what landed meanwhile is withdrawn, and the loser gets the conflict", async () => {
+  const { a, b, c } = await threeWriters();
+  write(a, "shared.md", "one\nTWO by a\nthree\n");
+  write(b, "b.md", "from b\n");
+  write(c, "shared.md", "one\nTWO by c\nthree\n");
+  const e = await refusal(() => loseThen(a, b, async () => void (await commit(processDeps(world), c, "c"))));
+  expect(e.reason).toBe("MERGE_CONFLICT");
+  expect(read(a, "shared.md")).toContain("<<<<<<<");
+  expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
+  // C's line stands; A's proposal never landed, and cannot any more.
+  const { manifest } = await readCurrent(world.store);
+  expect(manifest.combined).toBeUndefined();
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), fresh);
+  expect(read(fresh, "shared.md")).toBe("one\nTWO by c\nthree\n");
+});
+
+test("a commit that died with its proposal posted: the next call withdraws it, or finds where it landed", async () => {
+  for (const combinedFirst of [false, true]) {
+    const { a, b, c } = await threeWriters();
+    write(a, "a.md", "from a\n");
+    write(b, "b.md", "from b\n");
+    write(c, "c.md", "from c\n");
+    // A dies while waiting to be combined (its first pause).
+    const died = await refusal(() =>
+      loseThen(a, b, async () => {
+        throw new Error("killed");
+      }),
+    ).catch((e) => e);
+    expect(String(died)).toContain("killed");
+    expect((await racing(world).list(PROPOSALS_PREFIX)).length).toBe(1);
+    if (combinedFirst) {
+      const cMemory = new ProcessMemory();
+      cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
+      expect((await commit(processDeps(world, { memory: cMemory }), c, "c")).generation).toBe(4);
+    }
+    // The next call on A settles: a pull.
+    const out = await pull(processDeps(world), a);
+    expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
+    const fresh = world.checkout(`fresh-${combinedFirst}`);
+    await pull(processDeps(world), fresh);
+    if (combinedFirst) {
+      // Landed as generation 3: A's baseline moved there, so its edit is not local any more.
+      expect(out.generation).toBe(4);
+      expect(read(fresh, "a.md")).toBe("from a\n");
+      write(a, "a.md", "from a, changed\n");
+      expect((await commit(processDeps(world), a, "a changed")).files).toEqual([{ path: "a.md", insertions: 1, deletions: 1 }]);
+    } else {
+      // Withdrawn: never landed, and no writer can publish it now; A's edit is still local.
+      expect(read(fresh, "a.md")).toBeNull();
+      const cMemory = new ProcessMemory();
+      cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
+      expect((await commit(processDeps(world, { memory: cMemory }), c, "c")).generation).toBe(3);
+      expect((await readCurrent(world.store)).manifest.combined).toBeUndefined();
+      expect((await commit(processDeps(world), a, "a")).generation).toBe(4);
+      expect(read(a, "c.md")).toBe("from c\n");
+    }
+    await world.close();
+  }
+  world = makeWorld();
+});
+
+test("a combiner never publishes a withdrawn proposal, even one it read before the withdrawal", async () => {
+  const { a, b, c } = await threeWriters();
+  write(a, "a.md", "from a\n");
+  write(b, "b.md", "from b\n");
+  write(c, "c.md", "from c\n");
+  await refusal(() =>
+    loseThen(a, b, async () => {
+      throw new Error("killed");
+    }),
+  ).catch(() => {});
+  const [offered] = await racing(world).list(PROPOSALS_PREFIX);
+  const publication = offered!.key.slice(PROPOSALS_PREFIX.length);
+  // C reads the proposal, then A's next call withdraws it before C writes.
+  const cMemory = new ProcessMemory();
+  cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
+  let withdrawn = false;
+  const cOut = await commit(
+    processDeps(world, {
+      memory: cMemory,
+      onStage: async (stage) => {
+        if (stage === "publish" && !withdrawn) {
+          withdrawn = true;
+          await pull(processDeps(world), a);
+        }
+      },
+    }),
+    c,
+    "c",
+  );
+  // C lost the write it had built with A's proposal (then offered its own,
+  // and published that): A's is in no manifest.
+  expect(cOut.generation).toBe(3);
+  expect((await readCurrent(world.store)).manifest.combined?.map((x) => x.publication)).not.toContain(publication);
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), fresh);
+  expect(read(fresh, "a.md")).toBeNull();
+  expect(read(fresh, "c.md")).toBe("from c\n");
+});
+
+test("the combined packs pass C git's verify-pack", async () => {
+  const { a, b, c } = await threeWriters();
+  write(a, "a.md", "from a\n");
+  write(b, "b.md", "from b\n");
+  write(c, "c.md", "from c\n");
+  const cMemory = new ProcessMemory();
+  cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
+  await loseThen(a, b, async () => void (await commit(processDeps(world, { memory: cMemory }), c, "c")));
+  const { manifest } = await readCurrent(world.store);
+  const dir = mkdtempSync(join(tmpdir(), "slivingdoc-verify-"));
+  const last = manifest.packs[manifest.packs.length - 1]!;
+  const body = (await world.store.get(last.key))!.body;
+  const file = join(dir, "p.pack");
+  writeFileSync(file, body);
+  expect(spawnSync("git", ["index-pack", file], { encoding: "utf8" }).status).toBe(0);
+  const verify = spawnSync("git", ["verify-pack", "-v", join(dir, "p.idx")], { encoding: "utf8" });
+  expect(verify.status).toBe(0);
+  // The pack holds A's moved commit and C's own: two commits.
+  expect(verify.stdout.split("\n").filter((l) => / commit /.test(l)).length).toBe(2);
+  expect(await racing(world).get(proposalKey("0".repeat(32)))).toBeNull();
+});
