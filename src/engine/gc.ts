@@ -67,6 +67,7 @@
 import { DomainError } from "../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import { readManifest } from "./accepted-state.ts";
+import { PROPOSALS_PREFIX } from "./combine.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, serializeManifest } from "./manifest.ts";
 
 export const DEFAULT_GRACE_MS = 60 * 60 * 1000;
@@ -106,14 +107,41 @@ export interface GcReport {
   compacted?: { from: number; to: number };
   /** Why nothing was deleted, when nothing was. */
   reason?: "no notebook" | "nothing to delete" | "busy" | "dry run";
+  /** Proposals (combine.ts) older than the grace period, deleted (dry run: would be). */
+  proposals?: string[];
 }
 
 export async function collectGarbage(options: GcOptions): Promise<GcReport> {
-  const { store } = options;
   const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+  if (!(graceMs >= 0)) throw new RangeError("graceMs must not be negative");
+  const report = await collectPacks(options, graceMs);
+  const proposals = await collectProposals(options, graceMs);
+  return proposals.length > 0 ? { ...report, proposals } : report;
+}
+
+/**
+ * Proposals left behind (combine.ts) — by a writer that died, or whose
+ * deletion failed — once older than the grace period. No fence is needed:
+ * deleting one is what withdrawing it starts with, and whoever published it
+ * meanwhile listed it in `combined`, where its checkout's next call looks.
+ */
+async function collectProposals(options: GcOptions, graceMs: number): Promise<string[]> {
+  const at = (options.now ?? (() => new Date()))().getTime();
+  let listed;
+  try {
+    listed = await options.store.list(PROPOSALS_PREFIX);
+  } catch {
+    return []; // the packs were collected; proposals wait for the next run
+  }
+  const old = listed.filter((o) => at - o.modified.getTime() > graceMs).map((o) => o.key);
+  if (!options.dryRun) await Promise.all(old.map((key) => options.store.delete(key).catch(() => {})));
+  return old;
+}
+
+async function collectPacks(options: GcOptions, graceMs: number): Promise<GcReport> {
+  const { store } = options;
   const now = options.now ?? (() => new Date());
   const attempts = options.attempts ?? 3;
-  if (!(graceMs >= 0)) throw new RangeError("graceMs must not be negative");
 
   let last: GcReport | null = null;
   for (let attempt = 0; attempt < attempts; attempt++) {

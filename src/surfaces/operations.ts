@@ -118,6 +118,7 @@ export const OPERATIONS: readonly Operation[] = [
         referenced: report.referenced,
         deleted: report.deleted.length,
         young: report.young.length,
+        proposals: report.proposals?.length ?? 0,
         dryRun: input.dryRun,
         ...(report.reason !== undefined ? { reason: report.reason } : {}),
       };
@@ -126,7 +127,8 @@ export const OPERATIONS: readonly Operation[] = [
       if (s.generation === null) return "gc: the store holds no notebook; nothing to do\n";
       const verb = s.dryRun ? "would remove" : "removed";
       const busy = s.reason === "busy" ? " (publications kept winning; run again)" : "";
-      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${busy}\n`;
+      const proposals = s.proposals > 0 ? `; ${verb} ${s.proposals} abandoned proposals` : "";
+      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${proposals}${busy}\n`;
     },
   }),
 

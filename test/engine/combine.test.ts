@@ -279,3 +279,23 @@ test("the combined packs pass C git's verify-pack", async () => {
   expect(verify.stdout.split("\n").filter((l) => / commit /.test(l)).length).toBe(2);
   expect(await racing(world).get(proposalKey("0".repeat(32)))).toBeNull();
 });
+
+test("gc deletes proposals left behind once they are older than the grace period", async () => {
+  world = makeWorld();
+  const dir = world.checkout("a");
+  await pull(processDeps(world), dir);
+  write(dir, "a.md", "a\n");
+  await commit(processDeps(world), dir, "a");
+  const key = proposalKey("1".repeat(32));
+  expect((await world.store.putIfAbsent(key, new TextEncoder().encode("{}\n"))).ok).toBe(true);
+  const { collectGarbage } = await import("../../src/engine/gc.ts");
+  // Young: kept.
+  expect((await collectGarbage({ store: world.store })).proposals).toBeUndefined();
+  expect(await world.store.get(key)).not.toBeNull();
+  // Past the grace period: a dry run names it, a run deletes it.
+  const later = () => new Date(Date.now() + 2 * 60 * 60 * 1000);
+  expect((await collectGarbage({ store: world.store, now: later, dryRun: true })).proposals).toEqual([key]);
+  expect(await world.store.get(key)).not.toBeNull();
+  expect((await collectGarbage({ store: world.store, now: later })).proposals).toEqual([key]);
+  expect(await world.store.get(key)).toBeNull();
+});
