@@ -2,6 +2,8 @@
  * Runs one pull or commit on the real engine and SIGKILLs itself at a named
  * stage, or after the Nth visible file write ("write:N"): what a crash, an
  * OOM kill or a host shutting down the agent does at that point.
+ *
+ *   crash-worker.ts pull|commit DIR STAGE [RACE_FROM_DIR]
  */
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
@@ -9,17 +11,26 @@ import { resolveConfig } from "../../src/surfaces/config.ts";
 import { engineDeps } from "../../src/surfaces/engine-deps.ts";
 import { openStore } from "../../src/surfaces/stores.ts";
 
-const [op, dir, killAt] = process.argv.slice(2) as ["pull" | "commit", string, string];
+const [op, dir, killAt, raceFrom] = process.argv.slice(2) as ["pull" | "commit", string, string, string | undefined];
 const config = resolveConfig({}, process.env, process.cwd());
-const store = await openStore(config.store);
+const opened = await openStore(config.store);
+// SLIVINGDOC_TEST_RACING=1: the embedded store without its writer queue, so that writers race as on S3.
+const store = process.env.SLIVINGDOC_TEST_RACING === "1" ? { ...opened, queue: undefined } : opened;
+// `raceFrom`: a checkout whose commit lands inside this one's window (at its
+// first publish stage), so that this one loses the race.
+let raced = raceFrom === undefined;
 const die = () => {
   process.kill(process.pid, "SIGKILL");
 };
 let writes = 0;
 const deps = {
   ...engineDeps(config, store),
-  onStage: (stage: string) => {
+  onStage: async (stage: string) => {
     if (stage === killAt) die();
+    if (stage === "publish" && !raced) {
+      raced = true;
+      await commit({ ...engineDeps(config, store) }, raceFrom!, "the other writer");
+    }
   },
   afterWrite: () => {
     writes++;

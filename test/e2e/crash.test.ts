@@ -26,13 +26,18 @@ const worker = join(import.meta.dir, "crash-worker.ts");
  * (each with its own store handle, like separate processes) and the crash
  * worker it kills.
  */
-function crashWorld(name: string) {
+function crashWorld(name: string, racing = false) {
   const world = join(root, name);
   const storeFile = join(world, "store.db");
   const privateRoot = join(world, "private");
+  // Racing: the store without its writer queue, so writers race as on S3.
+  const open = () => {
+    const store = openSqliteStore(storeFile);
+    return racing ? { ...store, queue: undefined } : store;
+  };
   const run = async <T>(fn: (d: EngineDeps) => Promise<T>): Promise<T> => {
     const d: EngineDeps = {
-      store: openSqliteStore(storeFile),
+      store: open(),
       storeId: `sqlite:${storeFile}`,
       privateRoot,
       self: { pid: process.pid, isAlive: isProcessAlive },
@@ -46,16 +51,21 @@ function crashWorld(name: string) {
     }
   };
   /** Run `op` in a worker that SIGKILLs itself at `stage`; returns once it is dead. */
-  const crash = async (op: "pull" | "commit", dir: string, stage: string) => {
-    const p = Bun.spawn([process.execPath, worker, op, dir, stage], {
-      env: { ...(process.env as Record<string, string>), SLIVINGDOC_STORE: `sqlite:${storeFile}`, SLIVINGDOC_PRIVATE_ROOT: privateRoot },
+  const crash = async (op: "pull" | "commit", dir: string, stage: string, raceFrom?: string) => {
+    const p = Bun.spawn([process.execPath, worker, op, dir, stage, ...(raceFrom !== undefined ? [raceFrom] : [])], {
+      env: {
+        ...(process.env as Record<string, string>),
+        SLIVINGDOC_STORE: `sqlite:${storeFile}`,
+        SLIVINGDOC_PRIVATE_ROOT: privateRoot,
+        ...(racing ? { SLIVINGDOC_TEST_RACING: "1" } : {}),
+      },
       stdout: "inherit",
       stderr: "inherit",
     });
     await p.exited;
     expect(p.signalCode).toBe("SIGKILL");
   };
-  return { dir: (n: string) => join(world, n), run, crash };
+  return { dir: (n: string) => join(world, n), run, crash, open };
 }
 
 const STAGES = {
@@ -486,5 +496,64 @@ describe("SIGKILL after a pull wrote a file holding unpublished edits, then the 
     expect(read(v, "shared.md")).toBe(shared(["r 2"], ["v 3"]));
     const committed = await run((d) => commit(d, v, "v 3"));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
+  });
+});
+
+describe("SIGKILL while a commit that lost a race waits for its offer to be carried (writers racing, as on S3)", () => {
+  /** V loses a race to R inside its window, offers its commit, and is killed waiting; C is a third writer. */
+  async function killedWhileOffered(name: string) {
+    const w = crashWorld(name, true);
+    const [v, r, c] = [w.dir("v"), w.dir("r"), w.dir("c")];
+    await w.run((d) => pull(d, v));
+    write(v, "shared.md", "one\n");
+    await w.run((d) => commit(d, v, "first"));
+    for (const d of [r, c]) await w.run((deps) => pull(deps, d));
+    write(v, "v.md", "v 1\nv 2\n");
+    write(r, "r.md", "r\n");
+    await w.crash("commit", v, "retry", r);
+    const store = w.open();
+    const offered = (await store.list("proposals/")).length;
+    await store.close();
+    expect(offered).toBe(1);
+    const stored = async (d: string) => {
+      const fresh = w.dir(`fresh-${Math.random().toString(36).slice(2)}`);
+      await w.run((deps) => pull(deps, fresh));
+      return read(fresh, d);
+    };
+    return { w, v, c, stored };
+  }
+
+  test("nobody carried it: the next call withdraws it, the edit is still local, and a line deleted since stays deleted", async () => {
+    const { w, v, c, stored } = await killedWhileOffered("offer-withdrawn");
+    await w.run((d) => pull(d, v));
+    expect(await stored("v.md")).toBeNull();
+    expect(read(v, "v.md")).toBe("v 1\nv 2\n");
+    expect(read(v, "r.md")).toBe("r\n");
+    // The offer is gone for good: a third writer publishes without it.
+    write(c, "c.md", "c\n");
+    await w.run((d) => commit(d, c, "c"));
+    expect(await stored("v.md")).toBeNull();
+    write(v, "v.md", "v 1\n");
+    const out = await w.run((d) => commit(d, v, "v"));
+    expect(out.files).toEqual([{ path: "v.md", insertions: 1, deletions: 0 }]);
+    expect(await stored("v.md")).toBe("v 1\n");
+  });
+
+  test("another writer carried it first: the next call finds where it landed, and a line deleted since stays deleted", async () => {
+    const { w, v, c, stored } = await killedWhileOffered("offer-carried");
+    write(c, "c.md", "c\n");
+    const carried = await w.run((d) => commit(d, c, "c"));
+    // The dead commit landed as generation 3 (after R's), C's own as 4.
+    expect(carried.generation).toBe(4);
+    expect(await stored("v.md")).toBe("v 1\nv 2\n");
+    expect((await w.run((d) => pull(d, v))).generation).toBe(4);
+    expect(read(v, "c.md")).toBe("c\n");
+    write(v, "v.md", "v 1\n");
+    const out = await w.run((d) => commit(d, v, "v"));
+    expect(out.files).toEqual([{ path: "v.md", insertions: 0, deletions: 1 }]);
+    expect(await stored("v.md")).toBe("v 1\n");
+    const store = w.open();
+    expect(await store.list("proposals/")).toEqual([]);
+    await store.close();
   });
 });
