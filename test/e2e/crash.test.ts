@@ -16,6 +16,7 @@ import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 import { read, write } from "../support/fixture.ts";
+import { mulberry32 } from "../support/seeded.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-crash-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -557,3 +558,95 @@ describe("SIGKILL while a commit that lost a race waits for its offer to be carr
     await store.close();
   });
 });
+
+/**
+ * The same at random instants: V's commit always loses a race to R's (inside
+ * its window), so it offers itself and waits to be carried; it is SIGKILLed at
+ * an instant drawn over the whole of that run (offer, wait, its own
+ * publication of the offer); a third writer C sometimes publishes meanwhile
+ * and may carry it. Then V often takes back the line the dead commit may have
+ * published, and V's next call settles (the first two rounds run unkilled,
+ * to measure the run). After every round: V's files are
+ * what V wrote, and once V's next commit is acknowledged the store holds
+ * exactly that — no line lost, none brought back — and R's and C's too.
+ */
+test("random SIGKILLs of commits that lost a race and wait to be carried: nothing lost, nothing brought back", async () => {
+  const seed = Number(process.env.SLIVINGDOC_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+  const rnd = mulberry32(seed);
+  const w = crashWorld("offer-fuzz", true);
+  const [v, r, c] = [w.dir("v"), w.dir("r"), w.dir("c")];
+  await w.run((d) => pull(d, v));
+  const truth = { v: ["v seed"], r: [] as string[], c: [] as string[] };
+  const text = (lines: string[]) => lines.map((l) => `${l}\n`).join("");
+  write(v, "v.md", text(truth.v));
+  await w.run((d) => commit(d, v, "seed"));
+  for (const d of [r, c]) await w.run((deps) => pull(deps, d));
+  const stored = async () => {
+    const fresh = w.dir(`fresh-${Math.random().toString(36).slice(2)}`);
+    await w.run((deps) => pull(deps, fresh));
+    return { v: read(fresh, "v.md"), r: read(fresh, "r.md"), c: read(fresh, "c.md") };
+  };
+  // How long a losing commit runs, unkilled: the range the kill instants are drawn from.
+  const spawnCommit = () =>
+    Bun.spawn([process.execPath, worker, "commit", v, "never", r], {
+      env: { ...(process.env as Record<string, string>), SLIVINGDOC_STORE: `sqlite:${w.dir("store.db")}`, SLIVINGDOC_PRIVATE_ROOT: w.dir("private"), SLIVINGDOC_TEST_RACING: "1" },
+      stdout: "ignore",
+      stderr: "inherit",
+    });
+  let span = 0;
+  const counts = { killed: 0, finished: 0, offered: 0 };
+  const rounds = process.env.SLIVINGDOC_FUZZ_LONG === "1" ? 400 : 24;
+  for (let i = 0; i < rounds; i++) {
+    const line = `v ${i}`;
+    truth.v.push(line);
+    write(v, "v.md", text(truth.v));
+    truth.r.push(`r ${i}`);
+    write(r, "r.md", text(truth.r));
+    const started = performance.now();
+    const p = spawnCommit();
+    // Drawn over the whole run, weighted to its second half, where the offer is.
+    const killAt = i < 2 ? null : (rnd() < 0.3 ? rnd() : 0.4 + 0.8 * rnd()) * span;
+    const timer = killAt === null ? null : setTimeout(() => p.kill("SIGKILL"), killAt);
+    // C publishes meanwhile, now and then: it may carry V's offer.
+    let third: Promise<unknown> | null = null;
+    if (rnd() < 0.5) {
+      truth.c.push(`c ${i}`);
+      write(c, "c.md", text(truth.c));
+      const delay = rnd() * Math.max(span, 50);
+      third = Bun.sleep(delay).then(() => w.run((d) => commit(d, c, `c ${i}`)));
+    }
+    await p.exited;
+    if (timer) clearTimeout(timer);
+    if (third) await third;
+    if (p.signalCode === "SIGKILL") {
+      counts.killed++;
+      const store = w.open();
+      if ((await store.list("proposals/")).length > 0) counts.offered++;
+      await store.close();
+    } else {
+      expect(p.exitCode).toBe(0);
+      counts.finished++;
+      if (killAt === null) span = Math.max(span, performance.now() - started);
+    }
+    // V takes back the line the dead commit may have published, half the time.
+    if (rnd() < 0.5) {
+      truth.v.splice(truth.v.indexOf(line), 1);
+      write(v, "v.md", text(truth.v));
+    }
+    // R's commit ran inside V's (unless V died first): R commits again, acknowledged.
+    await w.run((d) => commit(d, r, `r ${i} again`));
+    const next = await w.run((d) => (rnd() < 0.5 ? commit(d, v, `v ${i} next`) : pull(d, v)));
+    expect(next.generation).toBeGreaterThan(0);
+    expect(read(v, "v.md")).toBe(text(truth.v));
+    await w.run((d) => commit(d, v, `v ${i} acknowledged`));
+    await w.run((d) => pull(d, c));
+    const s = await stored();
+    expect(s.v).toBe(text(truth.v));
+    expect(s.r).toBe(text(truth.r));
+    expect(s.c).toBe(truth.c.length > 0 ? text(truth.c) : null);
+  }
+  console.log(`offer-fuzz: seed ${seed} (SLIVINGDOC_FUZZ_SEED replays the choices), ${JSON.stringify(counts)}`);
+  expect(counts.killed).toBeGreaterThan(5);
+  // Some kills came while the offer was posted (most come before: the offer is the run's last part).
+  expect(counts.offered).toBeGreaterThan(0);
+}, process.env.SLIVINGDOC_FUZZ_LONG === "1" ? 3_600_000 : 120_000);
