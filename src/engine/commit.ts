@@ -211,6 +211,9 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
         posted = null;
         continue;
       }
+      // Our merge onto the accepted state alone: what our files become if this
+      // attempt is lost and offered, since the proposals it carries may never land.
+      const alone = merged;
       if (chain !== null && posted === null) merged = chain.merged;
       const outcome = await tryPublication(checkout, accepted, chain, merged, message, turn, posted, deferPeek ? peek : null);
       if (outcome.landed === "combine") {
@@ -225,8 +228,8 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
         guess = null;
         continue;
       }
-      if (posted === null && !turn.ordered && outcome.own !== null && lost < deps.commitRetries) {
-        posted = await offer(checkout, outcome.own, proved?.manifest?.generation ?? accepted.generation);
+      if (posted === null && !turn.ordered && outcome.own !== null && alone !== null && lost < deps.commitRetries) {
+        posted = await offer(checkout, outcome.own, alone, accepted.files, proved?.manifest?.generation ?? accepted.generation);
       }
       if (lost >= deps.commitRetries) {
         if (posted !== null) {
@@ -379,8 +382,8 @@ interface Prepared {
   uploaded: Uploaded;
   publication: string;
   record: Publication;
+  /** The tree it published: ours, on top of the proposals it carried, if any. */
   merged: FlatTree;
-  parentFiles: FlatTree;
 }
 
 /**
@@ -440,7 +443,7 @@ async function tryPublication(
   // before the store flushes it (sqlite.ts): the next turn overlaps that flush.
   const written = await conditionalReplace(deps.store, accepted, manifest, uploaded.along, () => turn.end());
   if (!written.landed) {
-    const own = merged !== null && record !== null ? { uploaded, publication: manifest.publication, record, merged, parentFiles: parent.files } : null;
+    const own = merged !== null && record !== null ? { uploaded, publication: manifest.publication, record, merged } : null;
     return { landed: false, current: written.current, own };
   }
   if (chain !== null) dropCombined(deps.store, chain);
@@ -482,9 +485,11 @@ async function combineWith(
  * Offer a lost attempt to the other writers (combine.ts): its pack stays
  * in the store, and a proposal names it. Recorded first, so that should
  * this process die from here on, the next call on the checkout withdraws
- * it before anything else (publication.ts).
+ * it before anything else (publication.ts). Once it lands, the files
+ * become `alone` — our merge onto the accepted state `parentFiles` the
+ * attempt read, without the proposals it carried, which may never land.
  */
-async function offer(checkout: OpenCheckout, own: Prepared, generation: number): Promise<Posted> {
+async function offer(checkout: OpenCheckout, own: Prepared, alone: FlatTree, parentFiles: FlatTree, generation: number): Promise<Posted> {
   const { deps } = checkout;
   const { uploaded } = own;
   const proposal: Proposal = {
@@ -503,7 +508,8 @@ async function offer(checkout: OpenCheckout, own: Prepared, generation: number):
     // Then no one can combine it; it expires unused.
   }
   await postProposal(deps.store, proposal);
-  return { proposal, merged: own.merged, tree: uploaded.built.tree, parentFiles: own.parentFiles };
+  const tree = alone === own.merged ? uploaded.built.tree : await checkout.git.storeFlatTree(alone);
+  return { proposal, merged: alone, tree, parentFiles };
 }
 
 /**

@@ -299,3 +299,47 @@ test("gc deletes proposals left behind once they are older than the grace period
   expect((await collectGarbage({ store: world.store, now: later })).proposals).toEqual([key]);
   expect(await world.store.get(key)).toBeNull();
 });
+
+test("an offer whose attempt carried another proposal, later withdrawn: once it lands, the files hold none of that proposal", async () => {
+  const { a, b, c } = await threeWriters();
+  const x = world.checkout("x");
+  await pull(processDeps(world), x);
+  write(x, "x.md", "from x\n");
+  write(b, "b.md", "from b\n");
+  // X loses to B and dies waiting: its proposal stays posted.
+  await refusal(() =>
+    loseThen(x, b, async () => {
+      throw new Error("killed");
+    }),
+  ).catch(() => {});
+  expect((await racing(world).list(PROPOSALS_PREFIX)).length).toBe(1);
+  // A carries X's proposal in its attempt; before A writes, X's next call
+  // withdraws the offer and C publishes: A loses, and offers its own.
+  write(a, "a.md", "from a\n");
+  write(c, "c.md", "from c\n");
+  let raced = false;
+  const aOut = await commit(
+    processDeps(world, {
+      onStage: async (stage) => {
+        if (stage === "publish" && !raced) {
+          raced = true;
+          await pull(processDeps(world), x);
+          await commit(processDeps(world), c, "c");
+        }
+      },
+    }),
+    a,
+    "a",
+  );
+  expect(aOut.files).toEqual([{ path: "a.md", insertions: 1, deletions: 0 }]);
+  expect(read(a, "a.md")).toBe("from a\n");
+  expect(read(a, "x.md")).toBeNull();
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), fresh);
+  expect(read(fresh, "x.md")).toBeNull();
+  expect(read(fresh, "a.md")).toBe("from a\n");
+  // A's next pull brings what landed before its commit, and nothing of X.
+  await pull(processDeps(world), a);
+  expect(read(a, "c.md")).toBe("from c\n");
+  expect(read(a, "x.md")).toBeNull();
+});
