@@ -36,13 +36,14 @@ function crashWorld(name: string, racing = false) {
     const store = openSqliteStore(storeFile);
     return racing ? { ...store, queue: undefined } : store;
   };
-  const run = async <T>(fn: (d: EngineDeps) => Promise<T>): Promise<T> => {
+  /** `memory`: the process `fn` runs in, when it is a long-lived one (a fresh one by default). */
+  const run = async <T>(fn: (d: EngineDeps) => Promise<T>, memory = new ProcessMemory()): Promise<T> => {
     const d: EngineDeps = {
       store: open(),
       storeId: `sqlite:${storeFile}`,
       privateRoot,
       self: { pid: process.pid, isAlive: isProcessAlive },
-      memory: new ProcessMemory(),
+      memory,
       commitRetries: 10,
     };
     try {
@@ -575,6 +576,8 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
   const rnd = mulberry32(seed);
   const w = crashWorld("offer-fuzz", true);
   const [v, r, c] = [w.dir("v"), w.dir("r"), w.dir("c")];
+  // Each writer a long-lived process (as a server is): hundreds of fresh ones would each keep pack files open.
+  const mem = { v: new ProcessMemory(), r: new ProcessMemory(), c: new ProcessMemory(), fresh: new ProcessMemory() };
   await w.run((d) => pull(d, v));
   const truth = { v: ["v seed"], r: [] as string[], c: [] as string[] };
   const text = (lines: string[]) => lines.map((l) => `${l}\n`).join("");
@@ -583,8 +586,10 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
   for (const d of [r, c]) await w.run((deps) => pull(deps, d));
   const stored = async () => {
     const fresh = w.dir(`fresh-${Math.random().toString(36).slice(2)}`);
-    await w.run((deps) => pull(deps, fresh));
-    return { v: read(fresh, "v.md"), r: read(fresh, "r.md"), c: read(fresh, "c.md") };
+    await w.run((deps) => pull(deps, fresh), mem.fresh);
+    const got = { v: read(fresh, "v.md"), r: read(fresh, "r.md"), c: read(fresh, "c.md") };
+    rmSync(fresh, { recursive: true, force: true });
+    return got;
   };
   // How long a losing commit runs, unkilled: the range the kill instants are drawn from.
   const spawnCommit = () =>
@@ -613,7 +618,7 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
       truth.c.push(`c ${i}`);
       write(c, "c.md", text(truth.c));
       const delay = rnd() * Math.max(span, 50);
-      third = Bun.sleep(delay).then(() => w.run((d) => commit(d, c, `c ${i}`)));
+      third = Bun.sleep(delay).then(() => w.run((d) => commit(d, c, `c ${i}`), mem.c));
     }
     await p.exited;
     if (timer) clearTimeout(timer);
@@ -634,12 +639,12 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
       write(v, "v.md", text(truth.v));
     }
     // R's commit ran inside V's (unless V died first): R commits again, acknowledged.
-    await w.run((d) => commit(d, r, `r ${i} again`));
-    const next = await w.run((d) => (rnd() < 0.5 ? commit(d, v, `v ${i} next`) : pull(d, v)));
+    await w.run((d) => commit(d, r, `r ${i} again`), mem.r);
+    const next = await w.run((d) => (rnd() < 0.5 ? commit(d, v, `v ${i} next`) : pull(d, v)), mem.v);
     expect(next.generation).toBeGreaterThan(0);
     expect(read(v, "v.md")).toBe(text(truth.v));
-    await w.run((d) => commit(d, v, `v ${i} acknowledged`));
-    await w.run((d) => pull(d, c));
+    await w.run((d) => commit(d, v, `v ${i} acknowledged`), mem.v);
+    await w.run((d) => pull(d, c), mem.c);
     const s = await stored();
     expect(s.v).toBe(text(truth.v));
     expect(s.r).toBe(text(truth.r));
