@@ -40,9 +40,9 @@ export const PROPOSALS_PREFIX = "proposals/";
  * COMBINED_WINDOW, so that for as many generations again after it expired,
  * the list still tells whether it landed (fateOf).
  */
-export const PROPOSAL_GENERATIONS = 32;
+export const PROPOSAL_GENERATIONS = 96;
 /** The most proposals one publication combines: bounds the work a winner does for others. */
-const MOST_COMBINED = 8;
+const MOST_COMBINED = 16;
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 

@@ -266,19 +266,24 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
 }
 
 /** How many publications a proposer sees go by without its proposal before it publishes the proposal itself. */
-const PATIENCE = 6;
+const PATIENCE = 12;
 /** How many looks in a row `current` must stand still before a proposer publishes its proposal itself: nobody else is publishing. */
-const STILL_LOOKS = 2;
-/** A proposer looks at `current` about once a window, and at least this often (ms): a slow attempt of its own says little about how soon others publish. */
-const POLL_CAP_MS = 200;
+const STILL_LOOKS = 3;
+/** The first guess of the time between publications, at most (ms): a slow attempt of our own says little about how soon others publish. */
+const FIRST_GAP_CAP_MS = 200;
+/** Bounds of the time between looks (ms). */
+const MIN_LOOK_MS = 5;
+const MAX_LOOK_MS = 2_000;
 
 /**
  * Wait for another writer's publication to carry our proposal: read
- * `current` about once a window. Landed when a manifest lists it in
- * `combined`; otherwise `current` to build on ourselves, once it stood
- * still for STILL_LOOKS looks (nobody is publishing) or moved PATIENCE
- * times without us (a writer that lists no proposals, or ours no longer
- * merges), or when the proposal expired.
+ * `current` about once per time between publications, as measured while
+ * waiting (at first, about one of our own windows) — a crowd of waiting
+ * writers on a busy machine must not poll faster than the store publishes.
+ * Landed when a manifest lists it in `combined`; otherwise `current` to
+ * build on ourselves, once it stood still for STILL_LOOKS looks (nobody is
+ * publishing) or moved PATIENCE times without us (a writer that lists no
+ * proposals, or ours no longer merges), or when the proposal expired.
  */
 async function awaitCarried(
   checkout: OpenCheckout,
@@ -287,9 +292,10 @@ async function awaitCarried(
   windowMs: number,
 ): Promise<{ landed: CombinedPublication } | { current: Current }> {
   const { deps } = checkout;
-  const interval = Math.max(1, Math.min(windowMs, POLL_CAP_MS));
+  let gap = Math.min(windowMs, FIRST_GAP_CAP_MS);
+  let movedAt = performance.now();
   for (let moved = 0, still = 0; ; ) {
-    await deps.sleep(interval * (0.5 + deps.random()));
+    await deps.sleep(Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, gap)) * (0.5 + deps.random()));
     const now = await readManifest(deps.store);
     const fate = fateOf(now.manifest, posted.proposal);
     if (typeof fate === "object") return fate;
@@ -297,6 +303,9 @@ async function awaitCarried(
     if (now.etag === last?.etag) {
       if (++still >= STILL_LOOKS) return { current: now };
     } else {
+      const at = performance.now();
+      gap = (gap + (at - movedAt)) / 2;
+      movedAt = at;
       still = 0;
       if (++moved >= PATIENCE) return { current: now };
     }

@@ -31,7 +31,7 @@ export const FORMAT_WITH_COMBINED = 3;
  * or the next call of its checkout when the writer died, learns from the
  * list where it landed. Far longer than a proposal lives (combine.ts).
  */
-export const COMBINED_WINDOW = 64;
+export const COMBINED_WINDOW = 192;
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 
