@@ -30,7 +30,7 @@ import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
 import { type Chain, combine, dropProposal, fateOf, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./combine.ts";
-import { commitEnded, contentionOf, measuredWindow, retrySpread } from "./contention.ts";
+import { commitEnded, contentionOf, measuredWindow, noteOthersWaiting, retrySpread } from "./contention.ts";
 import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { decodeText } from "./text.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
@@ -150,9 +150,11 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
     // before our write, while a stale guess would cost a pack, a flush of the
     // publication record and a lost write inside the turn: read instead. And
     // a writer that lost races lately does not guess: its guess is likely
-    // stale, and it is how a winner kept winning (contention.ts).
+    // stale, and it is how a winner kept winning (contention.ts); nor does
+    // one whose last guess saw others waiting to be carried: it reads, and
+    // carries them (below).
     let guess =
-      deps.guessCurrent && !turn.ordered && seen.level === 0
+      deps.guessCurrent && !turn.ordered && seen.level === 0 && !seen.othersWaiting
         ? lastAccepted(deps.memory, deps.storeId, checkout.baseline?.head ?? null, checkout.git)
         : null;
     // `current` as the read-back of a lost race proved it: the next attempt
@@ -162,17 +164,16 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
     // to the other writers (combine.ts): from then on it lands when any
     // writer publishes it, this one included.
     let posted: Posted | null = null;
-    // The proposals a guess found waiting, for the next attempt to combine.
-    let found: Listed | null = null;
     for (;;) {
       const started = performance.now();
       // Racing writers (no turns): whether others wait to be published is
       // listed alongside the read of `current`, so that a writer that keeps
       // winning publishes them too rather than starve them. A guess reads
-      // nothing, so its listing is looked at only once its pack is uploaded.
-      const peek = turn.ordered ? null : found !== null ? Promise.resolve(found) : listProposals(deps.store);
-      const deferPeek = guess !== null && found === null;
-      found = null;
+      // nothing, and waiting for the listing would slow the one writer the
+      // guess is for: what it finds is for this process's next commit.
+      const peek = turn.ordered ? null : listProposals(deps.store);
+      const deferPeek = guess !== null;
+      if (deferPeek) void peek!.then((listed) => noteOthersWaiting(deps.memory, deps.storeId, othersWaiting(listed, guess!)));
       const accepted = await acceptedState(checkout, guess, proved, turn);
       proved = null;
       if (posted !== null) {
@@ -201,6 +202,7 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
       // Writers that lost races, this one or others, wait to be published:
       // publish them along (combine.ts).
       const listed = peek === null || deferPeek ? null : await peek;
+      if (listed !== null) noteOthersWaiting(deps.memory, deps.storeId, othersWaiting(listed, accepted));
       const chain = listed !== null && (posted !== null || othersWaiting(listed, accepted)) ? await combineWith(checkout, baselineTree, accepted, posted, listed) : null;
       if (posted !== null && chain === null) {
         // Our proposal no longer moves cleanly onto the accepted state: take
@@ -215,12 +217,7 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
       // attempt is lost and offered, since the proposals it carries may never land.
       const alone = merged;
       if (chain !== null && posted === null) merged = chain.merged;
-      const outcome = await tryPublication(checkout, accepted, chain, merged, message, turn, posted, deferPeek ? peek : null);
-      if (outcome.landed === "combine") {
-        // The guess found others waiting: publish them along, on the same state.
-        found = outcome.listed;
-        continue;
-      }
+      const outcome = await tryPublication(checkout, accepted, chain, merged, message, turn, posted);
       if (outcome.landed) return outcome.outcome;
       const windowMs = measuredWindow(deps.memory, deps.storeId, performance.now() - started);
       if (!turn.ordered) proved = outcome.current;
@@ -412,15 +409,10 @@ async function tryPublication(
   message: string,
   turn: Turn,
   posted: Posted | null,
-  peek: Promise<Listed> | null,
-): Promise<{ landed: true; outcome: OperationOutcome } | { landed: false; current: Current; own: Prepared | null } | { landed: "combine"; listed: Listed }> {
+): Promise<{ landed: true; outcome: OperationOutcome } | { landed: false; current: Current; own: Prepared | null }> {
   const { deps } = checkout;
   const parent = chain?.state ?? accepted;
   const uploaded = await buildAndUpload(checkout, accepted, parent, merged, message, chain?.objects ?? []);
-  if (peek !== null) {
-    const listed = await peek;
-    if (othersWaiting(listed, accepted)) return { landed: "combine", listed };
-  }
   const { packs, history } = await packList(checkout, accepted, uploaded);
   const generation = parent.generation + (merged === null ? 0 : 1);
   const combined = combinedList(accepted.manifest, generation, chain?.combined ?? []);

@@ -33,6 +33,8 @@ export interface Contention {
   level: number;
   /** The last window measured (ms). */
   windowMs: number;
+  /** Whether the last commit that built on what it remembered listed proposals waiting to be carried (combine.ts). */
+  othersWaiting?: boolean;
 }
 
 export function contentionOf(memory: ProcessMemory, storeId: string): Contention {
@@ -55,6 +57,11 @@ export function measuredWindow(memory: ProcessMemory, storeId: string, ms: numbe
  */
 export function retrySpread(lost: number, windowMs: number): number {
   return windowMs * Math.max(1, CROWD / 2 ** (lost - 1));
+}
+
+/** What a commit that built on what it remembered listed: whether others wait to be carried. */
+export function noteOthersWaiting(memory: ProcessMemory, storeId: string, waiting: boolean): void {
+  memory.contention.set(storeId, { ...contentionOf(memory, storeId), othersWaiting: waiting });
 }
 
 /** A commit ended (published, found nothing to publish, or gave up) after losing `lost` races. */

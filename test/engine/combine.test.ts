@@ -118,28 +118,34 @@ test("a commit that lost a race is published by the next writer, before that wri
   expect((await commit(processDeps(world), a, "a again")).generation).toBe(5);
 });
 
-test("a writer that builds on what it remembers (no read) still publishes the waiting proposals", async () => {
+test("a writer that builds on what it remembers (no read) learns who waits, and its next commit carries them", async () => {
   const { a, b, c } = await threeWriters();
   write(a, "a.md", "from a\n");
   write(b, "b.md", "from b\n");
   // C's process saw no race: its commit builds on the state its pull left,
-  // without reading `current` (the guess), and looks for proposals meanwhile.
+  // without reading `current` (the guess), and lists the proposals meanwhile
+  // without waiting for the listing; its next commit reads, and carries A.
   const cMemory = new ProcessMemory();
   const cOps: string[] = [];
-  let cOut: Awaited<ReturnType<typeof commit>> | null = null;
+  const cOut: number[] = [];
   const aOut = await loseThen(a, b, async () => {
     await pull(processDeps(world, { memory: cMemory }), c);
     write(c, "c.md", "from c\n");
     const store = racing(world);
     const watched: ObjectStore = { ...store, get: (key) => (cOps.push(`get ${key}`), store.get(key)) };
-    cOut = await commit(processDeps(world, { memory: cMemory, store: watched }), c, "c");
+    cOut.push((await commit(processDeps(world, { memory: cMemory, store: watched }), c, "c")).generation);
+    expect(cOps.filter((op) => op === "get current")).toEqual([]);
+    await Bun.sleep(50); // the listing of that commit, answered in the background
+    write(c, "c.md", "from c, again\n");
+    cOut.push((await commit(processDeps(world, { memory: cMemory, store: watched }), c, "c again")).generation);
+    expect(cOps.filter((op) => op === "get current").length).toBeGreaterThan(0);
   });
-  expect(cOps.filter((op) => op === "get current")).toEqual([]);
-  expect(aOut.generation).toBe(3);
-  expect(cOut!.generation).toBe(4);
+  // C published alone (3), then A's commit (4) and its own (5).
+  expect(cOut).toEqual([3, 5]);
+  expect(aOut.generation).toBe(4);
   const fresh = world.checkout("fresh");
   await pull(processDeps(world), fresh);
-  for (const [f, text] of [["a.md", "from a\n"], ["b.md", "from b\n"], ["c.md", "from c\n"]]) expect(read(fresh, f!)).toBe(text!);
+  for (const [f, text] of [["a.md", "from a\n"], ["b.md", "from b\n"], ["c.md", "from c, again\n"]]) expect(read(fresh, f!)).toBe(text!);
 });
 
 test("with nobody else publishing, the loser publishes its own proposal", async () => {
