@@ -49,21 +49,31 @@ async function threeWriters() {
   return { a, b, c };
 }
 
+/** Each writer adds a file of its own, `<name>.md` holding "from <name>". */
+function editEach(dirs: Record<string, string>): void {
+  for (const [name, dir] of Object.entries(dirs)) write(dir, `${name}.md`, `from ${name}\n`);
+}
+
+/** An onStage hook that runs `fn` once, at the first publish stage: inside the commit's window. */
+function atFirstPublish(fn: () => Promise<unknown>): (stage: string) => Promise<void> {
+  let done = false;
+  return async (stage) => {
+    if (stage === "publish" && !done) {
+      done = true;
+      await fn();
+    }
+  };
+}
+
 /**
  * A commits; B publishes inside A's window, so A loses and offers its
  * publication; while A waits, `whileWaiting` runs. Resolves to A's outcome.
  */
 async function loseThen(a: string, b: string, whileWaiting: () => Promise<void>, overrides: Partial<EngineDeps> = {}) {
-  let raced = false;
   let waited = false;
   return commit(
     processDeps(world, {
-      onStage: async (stage) => {
-        if (stage === "publish" && !raced) {
-          raced = true;
-          await commit(processDeps(world), b, "b");
-        }
-      },
+      onStage: atFirstPublish(() => commit(processDeps(world), b, "b")),
       sleep: async () => {
         if (!waited) {
           waited = true;
@@ -79,16 +89,11 @@ async function loseThen(a: string, b: string, whileWaiting: () => Promise<void>,
 
 test("a commit that lost a race is published by the next writer, before that writer's own commit", async () => {
   const { a, b, c } = await threeWriters();
-  write(a, "a.md", "from a\n");
-  write(b, "b.md", "from b\n");
-  write(c, "c.md", "from c\n");
-  // C's process lost a race lately (contention.ts), so it looks for proposals.
-  const cMemory = new ProcessMemory();
-  cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
+  editEach({ a, b, c });
   let cOut: Awaited<ReturnType<typeof commit>> | null = null;
   const aOut = await loseThen(a, b, async () => {
     expect((await racing(world).list(PROPOSALS_PREFIX)).length).toBe(1);
-    cOut = await commit(processDeps(world, { memory: cMemory }), c, "c");
+    cOut = await commit(processDeps(world), c, "c");
   });
   // B was generation 2; C published A's commit as 3, then its own as 4.
   expect(aOut.generation).toBe(3);
@@ -195,9 +200,7 @@ test("a commit that died with its proposal posted: the next call withdraws it, o
     expect(String(died)).toContain("killed");
     expect((await racing(world).list(PROPOSALS_PREFIX)).length).toBe(1);
     if (combinedFirst) {
-      const cMemory = new ProcessMemory();
-      cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
-      expect((await commit(processDeps(world, { memory: cMemory }), c, "c")).generation).toBe(4);
+      expect((await commit(processDeps(world), c, "c")).generation).toBe(4);
     }
     // The next call on A settles: a pull.
     const out = await pull(processDeps(world), a);
@@ -213,9 +216,7 @@ test("a commit that died with its proposal posted: the next call withdraws it, o
     } else {
       // Withdrawn: never landed, and no writer can publish it now; A's edit is still local.
       expect(read(fresh, "a.md")).toBeNull();
-      const cMemory = new ProcessMemory();
-      cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
-      expect((await commit(processDeps(world, { memory: cMemory }), c, "c")).generation).toBe(3);
+      expect((await commit(processDeps(world), c, "c")).generation).toBe(3);
       expect((await readCurrent(world.store)).manifest.combined).toBeUndefined();
       expect((await commit(processDeps(world), a, "a")).generation).toBe(4);
       expect(read(a, "c.md")).toBe("from c\n");
@@ -227,9 +228,7 @@ test("a commit that died with its proposal posted: the next call withdraws it, o
 
 test("a combiner never publishes a withdrawn proposal, even one it read before the withdrawal", async () => {
   const { a, b, c } = await threeWriters();
-  write(a, "a.md", "from a\n");
-  write(b, "b.md", "from b\n");
-  write(c, "c.md", "from c\n");
+  editEach({ a, b, c });
   await refusal(() =>
     loseThen(a, b, async () => {
       throw new Error("killed");
@@ -238,19 +237,8 @@ test("a combiner never publishes a withdrawn proposal, even one it read before t
   const [offered] = await racing(world).list(PROPOSALS_PREFIX);
   const publication = offered!.key.slice(PROPOSALS_PREFIX.length);
   // C reads the proposal, then A's next call withdraws it before C writes.
-  const cMemory = new ProcessMemory();
-  cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
-  let withdrawn = false;
   const cOut = await commit(
-    processDeps(world, {
-      memory: cMemory,
-      onStage: async (stage) => {
-        if (stage === "publish" && !withdrawn) {
-          withdrawn = true;
-          await pull(processDeps(world), a);
-        }
-      },
-    }),
+    processDeps(world, { onStage: atFirstPublish(() => pull(processDeps(world), a)) }),
     c,
     "c",
   );
@@ -266,12 +254,8 @@ test("a combiner never publishes a withdrawn proposal, even one it read before t
 
 test("the combined packs pass C git's verify-pack", async () => {
   const { a, b, c } = await threeWriters();
-  write(a, "a.md", "from a\n");
-  write(b, "b.md", "from b\n");
-  write(c, "c.md", "from c\n");
-  const cMemory = new ProcessMemory();
-  cMemory.contention.set(`sqlite:${world.storeFile}`, { level: 1, windowMs: 1 });
-  await loseThen(a, b, async () => void (await commit(processDeps(world, { memory: cMemory }), c, "c")));
+  editEach({ a, b, c });
+  await loseThen(a, b, async () => void (await commit(processDeps(world), c, "c")));
   const { manifest } = await readCurrent(world.store);
   const dir = mkdtempSync(join(tmpdir(), "slivingdoc-verify-"));
   const last = manifest.packs[manifest.packs.length - 1]!;
@@ -323,16 +307,12 @@ test("an offer whose attempt carried another proposal, later withdrawn: once it 
   // withdraws the offer and C publishes: A loses, and offers its own.
   write(a, "a.md", "from a\n");
   write(c, "c.md", "from c\n");
-  let raced = false;
   const aOut = await commit(
     processDeps(world, {
-      onStage: async (stage) => {
-        if (stage === "publish" && !raced) {
-          raced = true;
-          await pull(processDeps(world), x);
-          await commit(processDeps(world), c, "c");
-        }
-      },
+      onStage: atFirstPublish(async () => {
+        await pull(processDeps(world), x);
+        await commit(processDeps(world), c, "c");
+      }),
     }),
     a,
     "a",
