@@ -156,7 +156,9 @@ async function waitingProposals(store: ObjectStore, git: ObjectCache, accepted: 
     .slice(0, MOST_COMBINED - (own ? 1 : 0));
   const read = await Promise.all(others.map((publication) => readProposal(store, publication)));
   const candidates = [...(own ? [own] : []), ...read.filter((p): p is Proposal => p !== null)].filter(
-    (p) => !done.has(p.publication) && p.until > accepted.generation,
+    // Not expired; and never offered for longer than any writer offers: the
+    // combined list would forget it while it could still be combined again.
+    (p) => !done.has(p.publication) && p.until > accepted.generation && p.until <= accepted.generation + PROPOSAL_GENERATIONS,
   );
   const usable: Proposal[] = [];
   await Promise.all(

@@ -329,3 +329,25 @@ test("an offer whose attempt carried another proposal, later withdrawn: once it 
   expect(read(a, "c.md")).toBe("from c\n");
   expect(read(a, "x.md")).toBeNull();
 });
+
+test("a proposal offered for longer than any writer offers is never combined", async () => {
+  const { a, b, c } = await threeWriters();
+  editEach({ a, b, c });
+  await refusal(() =>
+    loseThen(a, b, async () => {
+      throw new Error("killed");
+    }),
+  ).catch(() => {});
+  const store = racing(world);
+  const [offered] = await store.list(PROPOSALS_PREFIX);
+  const proposal = JSON.parse(new TextDecoder().decode((await store.get(offered!.key))!.body));
+  await store.delete(offered!.key);
+  const stretched = { ...proposal, until: proposal.until + 1000 };
+  expect((await store.putIfAbsent(offered!.key, new TextEncoder().encode(JSON.stringify(stretched)))).ok).toBe(true);
+  expect((await commit(processDeps(world), c, "c")).generation).toBe(3);
+  expect((await readCurrent(world.store)).manifest.combined).toBeUndefined();
+  // A's next call withdraws it: never landed; A's edit is still local, and its commit publishes it.
+  await pull(processDeps(world), a);
+  expect(read(a, "a.md")).toBe("from a\n");
+  expect((await commit(processDeps(world), a, "a")).generation).toBe(4);
+});
