@@ -29,7 +29,7 @@ import {
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
-import { type Chain, combine, dropProposal, fateOf, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./combine.ts";
+import { type Chain, combine, dropProposal, fateOf, type Withdrawn, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./combine.ts";
 import { commitEnded, contentionOf, measuredWindow, noteOthersWaiting, retrySpread } from "./contention.ts";
 import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { decodeText } from "./text.ts";
@@ -172,8 +172,9 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
       // nothing, and waiting for the listing would slow the one writer the
       // guess is for: what it finds is for this process's next commit.
       const peek = turn.ordered ? null : listProposals(deps.store);
-      const deferPeek = guess !== null;
-      if (deferPeek) void peek!.then((listed) => noteOthersWaiting(deps.memory, deps.storeId, othersWaiting(listed, guess!)));
+      const guessed = guess;
+      const deferPeek = guessed !== null;
+      if (guessed !== null) void peek!.then((listed) => noteOthersWaiting(deps.memory, deps.storeId, othersWaiting(listed, guessed)));
       const accepted = await acceptedState(checkout, guess, proved, turn);
       proved = null;
       if (posted !== null) {
@@ -233,11 +234,13 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
           // Take the proposal back before answering, or learn it landed after all.
           // When that cannot be proved, its record stays: the next call on the
           // checkout settles it before anything else (publication.ts).
-          const taken = await withdraw(deps.store, posted.proposal).catch((e) => {
-            if (e instanceof DomainError && e.reason === "PUBLICATION_UNPROVEN") return { landed: null };
+          const taken: Withdrawn = await withdraw(deps.store, posted.proposal).catch((e) => {
+            if (e instanceof DomainError && e.reason === "PUBLICATION_UNPROVEN") return { landed: "unknown" };
             throw e;
           });
           if (taken.landed !== null && taken.landed !== "unknown") return await proposalLanded(checkout, posted, taken.landed, turn);
+          // Known not to have landed, for good: the record has nothing left to settle.
+          if (taken.landed === null) checkout.state.writeBaseline(checkout.baseline!);
         }
         throw new DomainError(
           "RETRIES_EXHAUSTED",

@@ -351,3 +351,32 @@ test("a proposal offered for longer than any writer offers is never combined", a
   expect(read(a, "a.md")).toBe("from a\n");
   expect((await commit(processDeps(world), a, "a")).generation).toBe(4);
 });
+
+test("retries spent with an offer posted: withdrawn for good, REMOTE_BUSY · RETRIES_EXHAUSTED, files untouched, nothing left to settle", async () => {
+  const { a } = await threeWriters();
+  write(a, "a.md", "from a\n");
+  const before = (await readCurrent(world.store)).manifest.generation;
+  // Every publication loses (as if others always won), while a rewrite of
+  // `current` at the same generation — the withdrawal's fence — goes through.
+  const store = racing(world);
+  const losing: ObjectStore = {
+    ...store,
+    putWith: undefined, // packs uploaded first, as on S3: every write of `current` is a putIfMatch
+    putIfMatch: async (key, body, etag) => {
+      const generation = JSON.parse(new TextDecoder().decode(body)).generation;
+      return generation > before ? { ok: false as const } : store.putIfMatch(key, body, etag);
+    },
+  };
+  const e = await refusal(() => commit(processDeps(world, { store: losing, commitRetries: 2, sleep: async () => {} }), a, "a"));
+  expect([e.code, e.reason]).toEqual(["REMOTE_BUSY", "RETRIES_EXHAUSTED"]);
+  expect(read(a, "a.md")).toBe("from a\n");
+  expect(await store.list(PROPOSALS_PREFIX)).toEqual([]);
+  // The fence moved `current` without publishing anything.
+  expect((await readCurrent(world.store)).manifest.generation).toBe(before);
+  // Nothing left to settle: the next call writes nothing to the store before its own commit.
+  let writes = 0;
+  const counting: ObjectStore = { ...store, putIfMatch: (k, b, t) => (writes++, store.putIfMatch(k, b, t)) };
+  await pull(processDeps(world, { store: counting }), a);
+  expect(writes).toBe(0);
+  expect((await commit(processDeps(world), a, "a")).generation).toBe(before + 1);
+});
