@@ -512,7 +512,10 @@ async function offer(checkout: OpenCheckout, own: Prepared, alone: FlatTree, par
     // Then no one can combine it; it expires unused.
   }
   await postProposal(deps.store, proposal);
-  const tree = alone === own.merged ? uploaded.built.tree : await checkout.git.storeFlatTree(alone);
+  // The baseline's tree once it lands. What lands is a moved copy of our
+  // commit, so no accepted pack holds this tree, and our pack may be
+  // collected from the store and dropped from the cache: written loose.
+  const tree = await checkout.git.storeFlatTree(alone);
   return { proposal, merged: alone, tree, parentFiles };
 }
 

@@ -99,7 +99,10 @@ async function publishedTree(state: CheckoutState, store: ObjectStore, pending: 
   const published = await publishedCommitTree(store, git, pending.head);
   if (published === null) return null;
   try {
-    if (pending.merged.length === 0 && overrides.length === 0) return published;
+    // An offer's commit is in no accepted pack (what landed is its moved
+    // copy), and its own pack may be collected from the store and dropped
+    // from the cache: its tree, as the baseline's, is written loose.
+    if (pending.merged.length === 0 && overrides.length === 0 && !pending.proposal) return published;
     const files = (await git.readFlatTree(published)).files;
     for (const { path, oid } of [...pending.merged, ...overrides]) {
       if (oid === null) files.delete(path);

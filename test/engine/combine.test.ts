@@ -8,7 +8,7 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { proposalKey, PROPOSALS_PREFIX } from "../../src/engine/combine.ts";
@@ -379,4 +379,24 @@ test("retries spent with an offer posted: withdrawn for good, REMOTE_BUSY · RET
   await pull(processDeps(world, { store: counting }), a);
   expect(writes).toBe(0);
   expect((await commit(processDeps(world), a, "a")).generation).toBe(before + 1);
+});
+
+test("a landed offer's baseline survives its pack being collected from the store and dropped from the cache", async () => {
+  const { a, b, c } = await threeWriters();
+  editEach({ a, b, c });
+  await loseThen(a, b, async () => void (await commit(processDeps(world), c, "c")));
+  // The only copy of A's own commit and tree was its proposal's pack: gc
+  // takes it from the store, and a damaged cache loses it too.
+  const { collectGarbage } = await import("../../src/engine/gc.ts");
+  await collectGarbage({ store: world.store, graceMs: 0 });
+  const checkouts = join(world.privateRoot, "checkouts");
+  for (const id of readdirSync(checkouts)) rmSync(join(checkouts, id, "git", "objects", "pack"), { recursive: true, force: true });
+  // A edits its own line again: no conflict, nothing lost.
+  write(a, "a.md", "from a, again\n");
+  const out = await commit(processDeps(world), a, "a again");
+  expect(out.files).toEqual([{ path: "a.md", insertions: 1, deletions: 1 }]);
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), fresh);
+  expect(read(fresh, "a.md")).toBe("from a, again\n");
+  expect(read(a, "c.md")).toBe("from c\n");
 });
