@@ -65,6 +65,14 @@ function atFirstPublish(fn: () => Promise<unknown>): (stage: string) => Promise<
   };
 }
 
+/** A loses to B, offers its commit and dies waiting to be carried: its proposal stays posted. */
+async function loseThenDie(a: string, b: string): Promise<void> {
+  const died = await loseThen(a, b, async () => {
+    throw new Error("killed");
+  }).catch((e) => e);
+  expect(String(died)).toContain("killed");
+}
+
 /**
  * A commits; B publishes inside A's window, so A loses and offers its
  * publication; while A waits, `whileWaiting` runs. Resolves to A's outcome.
@@ -229,11 +237,7 @@ test("a commit that died with its proposal posted: the next call withdraws it, o
 test("a combiner never publishes a withdrawn proposal, even one it read before the withdrawal", async () => {
   const { a, b, c } = await threeWriters();
   editEach({ a, b, c });
-  await refusal(() =>
-    loseThen(a, b, async () => {
-      throw new Error("killed");
-    }),
-  ).catch(() => {});
+  await loseThenDie(a, b);
   const [offered] = await racing(world).list(PROPOSALS_PREFIX);
   const publication = offered!.key.slice(PROPOSALS_PREFIX.length);
   // C reads the proposal, then A's next call withdraws it before C writes.
@@ -297,11 +301,7 @@ test("an offer whose attempt carried another proposal, later withdrawn: once it 
   write(x, "x.md", "from x\n");
   write(b, "b.md", "from b\n");
   // X loses to B and dies waiting: its proposal stays posted.
-  await refusal(() =>
-    loseThen(x, b, async () => {
-      throw new Error("killed");
-    }),
-  ).catch(() => {});
+  await loseThenDie(x, b);
   expect((await racing(world).list(PROPOSALS_PREFIX)).length).toBe(1);
   // A carries X's proposal in its attempt; before A writes, X's next call
   // withdraws the offer and C publishes: A loses, and offers its own.
@@ -333,11 +333,7 @@ test("an offer whose attempt carried another proposal, later withdrawn: once it 
 test("a proposal offered for longer than any writer offers is never combined", async () => {
   const { a, b, c } = await threeWriters();
   editEach({ a, b, c });
-  await refusal(() =>
-    loseThen(a, b, async () => {
-      throw new Error("killed");
-    }),
-  ).catch(() => {});
+  await loseThenDie(a, b);
   const store = racing(world);
   const [offered] = await store.list(PROPOSALS_PREFIX);
   const proposal = JSON.parse(new TextDecoder().decode((await store.get(offered!.key))!.body));
