@@ -389,7 +389,7 @@ interface Posted {
 /** What a lost publication attempt had prepared: enough to offer it as a proposal. */
 interface Prepared {
   uploaded: Uploaded;
-  publication: string;
+  /** Its publication record: the publication id it tried to write, its pack, commit and merged-in paths. */
   record: Publication;
   /** The tree it published: ours, on top of the proposals it carried, if any. */
   merged: FlatTree;
@@ -447,7 +447,7 @@ async function tryPublication(
   // before the store flushes it (sqlite.ts): the next turn overlaps that flush.
   const written = await conditionalReplace(deps.store, accepted, manifest, uploaded.along, () => turn.end());
   if (!written.landed) {
-    const own = merged !== null && record !== null ? { uploaded, publication: manifest.publication, record, merged } : null;
+    const own = merged !== null && record !== null ? { uploaded, record, merged } : null;
     return { landed: false, current: written.current, own };
   }
   if (chain !== null) dropCombined(deps.store, chain);
@@ -498,7 +498,7 @@ async function offer(checkout: OpenCheckout, own: Prepared, alone: FlatTree, par
   const { uploaded } = own;
   const proposal: Proposal = {
     format: 1,
-    publication: own.publication,
+    publication: own.record.publication,
     head: uploaded.head,
     pack: uploaded.descriptor,
     until: generation + PROPOSAL_GENERATIONS,
