@@ -8,7 +8,7 @@ import { DomainError } from "../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { BadPackError, MissingObjectError } from "./git/objects.ts";
-import { MANIFEST_KEY, type Manifest, type PackDescriptor, parseManifest } from "./manifest.ts";
+import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 
 export interface AcceptedState {
@@ -34,6 +34,29 @@ export async function readManifest(store: ObjectStore): Promise<{ manifest: Mani
   }
   if (object === null) return { manifest: null, etag: null };
   return { manifest: parseManifest(object.body), etag: object.etag };
+}
+
+/**
+ * A fence: rewrite `current` with the same state and a fresh publication id
+ * (and `packs`, when given), conditional on `etag`. Generation and head are
+ * unchanged, so for readers nothing happens, while every writer that read
+ * `current` before loses its conditional write. `written` is false when the
+ * write lost or its outcome is unknown (the caller reads back what it needs
+ * to prove); a definite failure throws, for the caller to name.
+ */
+export async function rewriteCurrent(
+  store: ObjectStore,
+  manifest: Manifest,
+  etag: string,
+  packs: PackDescriptor[] | null = null,
+): Promise<{ written: boolean; publication: string }> {
+  const fenced: Manifest = { ...manifest, publication: newPublicationId(), ...(packs !== null ? { packs } : {}) };
+  try {
+    if ((await store.putIfMatch(MANIFEST_KEY, serializeManifest(fenced), etag)).ok) return { written: true, publication: fenced.publication };
+  } catch (cause) {
+    if (!(cause instanceof StoreError) || cause.outcome !== "unknown") throw cause;
+  }
+  return { written: false, publication: fenced.publication };
 }
 
 /*

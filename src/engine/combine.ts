@@ -26,11 +26,11 @@
  */
 import { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
-import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import { type AcceptedState, fetchPacks, readManifest } from "./accepted-state.ts";
+import type { ObjectStore } from "../store/object-store.ts";
+import { type AcceptedState, fetchPacks, readManifest, rewriteCurrent } from "./accepted-state.ts";
 import type { FlatTree, ObjectCache, ReadTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
-import { COMBINED_WINDOW, type CombinedPublication, MANIFEST_KEY, type Manifest, newPublicationId, packKey, serializeManifest } from "./manifest.ts";
+import { COMBINED_WINDOW, type CombinedPublication, type Manifest, packKey } from "./manifest.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
 
 export const PROPOSALS_PREFIX = "proposals/";
@@ -253,13 +253,13 @@ export async function withdraw(store: ObjectStore, proposal: { publication: stri
     if (fate === "expired") return { landed: null };
     if (fate === "unknown") return { landed: "unknown" };
     if (manifest === null || etag === null) return { landed: null };
-    const moved: Manifest = { ...manifest, publication: newPublicationId() };
+    let moved;
     try {
-      const r = await store.putIfMatch(MANIFEST_KEY, serializeManifest(moved), etag);
-      if (r.ok) return { landed: null };
+      moved = await rewriteCurrent(store, manifest, etag);
     } catch (cause) {
-      if (!(cause instanceof StoreError) || cause.outcome !== "unknown") throw unproven(cause);
+      throw unproven(cause);
     }
+    if (moved.written) return { landed: null };
     // Lost or unknown: if `current` moved since our read, by anyone, that is the move we need.
     let now;
     try {

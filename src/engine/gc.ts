@@ -65,10 +65,10 @@
  * create-only, which no fence can stop, so its pack must stay.
  */
 import { DomainError } from "../contract/errors.ts";
-import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import { readManifest } from "./accepted-state.ts";
+import type { ObjectStore } from "../store/object-store.ts";
+import { readManifest, rewriteCurrent } from "./accepted-state.ts";
 import { PROPOSALS_PREFIX } from "./combine.ts";
-import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, serializeManifest } from "./manifest.ts";
+import type { Manifest, PackDescriptor } from "./manifest.ts";
 
 export const DEFAULT_GRACE_MS = 60 * 60 * 1000;
 const PACK_KEY = /^packs\/[0-9a-f]{64}\.pack$/;
@@ -190,16 +190,14 @@ async function collectPacks(options: GcOptions, graceMs: number): Promise<GcRepo
  * readers nothing happened.
  */
 async function fence(store: ObjectStore, manifest: Manifest, etag: string, packs: PackDescriptor[] | null): Promise<boolean> {
-  const fenced: Manifest = { ...manifest, publication: newPublicationId(), ...(packs !== null ? { packs } : {}) };
+  let fenced;
   try {
-    const r = await store.putIfMatch(MANIFEST_KEY, serializeManifest(fenced), etag);
-    if (r.ok) return true;
-    // Lost: a publication landed after our read. It is read afresh next round.
+    fenced = await rewriteCurrent(store, manifest, etag, packs);
   } catch (cause) {
-    if (!(cause instanceof StoreError) || cause.outcome !== "unknown") {
-      throw new DomainError("MANIFEST_WRITE", "gc could not fence the manifest; nothing was deleted.", { cause });
-    }
+    throw new DomainError("MANIFEST_WRITE", "gc could not fence the manifest; nothing was deleted.", { cause });
   }
+  // Lost: a publication landed after our read. It is read afresh next round.
+  if (fenced.written) return true;
   // Lost or unknown: only our publication id in `current` proves the fence.
   try {
     const now = await readManifest(store);
