@@ -217,8 +217,12 @@ describe("SIGKILL in the middle of writing a new file", () => {
  * store's copy, and editing it gave a conflict with no other writer.
  */
 describe("SIGKILL after the publication landed, before the baseline moved", () => {
-  /** a commits line k while b's change to y.md is merged into its publication; a dies at `stage`, after the write landed. */
-  async function landedWithMergedIn(name: string, stage: string) {
+  /**
+   * a commits line k (and `mine`) while b's change `other` (to y.md by
+   * default) is merged into its publication; a dies at `stage`, after the
+   * write landed.
+   */
+  async function landedWithMergedIn(name: string, stage: string, other: [string, string] = ["y.md", "y by b\n"], mine: Record<string, string> = {}) {
     const { dir, run, crash } = crashWorld(name);
     const a = dir("a");
     const b = dir("b");
@@ -228,9 +232,10 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     await run((d) => commit(d, a, "seed"));
     await run((d) => pull(d, b));
     // Another writer's change, merged into a's publication but not yet written when a dies.
-    write(b, "y.md", "y by b\n");
+    write(b, other[0], other[1]);
     await run((d) => commit(d, b, "b"));
     write(a, "x.md", "1\n2\n3\nk\n");
+    for (const [path, content] of Object.entries(mine)) write(a, path, content);
     await crash("commit", a, stage);
     const generation = await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation);
     expect(generation).toBe(3); // landed
@@ -253,19 +258,7 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     });
 
     test(`at ${stage}: a committed line edited since is no conflict`, async () => {
-      const { dir, run, crash } = crashWorld(`landed-edit-${stage.replace(":", "-")}`);
-      const a = dir("a");
-      const b = dir("b");
-      await run((d) => pull(d, a));
-      write(a, "x.md", "1\n2\n3\n");
-      write(a, "y.md", "y\n");
-      await run((d) => commit(d, a, "seed"));
-      await run((d) => pull(d, b));
-      write(b, "z.md", "z by b\n");
-      await run((d) => commit(d, b, "b"));
-      write(a, "x.md", "1\n2\n3\nk\n");
-      write(a, "y.md", "y\nmore\n");
-      await crash("commit", a, stage);
+      const { a, dir, run } = await landedWithMergedIn(`landed-edit-${stage.replace(":", "-")}`, stage, ["z.md", "z by b\n"], { "y.md": "y\nmore\n" });
       write(a, "x.md", "1\n2\n3\nk, edited\n");
       const committed = await run((d) => commit(d, a, "edit k"));
       expect(committed.files).toEqual([{ path: "x.md", insertions: 1, deletions: 1 }]);
