@@ -9,12 +9,13 @@ import { DomainError } from "../contract/errors.ts";
 import type { InputSchema } from "../contract/input-schema.ts";
 import { type ErrorEnvelope, errorEnvelope, newDiagnosticId, type PathSets, type SuccessResult } from "../contract/results.ts";
 import { scrubText } from "../contract/scrub.ts";
+import { StartupRefusal } from "../contract/startup.ts";
 import type { ToolName } from "../contract/tools.ts";
 import type { EngineDeps } from "../engine/engine.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import type { Log } from "./log.ts";
 import { operationByTool } from "./operations.ts";
-import { type PathContext, resolveNotebookPath } from "./paths.ts";
+import { namedPath, type PathContext, resolveNotebookPath } from "./paths.ts";
 
 export interface OperationContext {
   /** The engine's dependencies; a surface may make them on first read (a getter), so operations that need no checkout never do. */
@@ -38,6 +39,8 @@ export interface RunContext {
   engine(): EngineDeps;
   /** A caller's notebook path (absent or "": the default directory), resolved and bounded by the workspace root. */
   notebookPath(path: string | undefined): string;
+  /** The same path made absolute as the caller named it, no symlink resolved (paths.ts). */
+  namedPath(path: string | undefined): string;
 }
 
 /** A command-line flag of an operation, beyond the configuration flags every command takes. */
@@ -159,6 +162,7 @@ export async function runOperation(
           },
         }),
       notebookPath: (path) => resolveNotebookPath(path, ctx.paths, ctx.requireAbsolute),
+      namedPath: (path) => namedPath(path, ctx.paths),
     };
     const result = await op.run(run, input);
     const counts = result as { generation?: unknown; filesChanged?: unknown };
@@ -172,6 +176,12 @@ export async function runOperation(
     });
     return { ok: true, result, diagnosticId };
   } catch (e) {
+    // A command-line operation that refuses its arguments once it has looked at the disk (export DIR):
+    // the CLI's argument refusal, exit 2, not an operation failure. The MCP tools answer the envelope only.
+    if (e instanceof StartupRefusal && op.tool === undefined) {
+      ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: e.kind, ...timer.finish() });
+      throw e;
+    }
     const error =
       e instanceof DomainError ? e : new DomainError("INTERNAL", "An unexpected error occurred; the server log has the cause under this diagnosticId.", { cause: e });
     const envelope = errorEnvelope(error, diagnosticId, ctx.sets, ctx.secrets);

@@ -39,10 +39,24 @@ export function realpathLoose(path: string): string {
   }
 }
 
+/** The caller's path with `~/` expanded (absent or "": the default directory). */
+function expandHome(input: string | undefined, ctx: PathContext): string {
+  const path = input === undefined || input === "" ? ctx.defaultDir : input;
+  if (path === "~") return ctx.home;
+  return path.startsWith("~/") ? join(ctx.home, path.slice(2)) : path;
+}
+
+/**
+ * The caller's path made absolute as it was named, no symlink resolved: what
+ * a check of the named entry itself looks at (`export` refuses a symlink,
+ * which resolveNotebookPath would follow).
+ */
+export function namedPath(input: string | undefined, ctx: PathContext): string {
+  return resolve(ctx.cwd, expandHome(input, ctx));
+}
+
 export function resolveNotebookPath(input: string | undefined, ctx: PathContext, requireAbsolute = false): string {
-  let path = input === undefined || input === "" ? ctx.defaultDir : input;
-  if (path === "~") path = ctx.home;
-  else if (path.startsWith("~/")) path = join(ctx.home, path.slice(2));
+  const path = expandHome(input, ctx);
   // A path the host cannot hold is a malformed request, not a storage failure.
   if (path.includes("\u0000")) throw new DomainError("MALFORMED_INPUT", "path must not contain U+0000.");
   if (path.split("/").some((segment) => Buffer.byteLength(segment, "utf8") > NAME_MAX_BYTES)) {

@@ -106,9 +106,7 @@ export async function runCli(io: CliIo): Promise<number> {
       args = operation.cli.toInput(parsed.flags, positionals[0], positionals);
     }
   } catch (e) {
-    if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
-    return EXIT_CODES.STARTUP;
+    return refused(e, io);
   }
   if (operation === undefined) return runServe(parsed, io);
   return execute(operation, args, parsed, io);
@@ -126,10 +124,15 @@ async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ c
     if (readOnly) return { config, store: new DeferredStore(config.store.kind, () => openToRead(config.store)) };
     return { config, store: await openVerifiedStore(config) };
   } catch (e) {
-    if (!(e instanceof StartupRefusal)) throw e;
-    io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
-    return EXIT_CODES.STARTUP;
+    return refused(e, io);
   }
+}
+
+/** A start-up refusal printed as its one line, and its exit code; anything else is not one and goes on up. */
+function refused(e: unknown, io: CliIo, secrets: readonly string[] = []): number {
+  if (!(e instanceof StartupRefusal)) throw e;
+  io.stderr(`${escapeControls(e.diagnostic([...secrets, ...runtimeSecrets(io.env)]))}\n`);
+  return EXIT_CODES.STARTUP;
 }
 
 /** A store to read only: an embedded store whose file is gone is out of reach, not made anew (that would write one). */
@@ -206,7 +209,11 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
       },
       operation,
       args,
-    );
+    ).catch((e: unknown) => {
+      progress.done();
+      return refused(e, io, [config.privateRoot]);
+    });
+    if (typeof outcome === "number") return outcome;
     progress.done();
     if (outcome.ok) {
       if (json) io.stdout(`${JSON.stringify(outcome.result, null, 2)}\n`);
