@@ -234,13 +234,28 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("export", { directory: stringField({}) }),
     async run(ctx, input) {
       const { openHistory, closeHistory } = await import("../engine/history/read.ts");
-      const { exportHistory } = await import("../engine/history/export.ts");
+      const { checkExportTarget, exportHistory, ExportRefused } = await import("../engine/history/export.ts");
       if (input.directory === "") throw new DomainError("MALFORMED_INPUT", "export needs a directory.");
+      const named = ctx.namedPath(input.directory);
       const dir = ctx.notebookPath(input.directory);
       const deps = ctx.engine();
+      // A directory export may not write into is the caller's mistake: refused as an argument, by the name typed.
+      const refusingArgument = (e: unknown): never => {
+        if (!(e instanceof ExportRefused)) throw e;
+        throw new StartupRefusal(
+          "argument refusal",
+          `export DIR "${input.directory}" ${e.why}; export writes only into a new or empty directory, or an earlier export of this notebook`,
+        );
+      };
+      try {
+        // Before the history is read, which may take long: exportHistory checks again before it writes.
+        checkExportTarget(deps, named, dir);
+      } catch (e) {
+        refusingArgument(e);
+      }
       const history = await openHistory(deps);
       try {
-        return await exportHistory(deps, history, dir);
+        return await exportHistory(deps, history, named, dir).catch(refusingArgument);
       } finally {
         closeHistory(history);
       }

@@ -5,7 +5,8 @@
  * fsck; again incrementally; a shallow boundary after compaction).
  */
 import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
@@ -198,12 +199,97 @@ test("export: a bare repository C git reads — log, show, blame, fsck — updat
   expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
   expect(git(dir, "log", "--format=%an").out).toBe("cy\nbo\nann\n");
   expect((await json(["export", dir, ...store])).added).toBe(0);
-  // Not over a directory that holds something else.
-  const other = join(root, "not-a-repo");
-  mkdirSync(other);
-  writeFileSync(join(other, "x"), "x");
-  expect((await run(["export", other, ...store])).code).toBe(EXIT_CODES.INVALID_REQUEST);
   expect((await run(["export", ...store])).code).toBe(EXIT_CODES.STARTUP);
+});
+
+/** Every entry at and below `path`, not following links: type, mode, size, mtime, and the content's hash or the link's target. */
+function listing(path: string): string[] {
+  const out: string[] = [];
+  const visit = (p: string, rel: string) => {
+    const st = lstatSync(p);
+    const what = st.isSymbolicLink() ? `link ${readlinkSync(p)}` : st.isFile() ? `file ${createHash("sha256").update(readFileSync(p)).digest("hex")}` : "dir";
+    out.push(`${rel} ${what} ${st.mode.toString(8)} ${st.size} ${st.mtimeMs}`);
+    if (st.isDirectory()) for (const name of readdirSync(p).sort()) visit(join(p, name), `${rel}/${name}`);
+  };
+  visit(path, ".");
+  return out;
+}
+
+test("export writes only into a new or empty directory or an earlier export of this notebook; anything else is refused by its name, untouched", async () => {
+  requireBinary();
+  const store = freshStore();
+  await (await notebook(store))({ "a.md": "a\n" }, "first");
+  const place = mkdtempSync(join(root, "targets-"));
+  const at = (name: string) => join(place, name);
+  // Someone's repository, and a bare clone of it.
+  mkdirSync(at("work"));
+  expect(git(at("work"), "init", "-q", "--initial-branch=main").code).toBe(0);
+  writeFileSync(at("work/own.md"), "own\n");
+  git(at("work"), "add", ".");
+  expect(git(at("work"), "-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-q", "-m", "mine").code).toBe(0);
+  expect(git(place, "clone", "-q", "--bare", "work", "precious.git").code).toBe(0);
+  const precious = git(at("precious.git"), "rev-parse", "main").out;
+  // Another notebook's export.
+  const otherStore = freshStore();
+  await (await notebook(otherStore))({ "b.md": "b\n" }, "elsewhere");
+  await ok(["export", at("other-export"), ...otherStore]);
+  mkdirSync(at("has-files"));
+  writeFileSync(at("has-files/x"), "x");
+  writeFileSync(at("a-file"), "data\n");
+  mkdirSync(at("empty-target"));
+  symlinkSync("empty-target", at("link-to-empty"));
+  symlinkSync("nowhere", at("dangling"));
+  const before = listing(place);
+  for (const [name, why] of [
+    ["precious.git", "is a git repository that export did not write"],
+    ["work", "is a git working tree, with files of its own"],
+    ["work/.git", "is a git repository that export did not write"],
+    ["other-export", "is an export of another notebook, or of this one from before the history the store keeps"],
+    ["has-files", "holds files of its own"],
+    ["a-file", "is a regular file, not a directory"],
+    ["a-file/sub", "has a regular file in its path where a directory should be"],
+    ["link-to-empty", "is a symbolic link, not a directory"],
+    ["dangling", "is a symbolic link, not a directory"],
+  ] as const) {
+    // Named as typed, relative to the current directory: the refusal quotes that name, not the resolved path.
+    const p = Bun.spawn([BINARY, "export", name, ...store, "--json"], { cwd: place, env, stdout: "pipe", stderr: "pipe" });
+    const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    expect([code, stdout, stderr]).toEqual([
+      EXIT_CODES.STARTUP,
+      "",
+      `slivingdoc: argument refusal: export DIR "${name}" ${why}; export writes only into a new or empty directory, or an earlier export of this notebook\n`,
+    ]);
+    expect(listing(place)).toEqual(before);
+  }
+  expect(git(at("precious.git"), "rev-parse", "main").out).toBe(precious);
+  expect(git(at("precious.git"), "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+  // An empty directory, and one named through a path that holds a symlink before its last part, are written.
+  expect(await json(["export", at("empty-target"), ...store])).toMatchObject({ generation: 1, added: 1 });
+  symlinkSync(place, join(root, "link-to-place"));
+  expect(await json(["export", join(root, "link-to-place", "fresh"), ...store])).toMatchObject({ generation: 1, added: 1 });
+  expect(git(at("fresh"), "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+});
+
+test("an earlier export is recognised after git gc packed its refs, and one written before export marked its config", async () => {
+  requireBinary();
+  const store = freshStore();
+  const commit = await notebook(store);
+  await commit({ "a.md": "1\n" }, "one");
+  const dir = join(root, "export-gc");
+  await ok(["export", dir, ...store]);
+  expect(git(dir, "config", "slivingdoc.export").out).toBe("true\n");
+  expect(git(dir, "gc", "-q").code).toBe(0);
+  expect(existsSync(join(dir, "refs", "heads", "main"))).toBe(false);
+  await commit({ "a.md": "2\n" }, "two");
+  expect(await json(["export", dir, ...store])).toMatchObject({ generation: 2, added: 1 });
+  expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+  expect(git(dir, "log", "--format=%s", "main").out).toBe("two\none\n");
+  // Exports written before the marker have exactly this config; they are recognised and marked.
+  writeFileSync(join(dir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
+  await commit({ "a.md": "3\n" }, "three");
+  expect(await json(["export", dir, ...store])).toMatchObject({ generation: 3, added: 1 });
+  expect(git(dir, "config", "slivingdoc.export").out).toBe("true\n");
+  expect(git(dir, "rev-list", "--count", "main").out).toBe("3\n");
 });
 
 test("past compaction, history younger than --history-period (30 days) stays whole: log and export reach generation 1", async () => {

@@ -1,6 +1,6 @@
 /**
- * `slivingdoc export DIR` (issue 15, item 6): the retained history as a
- * plain bare git repository that C git reads — `git -C DIR log`, `show`,
+ * `slivingdoc export DIR`: the retained history as a plain bare git
+ * repository that C git reads — `git -C DIR log`, `show`,
  * `blame main -- FILE`, `fsck` clean.
  *
  * - Objects: one undeltified pack per run (git/pack.ts) with its version 2
@@ -12,11 +12,24 @@
  *   longer holds (compaction's boundary). git treats a commit listed in
  *   `shallow` as having no parents, as after `git clone --depth`, so
  *   `git log` stops there and `git fsck` does not miss the parent.
- * - Written in an order a crash cannot make inconsistent: the pack, then
- *   its index (git looks for `*.idx`), then `shallow`, then the ref, each
- *   by write-and-rename.
+ * - Written in an order a crash cannot make inconsistent: the config that
+ *   marks the repository as an export first, then the pack, its index (git
+ *   looks for `*.idx`), `shallow`, and the ref, each by write-and-rename.
+ *
+ * DIR is someone's directory, so export writes only where nothing can be
+ * lost (checkExportTarget): a new or empty directory, or an earlier export
+ * of the same notebook. An earlier export is told by two things. Its config
+ * carries `[slivingdoc] export = true`, which no repository git made has
+ * (exports written before the marker have export's exact config instead).
+ * And its `main` is one of the notebook's retained publications, or the
+ * parent of the oldest: moving `main` to the head is then a fast-forward,
+ * so none of the repository's commits is left unreachable. A marked export
+ * whose `main` is neither holds another notebook, or this one from before
+ * the history the store keeps; nothing links the two, so it is refused. (A
+ * notebook identity recorded beside the marker could one day tell the
+ * second case, and join the two histories.)
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, type Stats, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DomainError } from "../../contract/errors.ts";
 import { isAtOrBelow } from "../../contract/path-containment.ts";
@@ -50,20 +63,122 @@ export interface ExportDeps {
   progress?: (what: string, done: number, total: number) => void;
 }
 
+/**
+ * A directory export may not write into, and why, in words that follow its
+ * name ("… is a regular file, not a directory"). Nothing was written. The
+ * CLI refuses its argument with it (exit 2), naming the directory as typed.
+ */
+export class ExportRefused extends Error {
+  override readonly name = "ExportRefused";
+  constructor(readonly why: string) {
+    super(why);
+  }
+}
+
+/** Where an export may go: nothing there yet (missing or empty), or an earlier export and the commit its `main` names. */
+export type ExportTarget = { kind: "new" } | { kind: "export"; main: string | null; marked: boolean };
+
+/** The config export writes: a bare repository, marked as an export (the module comment). */
+const EXPORT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n[slivingdoc]\n\texport = true\n";
+/** The config of an export written before the marker: exactly this, which git's own `init` never writes. */
+const UNMARKED_EXPORT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n";
+
+/** Whether a git config file holds `export = true` in its `[slivingdoc]` section (git's section and key names ignore case). */
+function marksExport(config: string): boolean {
+  let section = "";
+  for (const raw of config.split("\n")) {
+    const line = raw.trim();
+    const header = /^\[\s*([^\]\s]*)\s*\]$/.exec(line);
+    if (header) section = header[1]!.toLowerCase();
+    else if (section === "slivingdoc" && /^export\s*=\s*true$/i.test(line)) return true;
+  }
+  return false;
+}
+
+/** The commit `main` names: its loose ref, else its line in `packed-refs` (after a `git gc` in the export); null when neither. */
+function readMain(dir: string): string | null {
+  const loose = readIfFile(join(dir, "refs", "heads", "main"))?.trim();
+  if (loose !== undefined) return /^[0-9a-f]{40}$/.test(loose) ? loose : null;
+  const packed = readIfFile(join(dir, "packed-refs")) ?? "";
+  return /^([0-9a-f]{40}) refs\/heads\/main$/m.exec(packed)?.[1] ?? null;
+}
+
+function readIfFile(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** What is at `path`: nothing (ENOENT), or its lstat; the other failures as a refusal. */
+function entryAt(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return null;
+    if (code === "ENOTDIR") throw new ExportRefused("has a regular file in its path where a directory should be");
+    if (code === "EACCES" || code === "EPERM") throw new ExportRefused("cannot be read (permission denied)");
+    throw e;
+  }
+}
+
+/**
+ * Whether export may write into the directory the caller named (`named`,
+ * absolute, no symlink resolved) and resolved to `dir`; ExportRefused when
+ * it may not, PATH_OUTSIDE_ROOT when it overlaps a checkout or the private
+ * state. Only reads. exportHistory checks again just before it writes: the
+ * history may take long to read, and the directory can change meanwhile.
+ */
+export function checkExportTarget(deps: ExportDeps, named: string, dir: string): ExportTarget {
+  // Never inside a checkout (its files would be published as notes) or the private state.
+  if (isAtOrBelow(deps.privateRoot, dir) || isAtOrBelow(dir, deps.privateRoot)) {
+    throw new DomainError("PATH_OUTSIDE_ROOT", "The export directory overlaps slivingdoc's private state; use another directory.");
+  }
+  for (const checkout of registeredCheckouts(deps.privateRoot, deps.memory)) {
+    if (isAtOrBelow(checkout, dir) || isAtOrBelow(dir, checkout)) {
+      throw new DomainError("PATH_OUTSIDE_ROOT", `The export directory overlaps the checkout ${checkout}; export to a directory outside every checkout.`);
+    }
+  }
+  // What the caller named: a symlink is not the directory, wherever it points.
+  if (entryAt(named)?.isSymbolicLink()) throw new ExportRefused("is a symbolic link, not a directory");
+  const entry = entryAt(dir);
+  if (entry === null) return { kind: "new" };
+  if (entry.isSymbolicLink()) throw new ExportRefused("is a symbolic link, not a directory");
+  if (entry.isFile()) throw new ExportRefused("is a regular file, not a directory");
+  if (!entry.isDirectory()) throw new ExportRefused("is not a directory");
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EACCES" || code === "EPERM") throw new ExportRefused("cannot be read (permission denied)");
+    throw e;
+  }
+  if (names.length === 0) return { kind: "new" };
+  const config = readIfFile(join(dir, "config"));
+  const marked = config !== undefined && marksExport(config);
+  const unmarked = config === UNMARKED_EXPORT_CONFIG && ["HEAD", "objects", "refs"].every((n) => names.includes(n));
+  if (marked || unmarked) return { kind: "export", main: readMain(dir), marked };
+  if (names.includes(".git")) throw new ExportRefused("is a git working tree, with files of its own");
+  if (names.includes("HEAD") && isDirectory(join(dir, "objects"))) throw new ExportRefused("is a git repository that export did not write");
+  throw new ExportRefused("holds files of its own");
+}
+
 /** Atomic write: a temporary name beside the target, then rename. */
 function writeAtomic(file: string, data: Uint8Array | string): void {
   const tmp = `${file}.tmp-${randomHex(6)}`;
   writeFileSync(tmp, data);
   renameSync(tmp, file);
-}
-
-/** Whether `dir` looks like a repository this command wrote (or any bare git repository). */
-function isBareRepository(dir: string): boolean {
-  return existsSync(join(dir, "HEAD")) && existsSync(join(dir, "objects")) && existsSync(join(dir, "refs"));
-}
-
-function refuse(message: string): DomainError {
-  return new DomainError("MALFORMED_INPUT", message);
 }
 
 /** Every object id the repository's packs hold (loose objects are not ours: a repository export wrote has none). */
@@ -83,33 +198,27 @@ function hasObject(dir: string, have: Set<string>, oid: string): boolean {
   return have.has(oid) || existsSync(join(dir, "objects", oid.slice(0, 2), oid.slice(2)));
 }
 
-export async function exportHistory(deps: ExportDeps, history: History, dir: string): Promise<ExportResult> {
-  // Never inside a checkout (its files would be published as notes) or the private state.
-  if (isAtOrBelow(deps.privateRoot, dir) || isAtOrBelow(dir, deps.privateRoot)) {
-    throw new DomainError("PATH_OUTSIDE_ROOT", "The export directory overlaps slivingdoc's private state; use another directory.");
-  }
-  for (const checkout of registeredCheckouts(deps.privateRoot, deps.memory)) {
-    if (isAtOrBelow(checkout, dir) || isAtOrBelow(dir, checkout)) {
-      throw new DomainError("PATH_OUTSIDE_ROOT", `The export directory overlaps the checkout ${checkout}; export to a directory outside every checkout.`);
-    }
-  }
-  if (existsSync(dir)) {
-    if (readdirSync(dir).length > 0 && !isBareRepository(dir)) {
-      throw refuse("The export directory exists and is not a git repository written by export; name a new or empty directory.");
-    }
-  }
+export async function exportHistory(deps: ExportDeps, history: History, named: string, dir: string): Promise<ExportResult> {
+  const target = checkExportTarget(deps, named, dir);
   const empty = { directory: dir, generation: 0, oldestRetained: 0, added: 0, objects: 0, shallow: false };
   const newest = history.publications[0];
   const oldest = history.publications[history.publications.length - 1];
   if (history.manifest === null || newest === undefined || oldest === undefined) return empty;
+  if (target.kind === "export" && target.main !== null && target.main !== history.boundary && !history.publications.some((p) => p.commit === target.main)) {
+    throw new ExportRefused("is an export of another notebook, or of this one from before the history the store keeps");
+  }
 
+  if (target.kind === "new") {
+    // The marker first: a crash after it leaves an export that the next run recognises and completes.
+    mkdirSync(dir, { recursive: true });
+    writeAtomic(join(dir, "config"), EXPORT_CONFIG);
+    writeAtomic(join(dir, "HEAD"), "ref: refs/heads/main\n");
+  } else if (!target.marked) {
+    writeAtomic(join(dir, "config"), EXPORT_CONFIG);
+  }
   mkdirSync(join(dir, "objects", "pack"), { recursive: true });
   mkdirSync(join(dir, "refs", "heads"), { recursive: true });
   mkdirSync(join(dir, "refs", "tags"), { recursive: true });
-  if (!existsSync(join(dir, "HEAD"))) {
-    writeAtomic(join(dir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
-    writeAtomic(join(dir, "HEAD"), "ref: refs/heads/main\n");
-  }
   const have = packedObjects(dir);
 
   // The publications the repository lacks, and every object they reach that it lacks.
