@@ -148,6 +148,9 @@ describe("gc", () => {
     expect(read(join(root, "gc-check"), "a.md")).toBe("a\n");
     const bad = await run("gc", "--grace", "soon");
     expect([bad.code, bad.stderr]).toEqual([2, "slivingdoc: invalid configuration: --grace must be a duration such as 90s, 30m, 1h or 2d\n"]);
+    // Past what a number of milliseconds holds exactly: refused in the flag's words, not as an input field.
+    const huge = await run("gc", "--grace", "999999999999d", "--json");
+    expect([huge.code, huge.stdout, huge.stderr]).toEqual([2, "", "slivingdoc: invalid configuration: --grace must be a duration of at most 104249991d; got 999999999999d\n"]);
   });
 });
 

@@ -133,6 +133,27 @@ test("log: newest first, with files and counts; --limit, --since, --path; from t
   }
 });
 
+test("log --since out of range is an argument refusal in the flag's words, never an input field's", async () => {
+  requireBinary();
+  const store = freshStore();
+  const commit = await notebook(store);
+  await commit({ "a.md": "a\n" }, "first");
+  const days = Math.floor(Date.now() / 86_400_000);
+  for (const [since, words] of [
+    ["99999d", `--since 99999d reaches back before 1970-01-01; give a duration of at most ${days}d, or a date from 1970-01-01 on`],
+    ["9".repeat(30), `--since ${"9".repeat(30)} reaches back before 1970-01-01`],
+    ["1969-12-31", "--since 1969-12-31 reaches back before 1970-01-01"],
+    ["2026-13-01", "--since 2026-13-01 is not a date of the calendar"],
+  ]) {
+    const r = await run(["log", ...store, "--since", since!, "--json"]);
+    expect([r.code, r.stdout]).toEqual([EXIT_CODES.STARTUP, ""]);
+    expect(r.stderr).toStartWith(`slivingdoc: argument refusal: ${words}`);
+    expect(r.stderr).not.toContain("sinceMs");
+  }
+  expect((await json(["log", ...store, "--since", "1970-01-01"])).entries).toHaveLength(1);
+  expect((await json(["log", ...store, "--since", `${days - 1}d`])).entries).toHaveLength(1);
+});
+
 test("show: git's unified diff, byte for byte as C git prints it; --stat; generations out of range are refused", async () => {
   requireBinary();
   const store = freshStore();
@@ -303,7 +324,7 @@ test("past compaction, history younger than --history-period (30 days) stays who
   expect(await json(["export", dir, ...store])).toMatchObject({ generation: 40, oldestRetained: 1, shallow: false });
   expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
   expect(git(dir, "rev-list", "--count", "main").out.trim()).toBe("40");
-  for (const bad of ["soon", "-1", "1w"]) expect((await run(["log", ...store, "--history-period", bad])).code).toBe(EXIT_CODES.STARTUP);
+  for (const bad of ["soon", "-1", "1w", "999999999999d"]) expect((await run(["log", ...store, "--history-period", bad])).code).toBe(EXIT_CODES.STARTUP);
 }, 120_000);
 
 test("export after compaction with --history-period 0: the oldest retained commit is a shallow boundary git accepts", async () => {
