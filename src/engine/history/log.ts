@@ -45,7 +45,7 @@ export interface LogResult {
 
 export interface LogOptions {
   limit?: number;
-  /** Publications at or after this instant only. */
+  /** Publications recorded at or after this instant only, wherever they are in the history (clocks can be skewed). */
   since?: Date;
   /** Only publications that changed a file at or below one of these paths; their files are filtered too. */
   paths?: readonly string[];
@@ -95,7 +95,8 @@ export async function historyLog(history: History, options: LogOptions = {}): Pr
   const entries: LogEntry[] = [];
   for (const p of history.publications) {
     if (options.limit !== undefined && entries.length >= options.limit) break;
-    if (options.since !== undefined && new Date(p.time).getTime() < options.since.getTime()) break;
+    // Not the end of the walk: a commit made under a slow clock records a time older than those before it.
+    if (options.since !== undefined && new Date(p.time).getTime() < options.since.getTime()) continue;
     const changes = await changesOf(history, p, paths);
     // With a path filter, a publication that changed none of them is left out; one whose changes are unknown stays.
     if (paths.length > 0 && changes !== null && changes.length === 0) continue;
