@@ -291,7 +291,7 @@ test("export writes only into a new or empty directory or an earlier export of t
   expect(git(at("fresh"), "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
 });
 
-test("an earlier export is recognised after git gc packed its refs, and one written before export marked its config", async () => {
+test("an earlier export is recognised after git gc packed its refs, one written before export marked its config, and one cut short after its mark", async () => {
   requireBinary();
   const store = freshStore();
   const commit = await notebook(store);
@@ -311,6 +311,13 @@ test("an earlier export is recognised after git gc packed its refs, and one writ
   expect(await json(["export", dir, ...store])).toMatchObject({ generation: 3, added: 1 });
   expect(git(dir, "config", "slivingdoc.export").out).toBe("true\n");
   expect(git(dir, "rev-list", "--count", "main").out).toBe("3\n");
+  // A first export killed just after it wrote its marked config is completed by the next.
+  const cut = join(root, "export-cut");
+  mkdirSync(cut);
+  writeFileSync(join(cut, "config"), readFileSync(join(dir, "config")));
+  expect(await json(["export", cut, ...store])).toMatchObject({ generation: 3, added: 3 });
+  expect(git(cut, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+  expect(git(cut, "log", "--format=%s").out).toBe("three\ntwo\none\n");
 });
 
 test("past compaction, history younger than --history-period (30 days) stays whole: log and export reach generation 1", async () => {

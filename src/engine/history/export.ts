@@ -119,16 +119,21 @@ function isDirectory(path: string): boolean {
   }
 }
 
-/** What is at `path`: nothing (ENOENT), or its lstat; the other failures as a refusal. */
+/** A failure to look at the directory, as the refusal it is when it is the caller's to mend. */
+function lookFailed(e: unknown): never {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ENOTDIR") throw new ExportRefused("has a regular file in its path where a directory should be");
+  if (code === "EACCES" || code === "EPERM") throw new ExportRefused("cannot be read (permission denied)");
+  throw e;
+}
+
+/** What is at `path`: nothing, or its lstat. */
 function entryAt(path: string): Stats | null {
   try {
     return lstatSync(path);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return null;
-    if (code === "ENOTDIR") throw new ExportRefused("has a regular file in its path where a directory should be");
-    if (code === "EACCES" || code === "EPERM") throw new ExportRefused("cannot be read (permission denied)");
-    throw e;
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    return lookFailed(e);
   }
 }
 
@@ -160,9 +165,7 @@ export function checkExportTarget(deps: ExportDeps, named: string, dir: string):
   try {
     names = readdirSync(dir);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "EACCES" || code === "EPERM") throw new ExportRefused("cannot be read (permission denied)");
-    throw e;
+    return lookFailed(e);
   }
   if (names.length === 0) return { kind: "new" };
   const config = readIfFile(join(dir, "config"));
@@ -208,14 +211,10 @@ export async function exportHistory(deps: ExportDeps, history: History, named: s
     throw new ExportRefused("is an export of another notebook, or of this one from before the history the store keeps");
   }
 
-  if (target.kind === "new") {
-    // The marker first: a crash after it leaves an export that the next run recognises and completes.
-    mkdirSync(dir, { recursive: true });
-    writeAtomic(join(dir, "config"), EXPORT_CONFIG);
-    writeAtomic(join(dir, "HEAD"), "ref: refs/heads/main\n");
-  } else if (!target.marked) {
-    writeAtomic(join(dir, "config"), EXPORT_CONFIG);
-  }
+  if (target.kind === "new") mkdirSync(dir, { recursive: true });
+  // The mark first: a crash after it leaves an export that the next run recognises and completes.
+  if (target.kind === "new" || !target.marked) writeAtomic(join(dir, "config"), EXPORT_CONFIG);
+  if (!existsSync(join(dir, "HEAD"))) writeAtomic(join(dir, "HEAD"), "ref: refs/heads/main\n");
   mkdirSync(join(dir, "objects", "pack"), { recursive: true });
   mkdirSync(join(dir, "refs", "heads"), { recursive: true });
   mkdirSync(join(dir, "refs", "tags"), { recursive: true });
