@@ -167,7 +167,8 @@ async function run(
       sets: config.pathSets,
       paths: { defaultDir: root.dir, cwd: root.dir, home: options.env.HOME ?? "", workspaceRoot: root.dir },
       log,
-      secrets: [deps.privateRoot, ...runtimeSecrets(options.env)],
+      secrets: runtimeSecrets(options.env),
+      privatePaths: [deps.privateRoot],
       requireAbsolute: true,
     },
   });
