@@ -48,18 +48,18 @@ const BATCH_VERSIONS: readonly string[] = ["2025-03-26"];
 type RequestId = string | number;
 
 /** An answer the transport gives itself, for a line no message was taken from. */
-interface Refusal {
+interface ErrorAnswer {
   jsonrpc: "2.0";
   id: RequestId | null;
   error: { code: number; message: string };
 }
 
-const refusal = (id: RequestId | null, code: number, message: string): Refusal => ({ jsonrpc: "2.0", id, error: { code, message } });
+const errorAnswer = (id: RequestId | null, code: number, message: string): ErrorAnswer => ({ jsonrpc: "2.0", id, error: { code, message } });
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** A line as read: its text, or the answer that refuses it. */
-type Line = string | { refused: Refusal };
+type Line = string | { refused: ErrorAnswer };
 
 /** A batch being answered: the ids it still waits for, and the answers it has. */
 interface Batch {
@@ -253,7 +253,7 @@ export class StdioTransport implements Transport {
     try {
       value = JSON.parse(line);
     } catch {
-      this.refuse(refusal(null, PARSE_ERROR, "Parse error: the line is not JSON; nothing was done. Send one JSON-RPC message a line."));
+      this.refuse(errorAnswer(null, PARSE_ERROR, "Parse error: the line is not JSON; nothing was done. Send one JSON-RPC message a line."));
       return;
     }
     if (Array.isArray(value)) {
@@ -266,10 +266,10 @@ export class StdioTransport implements Transport {
   }
 
   /** The message `value` is, by the SDK's schema, or the invalid request that refuses it. */
-  private check(value: unknown): { message: JSONRPCMessage } | { refused: Refusal } {
+  private check(value: unknown): { message: JSONRPCMessage } | { refused: ErrorAnswer } {
     const message = this.parse!(value);
     if (message !== undefined) return { message };
-    return { refused: refusal(requestIdOf(value), INVALID_REQUEST, `Invalid Request: ${whatIsWrong(value)}; nothing was done.`) };
+    return { refused: errorAnswer(requestIdOf(value), INVALID_REQUEST, `Invalid Request: ${whatIsWrong(value)}; nothing was done.`) };
   }
 
   /** A batch, if the negotiated version has batches: each message delivered, the answers sent as one array. */
@@ -279,11 +279,11 @@ export class StdioTransport implements Transport {
         this.protocolVersion === null
           ? "a batch (a JSON array) cannot come before initialize is answered; nothing was done. Send initialize alone first."
           : `MCP protocol version ${this.protocolVersion} has no batches (JSON arrays); nothing was done. Send one message a line.`;
-      this.refuse(refusal(null, INVALID_REQUEST, `Invalid Request: ${why}`));
+      this.refuse(errorAnswer(null, INVALID_REQUEST, `Invalid Request: ${why}`));
       return;
     }
     if (items.length === 0) {
-      this.refuse(refusal(null, INVALID_REQUEST, "Invalid Request: the batch is empty; nothing was done."));
+      this.refuse(errorAnswer(null, INVALID_REQUEST, "Invalid Request: the batch is empty; nothing was done."));
       return;
     }
     const batch: Batch = { waiting: new Map(), answers: [] };
@@ -298,7 +298,7 @@ export class StdioTransport implements Transport {
       const { message } = checked;
       if ("method" in message && message.method === "initialize") {
         const id = "id" in message ? message.id : null;
-        batch.answers.push(refusal(id, INVALID_REQUEST, "Invalid Request: initialize cannot be part of a batch; nothing was done. Send it alone."));
+        batch.answers.push(errorAnswer(id, INVALID_REQUEST, "Invalid Request: initialize cannot be part of a batch; nothing was done. Send it alone."));
       } else {
         if ("method" in message && "id" in message) batch.waiting.set(idKey(message.id), (batch.waiting.get(idKey(message.id)) ?? 0) + 1);
         messages.push(message);
@@ -342,7 +342,7 @@ export class StdioTransport implements Transport {
     }
   }
 
-  private refuse(answer: Refusal): void {
+  private refuse(answer: ErrorAnswer): void {
     this.write(answer);
     this.onerror?.(new Error(`refused a line: ${answer.error.message}`));
   }
@@ -382,8 +382,8 @@ function whatIsWrong(value: unknown): string {
   return "the message is no JSON-RPC request, notification or response as MCP defines them";
 }
 
-function tooLong(id: RequestId | null): Refusal {
-  return refusal(id, INVALID_REQUEST, `Invalid Request: the line is over ${MAX_LINE_BYTES.toLocaleString("en-US")} bytes (10 MiB), the most one message may hold; nothing was done.`);
+function tooLong(id: RequestId | null): ErrorAnswer {
+  return errorAnswer(id, INVALID_REQUEST, `Invalid Request: the line is over ${MAX_LINE_BYTES.toLocaleString("en-US")} bytes (10 MiB), the most one message may hold; nothing was done.`);
 }
 
 /** One line's text, without a trailing "\r"; invalid UTF-8 is refused, never patched. */
@@ -399,7 +399,7 @@ function decodeLine(bytes: Buffer): Line {
     } catch {
       /* no id to answer under */
     }
-    return { refused: refusal(id, PARSE_ERROR, "Parse error: the message is not valid UTF-8 text; nothing was done. Send the text as UTF-8.") };
+    return { refused: errorAnswer(id, PARSE_ERROR, "Parse error: the message is not valid UTF-8 text; nothing was done. Send the text as UTF-8.") };
   }
 }
 
@@ -415,8 +415,8 @@ class RequestIdScanner {
   private depth = 0;
   private inString = false;
   private escaped = false;
-  /** Where the top-level object stands: before a key, before its colon, before a value, in a value. */
-  private state: "start" | "key" | "colon" | "value" | "in-value" | "done" | "unreadable" = "start";
+  /** Where the top-level object stands: before it, at a key, before the key's colon, at its value; past its end, or not an object. */
+  private state: "start" | "key" | "colon" | "value" | "done" | "unreadable" = "start";
   private key: number[] = [];
   /** The bytes of the value being read, when it is the id's (null: not kept). */
   private capture: number[] | null = null;
@@ -442,10 +442,16 @@ class RequestIdScanner {
     if (this.state !== "done" || !this.method || this.id === null) return null;
     try {
       const id = JSON.parse(this.id) as unknown;
-      return typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) ? id : null;
+      return typeof id === "string" || typeof id === "number" ? id : null;
     } catch {
       return null;
     }
+  }
+
+  /** A top-level value begins, that of `key` (with its quotes): the method's is seen, the id's kept. */
+  private valueOf(key: string): void {
+    if (key === '"method"') this.method = true;
+    this.capture = key === '"id"' ? [] : null;
   }
 
   private keep(b: number): void {
@@ -498,14 +504,9 @@ class RequestIdScanner {
           return;
         }
         this.state = "value";
-        {
-          const key = Buffer.from(this.key).toString("utf8");
-          if (key === '"method"') this.method = true;
-          this.capture = key === '"id"' ? [] : null;
-        }
+        this.valueOf(Buffer.from(this.key).toString("utf8"));
         return;
       case "value":
-      case "in-value":
         if (space) return;
         if (b === 0x2c || b === 0x7d) {
           if (this.capture !== null) this.id = Buffer.from(this.capture).toString("utf8");
@@ -514,7 +515,6 @@ class RequestIdScanner {
           this.state = b === 0x2c ? "key" : "done";
           return;
         }
-        this.state = "in-value";
         this.keep(b);
         if (b === 0x22) this.inString = true;
         else if (b === 0x7b || b === 0x5b) {
