@@ -495,7 +495,7 @@ describe("JSON-RPC errors from the transport", () => {
     expect(stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l).id).filter((id) => id === 7 || id === 8)).toEqual([]);
   });
 
-  test("a batch under 2025-03-26: one array of answers, none for notifications; refused before initialize, when empty, and for initialize", async () => {
+  test("a batch under 2025-03-26: one array of answers, none for notifications or a cancelled request; refused before initialize, when empty, and for initialize", async () => {
     const { spawnServe } = await import("../support/raw-mcp.ts");
     const env = envFor("batch-first");
     mkdirSync(env.TMPDIR!, { recursive: true });
@@ -533,6 +533,15 @@ describe("JSON-RPC errors from the transport", () => {
     expect(refusal(await server.next())).toEqual({ id: null, code: INVALID_REQUEST, jsonrpc: "2.0" });
     server.send({ jsonrpc: "2.0", id: 7, method: "ping" });
     expect(await server.next()).toEqual({ jsonrpc: "2.0", id: 7, result: {} });
+    // A request the host cancels gets no answer, so the batch does not wait for it. The
+    // cancel goes in the same write: it is read before the call can finish.
+    const batch = [
+      { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "notes_commit", arguments: { message: "cancelled" } } },
+      { jsonrpc: "2.0", id: 9, method: "ping" },
+    ];
+    const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 8, reason: "test" } };
+    await server.write(`${JSON.stringify(batch)}\n${JSON.stringify(cancel)}\n`);
+    expect(await server.next()).toEqual([{ jsonrpc: "2.0", id: 9, result: {} }]);
     expect((await server.finish()).code).toBe(0);
   });
 
