@@ -31,9 +31,14 @@ export function agentProblem(name: string): string | null {
   return null;
 }
 
-/** `raw` made into a valid agent name: forbidden characters dropped, white space collapsed, cut to the bound; DEFAULT_AGENT when nothing is left. */
+/** `raw` with forbidden characters dropped and white space collapsed: "" when nothing printable is left. */
+function clean(raw: string): string {
+  return raw.replace(FORBIDDEN_ALL, " ").replace(/\uFFFD/g, "").replace(/\s+/gu, " ").trim();
+}
+
+/** `raw` made into a valid agent name: cleaned, cut to the bound; DEFAULT_AGENT when nothing is left. */
 export function fitAgent(raw: string): string {
-  let name = raw.replace(FORBIDDEN_ALL, " ").replace(/\uFFFD/g, "").replace(/\s+/gu, " ").trim();
+  let name = clean(raw);
   while (Buffer.byteLength(name, "utf8") > AGENT_MAX_BYTES) name = Array.from(name).slice(0, -1).join("").trimEnd();
   return agentProblem(name) === null ? name : DEFAULT_AGENT;
 }
@@ -43,8 +48,16 @@ export function userAtHost(user: string | undefined, host: string): string {
   return fitAgent(`${user && user !== "" ? user : "unknown"}@${host}`);
 }
 
-/** `serve`'s default: the MCP client's clientInfo name and version, with the user and host name. */
+/**
+ * `serve`'s default: the MCP client's clientInfo name and version, with the
+ * user and host name — `CLIENT/VERSION USER@HOST`. A client whose name is
+ * empty or blank names nobody, so it counts as no client (`USER@HOST`, never
+ * `/ USER@HOST`); a blank version is left out with its slash
+ * (`CLIENT USER@HOST`).
+ */
 export function clientAgent(client: { name: string; version: string } | undefined, who: string): string {
-  if (client === undefined) return who;
-  return fitAgent(`${client.name}/${client.version} ${who}`);
+  const name = clean(client?.name ?? "");
+  if (name === "") return who;
+  const version = clean(client?.version ?? "");
+  return fitAgent(version === "" ? `${name} ${who}` : `${name}/${version} ${who}`);
 }

@@ -5,7 +5,7 @@
  */
 import { DomainError, type ErrorFile, type RecoveryReport } from "./errors.ts";
 import { randomHex } from "./random-hex.ts";
-import { scrubText } from "./scrub.ts";
+import { type Confidential, scrubText } from "./scrub.ts";
 import type { Action, Code, EngineDetail, Reason } from "./tokens.ts";
 
 export interface FileStat {
@@ -80,22 +80,25 @@ export function newDiagnosticId(): string {
 }
 
 /**
- * The envelope of a domain error. Message and file paths are scrubbed; the
- * `secrets` are runtime values (private root, credentials) that must not leak.
+ * The envelope of a domain error. Its message is scrubbed of what the process
+ * knows must not leak (`confidential`: credentials, the private root) and of
+ * store keys and object ids, while the files and path sets it names — the
+ * caller's own values — stay as they are, in `files` and in the message.
  */
 export function errorEnvelope(
   error: DomainError,
   diagnosticId: string,
   sets: PathSets,
-  secrets: readonly string[] = [],
+  confidential: Pick<Confidential, "credentials" | "privatePaths"> = {},
 ): ErrorEnvelope {
+  const callerValues = [...error.files.map((f) => f.path), ...sets.readOnly, ...sets.writable];
   const envelope: ErrorEnvelope = {
     code: error.code,
     reason: error.reason,
     action: error.action,
     diagnosticId,
     retryable: error.retryable,
-    message: scrubText(error.message, secrets),
+    message: scrubText(error.message, { ...confidential, callerValues }),
     files: error.files.map((f) => ({ path: f.path, reason: f.reason, ranges: f.ranges.map((r) => ({ ...r })) })),
     readOnly: [...sets.readOnly],
     writable: [...sets.writable],

@@ -21,8 +21,8 @@ export class StartupRefusal extends Error {
     super(message);
   }
 
-  /** The one diagnostic line, scrubbed of anything secret-shaped. */
-  diagnostic(secrets: readonly string[] = []): string {
-    return scrubText(`slivingdoc: ${this.kind}: ${this.message}`, secrets).replace(/\s*\n\s*/g, " ");
+  /** The one diagnostic line, scrubbed of the process's `credentials` and of store keys and object ids (scrub.ts). */
+  diagnostic(credentials: readonly string[] = []): string {
+    return scrubText(`slivingdoc: ${this.kind}: ${this.message}`, { credentials }).replace(/\s*\n\s*/g, " ");
   }
 }

@@ -8,7 +8,7 @@
 // consola/core, not consola: the package's main entry builds a default
 // instance on Node's process.stdout at import, ~9 ms of every start.
 import { type ConsolaReporter, createConsola, type LogObject } from "consola/core";
-import { scrubText } from "../contract/scrub.ts";
+import { scrubCredentials } from "../contract/scrub.ts";
 
 export type LogFields = Record<string, unknown>;
 
@@ -25,12 +25,14 @@ export interface LogSink {
 }
 
 /**
- * Logs never carry credentials: the process's own (`secrets`) and anything
- * secret-shaped are scrubbed from every string of every record.
+ * Logs never carry credentials: the process's own (`secrets`), AWS access key
+ * ids and URL user information are scrubbed from every string of every
+ * record (scrub.ts). Store keys, object ids and local paths stay: the
+ * operator needs them, and a notebook's own names are not theirs to rewrite.
  */
 function cleaner(secrets: readonly string[]): (value: unknown) => unknown {
   const clean = (value: unknown): unknown => {
-    if (typeof value === "string") return scrubText(value, secrets);
+    if (typeof value === "string") return scrubCredentials(value, secrets);
     if (Array.isArray(value)) return value.map(clean);
     if (value && typeof value === "object") {
       return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [clean(k) as string, clean(v)]));

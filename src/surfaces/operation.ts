@@ -8,7 +8,7 @@
 import { DomainError } from "../contract/errors.ts";
 import type { InputSchema } from "../contract/input-schema.ts";
 import { type ErrorEnvelope, errorEnvelope, newDiagnosticId, type PathSets, type SuccessResult } from "../contract/results.ts";
-import { scrubText } from "../contract/scrub.ts";
+import { scrubCredentials } from "../contract/scrub.ts";
 import { StartupRefusal } from "../contract/startup.ts";
 import type { ToolName } from "../contract/tools.ts";
 import type { EngineDeps } from "../engine/engine.ts";
@@ -25,8 +25,10 @@ export interface OperationContext {
   sets: PathSets;
   paths: PathContext;
   log: Log;
-  /** Runtime values that must never appear in a result (private root, …). */
+  /** The credentials the process holds (runtimeSecrets), which no result or log record may carry. */
   secrets: string[];
+  /** The private root, which no result may carry (a log record may). */
+  privatePaths?: string[];
   /** MCP paths must be absolute after `~/` expansion; the CLI resolves relative ones. */
   requireAbsolute: boolean;
 }
@@ -184,14 +186,14 @@ export async function runOperation(
     }
     const error =
       e instanceof DomainError ? e : new DomainError("INTERNAL", "An unexpected error occurred; the server log has the cause under this diagnosticId.", { cause: e });
-    const envelope = errorEnvelope(error, diagnosticId, ctx.sets, ctx.secrets);
+    const envelope = errorEnvelope(error, diagnosticId, ctx.sets, { credentials: ctx.secrets, privatePaths: ctx.privatePaths ?? [] });
     ctx.log.info("tool call completed", {
       mcpReqID: diagnosticId,
       tool,
       outcome: `${envelope.code} · ${envelope.reason}`,
       ...timer.finish(),
       // The full cause, for the operator only; it never reaches the caller.
-      ...(error.cause !== undefined ? { cause: scrubText(describeCause(error.cause), ctx.secrets) } : {}),
+      ...(error.cause !== undefined ? { cause: scrubCredentials(describeCause(error.cause), ctx.secrets) } : {}),
     });
     return { ok: false, envelope, diagnosticId };
   }

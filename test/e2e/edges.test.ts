@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
@@ -109,6 +109,78 @@ describe("names in human output are quoted as git quotes them", () => {
       expect(r.stderr.trimEnd().split("\n").length).toBe(1);
     }
   });
+
+  // Characters a terminal prints as nothing, or prints other text around:
+  // a right-to-left override shows `evil‮txt.md` as "evildm.txt", an
+  // isolate or a zero-width space hides itself, U+2028 breaks the line.
+  test("invisible characters in names and agents: escaped in human output, exact in --json", async () => {
+    const INVISIBLE = /[\p{Cf}\u2028\u2029]/u;
+    const own = { SLIVINGDOC_STORE: `sqlite:${join(root, "invisible.db")}` };
+    const dir = join(root, "invisible");
+    expect((await run([BINARY, "pull", dir], root, own)).code).toBe(0);
+    const names = ["evil\u202etxt.md", "zero\u200bwidth.md", "iso\u2066late\u2069.md", "mark\u200f.md", "line\u2028sep.md", "naïve.md"];
+    for (const name of names) writeFileSync(join(dir, name), "x\n");
+    const agent = "ann\u202eevil";
+    const committed = await run([BINARY, "commit", "-m", "names", "--agent", agent, dir], root, own);
+    expect(committed.code).toBe(0);
+    expect(committed.stderr).not.toMatch(INVISIBLE);
+    expect(committed.stderr.trimEnd().split("\n").slice(1).sort()).toEqual(
+      [
+        '  "evil\\342\\200\\256txt.md" | +1 -0',
+        '  "zero\\342\\200\\213width.md" | +1 -0',
+        '  "iso\\342\\201\\246late\\342\\201\\251.md" | +1 -0',
+        '  "mark\\342\\200\\217.md" | +1 -0',
+        '  "line\\342\\200\\250sep.md" | +1 -0',
+        "  naïve.md | +1 -0",
+      ].sort(),
+    );
+    const log = await run([BINARY, "log"], root, own);
+    expect(log.code).toBe(0);
+    expect(log.stderr).not.toMatch(INVISIBLE);
+    expect(log.stderr.split("\n")[0]).toMatch(/^generation 1 · \S+ · ann\\342\\200\\256evil$/);
+    expect(log.stderr).toContain('\n    "evil\\342\\200\\256txt.md" | +1 -0 (added)\n');
+    // --json carries them as they are.
+    const json = JSON.parse((await run([BINARY, "log", "--json"], root, own)).stdout);
+    expect(json.entries[0].agent).toBe(agent);
+    expect(json.entries[0].files.map((f: { path: string }) => f.path).sort()).toEqual([...names].sort());
+  });
+});
+
+/**
+ * Who publishes under `serve` is `CLIENT/VERSION USER@HOST` from the MCP
+ * client's clientInfo, and `USER@HOST` without a client. An empty or blank
+ * client name is no client: it gave "/ USER@HOST" (and "/1.0 USER@HOST").
+ */
+test("an MCP client with an empty or blank name publishes as user@host; a blank version is left out", async () => {
+  const { spawnServe } = await import("../support/raw-mcp.ts");
+  const own = { ...env, USER: "tester", SLIVINGDOC_STORE: `sqlite:${join(root, "clients.db")}` };
+  const dir = join(root, "clients");
+  const clients = [
+    { name: "", version: "" },
+    { name: " \t", version: "1.0" },
+    { name: "host", version: " " },
+    { name: "host", version: "2.1" },
+  ];
+  for (const [i, clientInfo] of clients.entries()) {
+    const server = spawnServe(own, ["--workspace-root", dir]);
+    server.send({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo } });
+    await server.answer(0);
+    server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    server.send({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
+    expect((await server.answer(1)).result!.structuredContent.code).toBe("OK");
+    writeFileSync(join(dir, `from-${i}.md`), `${i}\n`);
+    server.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "notes_commit", arguments: { message: `client ${i}` } } });
+    expect((await server.answer(2)).result!.structuredContent.code).toBe("OK");
+    expect((await server.finish()).code).toBe(0);
+  }
+  const log = JSON.parse((await run([BINARY, "log", "--json"], root, own)).stdout);
+  const who = `tester@${hostname()}`;
+  expect(log.entries.map((e: { message: string; agent: string }) => [e.message, e.agent]).reverse()).toEqual([
+    ["client 0", who],
+    ["client 1", who],
+    ["client 2", `host ${who}`],
+    ["client 3", `host/2.1 ${who}`],
+  ]);
 });
 
 /** Make `depth` nested directories of 200-byte names under `dir` (by relative steps: their absolute path outgrows PATH_MAX) and a file in the deepest. */

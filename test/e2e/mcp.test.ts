@@ -431,3 +431,153 @@ test("a tool call that is not valid UTF-8 is refused with a parse error, and not
   expect(committed.result?.structuredContent).toMatchObject({ generation: 1, files: [{ path: "a.md", insertions: 1, deletions: 0 }] });
   expect((await server.finish()).code).toBe(0);
 });
+
+/**
+ * What the transport answers itself, as JSON-RPC 2.0 says: a line that is
+ * not JSON, JSON that is no message, a batch as the negotiated protocol
+ * version says, a line over the size bound. Each got no answer at all (a
+ * line over 10 MiB ended the server); now each is answered, and the session
+ * goes on.
+ */
+describe("JSON-RPC errors from the transport", () => {
+  const PARSE_ERROR = -32700;
+  const INVALID_REQUEST = -32600;
+  const MiB = 1024 * 1024;
+  /** The bound docs/cli.md gives for one line. */
+  const MAX_LINE_MiB = 10;
+  type Answer = { jsonrpc: string; id: unknown; error?: { code: number; message: string }; result?: Record<string, unknown> };
+
+  async function session(name: string, protocolVersion = "2025-06-18") {
+    const { spawnServe } = await import("../support/raw-mcp.ts");
+    const env = envFor(name);
+    mkdirSync(env.TMPDIR!, { recursive: true });
+    const server = spawnServe(env, ["--workspace-root", join(root, name, "ws")]);
+    server.send({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion, capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+    expect(((await server.next()) as Answer).result!.protocolVersion).toBe(protocolVersion);
+    server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    return server;
+  }
+  /** The error answering one line: its code and id (the message is words, which may change). */
+  const refusal = (a: unknown) => ({ id: (a as Answer).id, code: (a as Answer).error?.code, jsonrpc: (a as Answer).jsonrpc });
+
+  test("a line that is not JSON is -32700 with id null; JSON that is no message is -32600, under its id when a request's can be read", async () => {
+    const server = await session("jsonrpc-errors");
+    const lines: Array<[string, { id: unknown; code: number }]> = [
+      ["{not json", { id: null, code: PARSE_ERROR }],
+      ['{"jsonrpc":"2.0","id":1,"method":"tools/list"', { id: null, code: PARSE_ERROR }],
+      ['{"id":2,"method":"tools/list"}', { id: 2, code: INVALID_REQUEST }],
+      ['{"jsonrpc":"1.0","id":"three","method":"tools/list"}', { id: "three", code: INVALID_REQUEST }],
+      ['{"jsonrpc":"2.0","id":null,"method":"tools/list"}', { id: null, code: INVALID_REQUEST }],
+      ['{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}', { id: null, code: INVALID_REQUEST }],
+      ['{"jsonrpc":"2.0","id":4,"method":"tools/list","extra":true}', { id: 4, code: INVALID_REQUEST }],
+      ['{"jsonrpc":"2.0","method":5}', { id: null, code: INVALID_REQUEST }],
+      ['{"jsonrpc":"2.0","id":6}', { id: null, code: INVALID_REQUEST }],
+      ['"a string"', { id: null, code: INVALID_REQUEST }],
+      ["42", { id: null, code: INVALID_REQUEST }],
+      ["null", { id: null, code: INVALID_REQUEST }],
+      // Batches were removed in 2025-06-18, the version this session speaks: the requests in it are not run.
+      ['[{"jsonrpc":"2.0","id":7,"method":"tools/list"},{"jsonrpc":"2.0","id":8,"method":"ping"}]', { id: null, code: INVALID_REQUEST }],
+    ];
+    for (const [line, expected] of lines) {
+      server.sendBytes(new TextEncoder().encode(line));
+      const answer = (await server.next()) as Answer;
+      expect({ line, ...refusal(answer) }).toEqual({ line, ...expected, jsonrpc: "2.0" });
+      expect(answer.error!.message).toMatch(expected.code === PARSE_ERROR ? /^Parse error: .*nothing was done/ : /^Invalid Request: .*nothing was done/);
+      // The session goes on: the next request is answered, and in order.
+      server.send({ jsonrpc: "2.0", id: 100, method: "ping" });
+      expect(await server.next()).toEqual({ jsonrpc: "2.0", id: 100, result: {} });
+    }
+    server.send({ jsonrpc: "2.0", id: 101, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
+    expect(((await server.next()) as Answer).result!.structuredContent).toMatchObject({ code: "OK" });
+    const { code, stdout } = await server.finish();
+    expect(code).toBe(0);
+    // Every answer was one line; the batch's requests never ran.
+    expect(stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l).id).filter((id) => id === 7 || id === 8)).toEqual([]);
+  });
+
+  test("a batch under 2025-03-26: one array of answers, none for notifications or a cancelled request; refused before initialize, when empty, and for initialize", async () => {
+    const { spawnServe } = await import("../support/raw-mcp.ts");
+    const env = envFor("batch-first");
+    mkdirSync(env.TMPDIR!, { recursive: true });
+    // Before initialize no version is negotiated, and initialize may not be batched.
+    const early = spawnServe(env, ["--workspace-root", join(root, "batch-first", "ws")]);
+    early.send([{ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } } }]);
+    expect(refusal(await early.next())).toEqual({ id: null, code: INVALID_REQUEST, jsonrpc: "2.0" });
+    early.send({ jsonrpc: "2.0", id: 2, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+    expect(((await early.next()) as Answer).result!.protocolVersion).toBe("2025-03-26");
+    expect((await early.finish()).code).toBe(0);
+
+    const server = await session("batch", "2025-03-26");
+    server.send([
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "x", progress: 1 } },
+      { jsonrpc: "2.0", id: "two", method: "ping" },
+      { jsonrpc: "2.0", id: 3 },
+      { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "notes_pull", arguments: {} } },
+      { jsonrpc: "2.0", id: 5, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } } },
+      { jsonrpc: "2.0", id: 6, method: "no/such/method" },
+    ]);
+    const answers = (await server.next()) as Answer[];
+    expect(Array.isArray(answers)).toBe(true);
+    const byId = Object.fromEntries(answers.map((a) => [String(a.id), a]));
+    expect(answers.length).toBe(6);
+    expect((byId["1"]!.result!.tools as unknown[]).length).toBe(2);
+    expect(byId.two).toEqual({ jsonrpc: "2.0", id: "two", result: {} });
+    expect(refusal(byId.null)).toEqual({ id: null, code: INVALID_REQUEST, jsonrpc: "2.0" });
+    expect((byId["4"]!.result!.structuredContent as Record<string, unknown>).code).toBe("OK");
+    expect(refusal(byId["5"])).toEqual({ id: 5, code: INVALID_REQUEST, jsonrpc: "2.0" });
+    expect(byId["6"]!.error!.code).toBe(-32601);
+    // Notifications alone: no answer at all, not an empty array; an empty batch: one error.
+    server.send([{ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "x", progress: 2 } }]);
+    server.send([]);
+    expect(refusal(await server.next())).toEqual({ id: null, code: INVALID_REQUEST, jsonrpc: "2.0" });
+    server.send({ jsonrpc: "2.0", id: 7, method: "ping" });
+    expect(await server.next()).toEqual({ jsonrpc: "2.0", id: 7, result: {} });
+    // A request the host cancels gets no answer, so the batch does not wait for it. The
+    // cancel goes in the same write: it is read before the call can finish.
+    const batch = [
+      { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "notes_commit", arguments: { message: "cancelled" } } },
+      { jsonrpc: "2.0", id: 9, method: "ping" },
+    ];
+    const cancel = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 8, reason: "test" } };
+    await server.write(`${JSON.stringify(batch)}\n${JSON.stringify(cancel)}\n`);
+    expect(await server.next()).toEqual([{ jsonrpc: "2.0", id: 9, result: {} }]);
+    expect((await server.finish()).code).toBe(0);
+  });
+
+  test(`a line over ${MAX_LINE_MiB} MiB is -32600 under its request's id, read without being kept, and the server keeps serving`, async () => {
+    const server = await session("oversized");
+    const filler = "x".repeat(MiB);
+    /** A tools/call line `mib` MiB long, members in the order given, written in parts. */
+    const sendLong = async (mib: number, order: "id-last" | "id-first" | "no-method") => {
+      const head = order === "id-first" ? '{"jsonrpc":"2.0","id":"first","method":"tools/call","params":{"name":"notes_commit","arguments":{"message":"'
+        : order === "id-last" ? '{"method":"tools/call","params":{"name":"notes_commit","arguments":{"id":"nested","message":"'
+        : '{"jsonrpc":"2.0","id":"reply","result":{"text":"';
+      const tail = order === "id-last" ? '"}},"jsonrpc":"2.0","id":77}\n' : order === "id-first" ? '"}}}\n' : '"}}\n';
+      await server.write(head);
+      for (let i = 0; i < mib; i++) await server.write(filler);
+      await server.write(tail);
+    };
+    await sendLong(MAX_LINE_MiB + 1, "id-last");
+    expect(refusal(await server.next())).toEqual({ id: 77, code: INVALID_REQUEST, jsonrpc: "2.0" });
+    await sendLong(MAX_LINE_MiB + 1, "id-first");
+    const first = (await server.next()) as Answer;
+    expect(refusal(first)).toEqual({ id: "first", code: INVALID_REQUEST, jsonrpc: "2.0" });
+    expect(first.error!.message).toContain("10,485,760 bytes");
+    // Not a request: no id is answered under.
+    await sendLong(MAX_LINE_MiB + 1, "no-method");
+    expect(refusal(await server.next())).toEqual({ id: null, code: INVALID_REQUEST, jsonrpc: "2.0" });
+    // A quarter of a GiB is read, not held: the server's peak memory grows by far less.
+    const peak = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, "utf8"))![1]) * 1024;
+    const before = peak();
+    await sendLong(256, "id-last");
+    expect(refusal(await server.next())).toEqual({ id: 77, code: INVALID_REQUEST, jsonrpc: "2.0" });
+    expect(peak() - before).toBeLessThan(96 * MiB);
+    // A line just within the bound is a message like any other.
+    server.send({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
+    expect(((await server.next()) as Answer).result!.structuredContent).toMatchObject({ code: "OK" });
+    const { code, stdout } = await server.finish();
+    expect(code).toBe(0);
+    expect(stdout.length).toBeLessThan(MiB);
+  }, 120_000);
+});

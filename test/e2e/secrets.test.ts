@@ -225,6 +225,64 @@ describe("in process: faults that carry secrets", () => {
   });
 });
 
+/**
+ * The other side of scrubbing: only the values the product knows are
+ * replaced. A caller's own names that look like a pack key, a probe key or
+ * an id — a file under `packs/`, a directory `probe`, a file named with 40
+ * or 64 hex digits — reach the message, the text item, human output and the
+ * log as they are, full stop included (they were "<pack>", "/<probe>/ws" and
+ * "<id>", and the full stop after one was swallowed).
+ */
+describe("through the binary: a caller's names that look like keys or ids pass unchanged", () => {
+  const root = mkdtempSync(join(tmpdir(), "slivingdoc-lookalikes-"));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  const binary = join(import.meta.dir, "../../dist/slivingdoc");
+  const local = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: join(root, "home"),
+    TMPDIR: root,
+    SLIVINGDOC_STORE: `sqlite:${join(root, "store.db")}`,
+    SLIVINGDOC_PRIVATE_ROOT: join(root, "private"),
+  };
+  // A workspace under `probe/` and a 64-hex directory, as the issue's report had it.
+  const workspace = join(root, "probe", "paths", HEX64, "ws");
+  const names = [`${HEX40}.md`, `packs/${HEX64}.txt`, "packs/x.md", "probe/notes.md"];
+  const refusal = `The notebook holds UTF-8 text files only; these are not: ${names.join(", ")}. Delete or replace them, then call again.`;
+  const outside = `The path is not at or below the workspace root ${workspace}; address a directory there, or omit path.`;
+  const cli = async (...args: string[]) => {
+    const p = Bun.spawn([binary, ...args], { env: local, stdout: "pipe", stderr: "pipe" });
+    const [stdout, stderr] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { stdout, stderr };
+  };
+
+  test("in an error's message, its text item and the CLI's human output", async () => {
+    mkdirSync(workspace, { recursive: true });
+    expect(JSON.parse((await cli("pull", "--json", workspace)).stdout).code).toBe("OK");
+    for (const name of names) {
+      mkdirSync(join(workspace, name, ".."), { recursive: true });
+      writeFileSync(join(workspace, name), "binary\u0000\n");
+    }
+    const json = JSON.parse((await cli("commit", "-m", "m", "--json", workspace)).stdout);
+    expect({ reason: json.reason, files: json.files.map((f: { path: string }) => f.path), message: json.message }).toEqual({ reason: "INVALID_CONTENT", files: names, message: refusal });
+    expect((await cli("commit", "-m", "m", workspace)).stderr).toContain(`\n${refusal}\n`);
+    const away = JSON.parse((await cli("pull", "--json", "--workspace-root", workspace, join(root, "elsewhere"))).stdout);
+    expect({ reason: away.reason, message: away.message }).toEqual({ reason: "PATH_OUTSIDE_ROOT", message: outside });
+
+    const server = spawnServe(local, ["--workspace-root", workspace]);
+    await server.initialize();
+    server.send({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "notes_commit", arguments: { message: "m" } } });
+    const answer = await server.answer(1);
+    expect(answer.result!.structuredContent.message).toBe(refusal);
+    expect(answer.result!.content[0]!.text.split("\n")[1]).toBe(refusal);
+    server.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "notes_pull", arguments: { path: join(root, "elsewhere") } } });
+    expect((await server.answer(2)).result!.structuredContent.message).toBe(outside);
+    const { stderr } = await server.finish();
+    // The log names the notebook directory as it is.
+    const started = stderr.split("\n").filter((l) => l.includes('"server started"')).map((l) => JSON.parse(l));
+    expect(started.map((r) => r.notebook)).toEqual([workspace]);
+  }, 60_000);
+});
+
 const env = process.env;
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;

@@ -6,9 +6,15 @@
 import { BINARY, requireBinary } from "./mcp.ts";
 
 export interface RawServer {
+  /** The server's process id. */
+  pid: number;
   send(message: unknown): void;
   /** One line of raw bytes (a newline is added): for input that is not valid JSON text. */
   sendBytes(line: Uint8Array): void;
+  /** Raw bytes, no newline added, once the pipe has taken them: a line too long to build whole goes in parts. */
+  write(bytes: Uint8Array | string): Promise<void>;
+  /** The next line the server wrote that `next` has not returned yet (a message, or an array of them), waiting up to `ms`. */
+  next(ms?: number): Promise<unknown>;
   /** The response with this id, waiting up to `ms`. */
   answer(id: number, ms?: number): Promise<{ result?: { isError?: boolean; content: Array<{ text: string }>; structuredContent: Record<string, unknown> }; error?: unknown }>;
   /** Initialise the session as a host would. */
@@ -36,7 +42,9 @@ export function spawnServe(env: Record<string, string>, args: string[] = []): Ra
     }
   })();
   const stderr = new Response(p.stderr).text();
+  let taken = 0;
   const server: RawServer = {
+    pid: p.pid,
     send: (message) => {
       p.stdin.write(`${JSON.stringify(message)}\n`);
       void p.stdin.flush();
@@ -45,6 +53,17 @@ export function spawnServe(env: Record<string, string>, args: string[] = []): Ra
       p.stdin.write(line);
       p.stdin.write("\n");
       void p.stdin.flush();
+    },
+    async write(bytes) {
+      p.stdin.write(bytes);
+      await p.stdin.flush();
+    },
+    async next(ms = 30_000) {
+      for (const deadline = Date.now() + ms; Date.now() < deadline; ) {
+        if (messages.length > taken) return messages[taken++];
+        await Bun.sleep(10);
+      }
+      throw new Error(`no line after the ${taken} already read`);
     },
     async answer(id, ms = 30_000) {
       for (const deadline = Date.now() + ms; Date.now() < deadline; ) {

@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import type { ArgsDef } from "citty";
 import { renderUsage } from "citty";
 import { errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
-import { scrubText } from "../../contract/scrub.ts";
+import { scrubCredentials } from "../../contract/scrub.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
 import type { EngineDeps } from "../../engine/engine.ts";
@@ -170,7 +170,7 @@ function causeLog(io: CliIo): Log {
     info(msg, fields) {
       const outcome = String(fields?.outcome ?? "");
       if (fields?.cause !== undefined && /INTERNAL|ENGINE_FAILED/.test(outcome)) {
-        io.stderr(`${escapeControls(scrubText(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}`, runtimeSecrets(io.env)))}\n`);
+        io.stderr(`${escapeControls(scrubCredentials(`cause (${String(fields.mcpReqID)}): ${String(fields.cause)}`, runtimeSecrets(io.env)))}\n`);
       }
     },
   };
@@ -204,7 +204,8 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
         sets: config.pathSets,
         paths: { defaultDir: io.cwd, cwd: io.cwd, home: io.env.HOME ?? "", workspaceRoot: config.workspaceRoot },
         log: causeLog(io),
-        secrets: [config.privateRoot, ...runtimeSecrets(io.env)],
+        secrets: runtimeSecrets(io.env),
+        privatePaths: [config.privateRoot],
         requireAbsolute: false,
       },
       operation,

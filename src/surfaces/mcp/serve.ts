@@ -143,14 +143,14 @@ async function run(
     try {
       request = JSON.parse(first);
     } catch {
-      /* not JSON: the SDK's deserializer reports it below */
+      /* not JSON: the transport answers it once the server listens */
     }
     const response = earlyInitializeResponse(request, identity);
     // A failed write means the host is gone; stdin's end then stops the server.
     if (response !== null) await transport.answerFirstLine(response).catch(() => {});
   }
   // Loads the MCP SDK and, through the tools' code, the engine.
-  const { createMcpServer, deserializeMessage } = await import("./server.ts");
+  const { createMcpServer, parseMessage } = await import("./server.ts");
   // Who publishes (contract/agent.ts): --agent, or the client the handshake named, with the user and host.
   let client: { getClientVersion(): { name: string; version: string } | undefined } | null = null;
   const engine = engineDeps(config, options.store);
@@ -167,7 +167,8 @@ async function run(
       sets: config.pathSets,
       paths: { defaultDir: root.dir, cwd: root.dir, home: options.env.HOME ?? "", workspaceRoot: root.dir },
       log,
-      secrets: [deps.privateRoot, ...runtimeSecrets(options.env)],
+      secrets: runtimeSecrets(options.env),
+      privatePaths: [deps.privateRoot],
       requireAbsolute: true,
     },
   });
@@ -176,7 +177,7 @@ async function run(
     server.onclose = () => resolve();
   });
   transport.onerror = (error) => log.warn("transport error", { error: String(error) });
-  transport.attach(deserializeMessage);
+  transport.attach(parseMessage);
   // Logged before connecting: connecting delivers the lines already read, which may log.
   log.info("server started", { version: options.version, notebook: root.dir, store: options.store.kind });
   await server.connect(transport);

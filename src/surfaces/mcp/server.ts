@@ -12,8 +12,7 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { deserializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
-import { type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, ErrorCode, type JSONRPCMessage, JSONRPCMessageSchema, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { errorText, type PathSets, successText } from "../../contract/results.ts";
 import { TOOL_NAMES, type ToolName } from "../../contract/tools.ts";
@@ -21,8 +20,15 @@ import { type OperationContext, runOperation } from "../operation.ts";
 import { operationByTool, toolList } from "../operations.ts";
 import type { ServerIdentity } from "./handshake.ts";
 
-/** The SDK's parser of one stdio line, for the transport (stdio.ts), which is loaded before the SDK. */
-export { deserializeMessage };
+/**
+ * The SDK's check of one message, as its stdio transport makes it, for our
+ * transport (stdio.ts), which is loaded before the SDK: the message, or
+ * undefined when `value` is none.
+ */
+export function parseMessage(value: unknown): JSONRPCMessage | undefined {
+  const parsed = JSONRPCMessageSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
 
 export interface McpServerOptions {
   /** Name, version, capabilities and instructions (naming the notebook directory), as the early handshake gives them. */
