@@ -14,20 +14,23 @@
  * directory, though: `rm -rf DIR` and a new `DIR` (or a fresh volume mounted
  * there) have the same path and none of the files the baseline describes.
  * So the state also records the identity of the directory it was made for
- * (device, inode, birth time); a directory that is not that one is a new
- * checkout, whose old state is dropped — else every file missing from it
- * would count as a local deletion, and the next commit would delete them for
- * everyone. Every file is replaced
+ * (directory-identity.ts); a directory that is not that one is a new
+ * checkout — else every file missing from it would count as a local
+ * deletion, and the next commit would delete them for everyone. The old
+ * state is set aside (checkout-registry.ts) for its directory to take back,
+ * at this path or another: a volume mounted here again, a directory moved.
+ * Every file is replaced
  * atomically (write a temporary file, fsync, rename), so a crash leaves the
  * old or the new state, never a torn one — except the stat cache, written
  * without fsync: a torn one does not parse, and is simply rebuilt.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { DomainError } from "../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
-import { checkoutStateDir } from "./checkout-registry.ts";
+import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./checkout-registry.ts";
+import { directoryIdentity } from "./directory-identity.ts";
 import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type ProgressStep, ProgressStepSchema, type Publication, StateSchema } from "./state-files.ts";
 import { ObjectCache } from "./git/object-cache.ts";
 import type { KeptStatCaches } from "./kept-stat-caches.ts";
@@ -50,23 +53,75 @@ export interface CheckoutStateOptions {
   memory: ProcessMemory;
 }
 
-/**
- * The identity of a directory: device, inode and birth time. The inode alone
- * is not enough — a directory removed and made again often gets the same
- * inode number at once — and the birth time tells them apart where the file
- * system records one (ext4, XFS, Btrfs, APFS, NTFS, tmpfs). Where it does
- * not (birth time 0), the inode is all there is (docs/failures.md).
- */
-export function directoryIdentity(dir: string): string {
-  const st = statSync(dir);
-  return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
-}
-
 /** Beside journal.json: the journal's progress (openJournalProgress). */
 const JOURNAL_DONE = "journal.done";
 
+/** The state file in `stateDir`, null when absent; it must be the checkout `dir`'s of the store `storeId`. */
+function readStateFile(stateDir: string, dir: string, storeId: string): CheckoutStateFile | null {
+  const raw = readJson(join(stateDir, "state.json"));
+  if (raw === undefined) return null;
+  const parsed = StateSchema.safeParse(raw);
+  if (!parsed.success || parsed.data.checkout !== dir || parsed.data.store !== storeId) {
+    throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.", { cause: parsed.error });
+  }
+  return parsed.data;
+}
+
+function writeStateFile(stateDir: string, state: CheckoutStateFile): void {
+  writeAtomic(join(stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+}
+
+/** Where a checkout's state lives, and the directory now at its path. */
+export interface StateLocation {
+  privateRoot: string;
+  storeId: string;
+  /** The checkout's real path. */
+  dir: string;
+  /** Its state directory, whose lock the caller holds. */
+  stateDir: string;
+  /** The identity of the directory at `dir` (directoryIdentity). */
+  directory: string;
+}
+
+export interface SettledState {
+  /** The checkout's state; null when there is none to use (never pulled, replaced). */
+  state: CheckoutStateFile | null;
+  /** The state there was another directory's (removed and made again, another volume): it was set aside. */
+  replaced: boolean;
+  /** The state set aside for this directory was taken over: it was moved here, or came back. */
+  adopted: boolean;
+}
+
+/**
+ * Make the state directory at a checkout's path hold the state of the
+ * directory now there, under its lock: finish a takeover a killed call left
+ * part-way; set aside a state made for another directory; take over the
+ * state set aside for this one, if there is one.
+ */
+export function settleState(at: StateLocation): SettledState {
+  finishAdoption(at.stateDir, at.dir);
+  let state = readStateFile(at.stateDir, at.dir, at.storeId);
+  let replaced = false;
+  const recorded = state?.directory;
+  if (state !== null && recorded === undefined) {
+    // Written before directories were recorded: this is the directory it knew.
+    state = { ...state, directory: at.directory };
+    writeStateFile(at.stateDir, state);
+  } else if (recorded !== undefined && recorded !== at.directory) {
+    setAsideHeld(at.privateRoot, at.stateDir, at.storeId, recorded);
+    state = null;
+    replaced = true;
+  }
+  const adopted = state === null && adoptSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
+  if (adopted) {
+    state = readStateFile(at.stateDir, at.dir, at.storeId);
+    replaced = false;
+  }
+  return { state, replaced, adopted };
+}
+
 export class CheckoutState {
-  /** The directory was not the one this state was made for: its old state was dropped (open). */
+  /** The directory was not the one this state was made for: its old state was set aside (open). */
   replaced = false;
 
   private constructor(
@@ -91,7 +146,7 @@ export class CheckoutState {
           break;
         } catch (e) {
           // The state of a directory that was gone a moment ago may just have
-          // been removed (registeredCheckouts): make it again.
+          // been set aside or removed (registeredCheckouts): make it again.
           if ((e as NodeJS.ErrnoException).code !== "ENOENT" || tries >= 3) throw e;
         }
       }
@@ -101,11 +156,14 @@ export class CheckoutState {
     }
     try {
       directory = directoryIdentity(options.dir);
+      const settled = settleState({ privateRoot: options.privateRoot, storeId: options.storeId, dir: options.dir, stateDir, directory });
+      // The stat cache went with a state set aside or taken over: what this process kept of it is another directory's.
+      if (settled.replaced || settled.adopted) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
       const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
       const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory, options.memory.statCaches);
-      state.forgetIfReplaced();
+      state.replaced = settled.replaced;
       return state;
     } catch (cause) {
       lock.release();
@@ -114,38 +172,12 @@ export class CheckoutState {
     }
   }
 
-  /**
-   * A directory that is not the one the state was made for is a new
-   * checkout: drop the baseline, the journal (its files are not in this
-   * directory) and the stat cache (inodes are reused). The object cache
-   * stays: it only ever holds objects, and they speed up the fresh pull.
-   */
-  private forgetIfReplaced(): void {
-    const state = this.readState();
-    if (state === null) return;
-    if (state.directory === undefined) {
-      // Written before directories were recorded: this is the directory it knew.
-      this.writeState({ ...state, directory: this.directory });
-      return;
-    }
-    if (state.directory === this.directory) return;
-    for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
-    this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
-    this.replaced = true;
-  }
-
   private readState(): CheckoutStateFile | null {
-    const raw = readJson(join(this.stateDir, "state.json"));
-    if (raw === undefined) return null;
-    const parsed = StateSchema.safeParse(raw);
-    if (!parsed.success || parsed.data.checkout !== this.dir || parsed.data.store !== this.storeId) {
-      throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.", { cause: parsed.error });
-    }
-    return parsed.data;
+    return readStateFile(this.stateDir, this.dir, this.storeId);
   }
 
   private writeState(state: CheckoutStateFile): void {
-    writeAtomic(join(this.stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+    writeStateFile(this.stateDir, state);
   }
 
   /** The baseline, or null for a directory that was never pulled. */

@@ -79,12 +79,12 @@ export const DEFAULT_COMMIT_RETRIES = 30;
  * checkouts): a directory inside another checkout, or containing one, is
  * refused. So is one that overlaps the private state.
  */
-export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory">, dir: string): void {
+export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | "self">, dir: string): void {
   const privateRoot = deps.privateRoot;
   if (isAtOrBelow(dir, privateRoot) || isAtOrBelow(privateRoot, dir)) {
     throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");
   }
-  for (const other of registeredCheckouts(privateRoot, deps.memory)) {
+  for (const other of registeredCheckouts(privateRoot, deps.memory, { self: deps.self, opening: dir })) {
     if (other === dir) continue; // the checkout itself
     if (isAtOrBelow(other, dir)) {
       throw new DomainError(
@@ -119,8 +119,30 @@ export interface OpenCheckout {
   /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
   lineCounts: Map<string, number>;
   baseline: Baseline | null;
-  /** The directory is not the one its private state was made for (removed and made again): a new checkout. */
-  replaced: boolean;
+  /** Why `baseline` is null, when the directory was pulled before (pullRequired). */
+  lost: LostState | null;
+}
+
+/**
+ * How a checkout that was pulled came to have no baseline: its directory is
+ * not the one its private state was made for (removed and made again: a
+ * new checkout).
+ */
+export type LostState = { why: "replaced" };
+
+/** Why a checkout has no baseline, from what settling its state found (checkout-state.ts, settleState). */
+export function lostState(found: { replaced: boolean }): LostState | null {
+  return found.replaced ? { why: "replaced" } : null;
+}
+
+/**
+ * PULL_REQUIRED for a checkout without a baseline, saying why (`lost`, null
+ * for never pulled); `then`: the rest of the sentence, what to do after the
+ * pull and what was left untouched.
+ */
+export function pullRequired(lost: LostState | null, then: string): DomainError {
+  const why = lost?.why === "replaced" ? "This directory is not the one that was pulled here (it was removed or replaced)" : "This directory was never pulled";
+  return new DomainError("PULL_REQUIRED", `${why}; call pull for it once${then}`);
 }
 
 function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
@@ -202,7 +224,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
       statCache: StatCache.empty(),
       lineCounts: new Map(),
       baseline,
-      replaced: state.replaced,
+      lost: baseline !== null ? null : lostState(state),
     };
   } catch (e) {
     state.release();
