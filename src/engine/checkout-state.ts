@@ -23,9 +23,16 @@
  * atomically (write a temporary file, fsync, rename), so a crash leaves the
  * old or the new state, never a torn one — except the stat cache, written
  * without fsync: a torn one does not parse, and is simply rebuilt.
+ *
+ * The state is only what the checkout knew. One that does not read as this
+ * checkout's — not JSON, not what state-files.ts describes, or another
+ * checkout's or store's — is damaged, and counts as lost: nothing the
+ * checkout would do with it can be trusted, and a pull rebuilds it, as for a
+ * checkout whose private state is gone (docs/failures.md).
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import type { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
@@ -56,15 +63,34 @@ export interface CheckoutStateOptions {
 /** Beside journal.json: the journal's progress (openJournalProgress). */
 const JOURNAL_DONE = "journal.done";
 
-/** The state file in `stateDir`, null when absent; it must be the checkout `dir`'s of the store `storeId`. */
-function readStateFile(stateDir: string, dir: string, storeId: string): CheckoutStateFile | null {
-  const raw = readJson(join(stateDir, "state.json"));
-  if (raw === undefined) return null;
-  const parsed = StateSchema.safeParse(raw);
-  if (!parsed.success || parsed.data.checkout !== dir || parsed.data.store !== storeId) {
-    throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.", { cause: parsed.error });
+/** Why a state does not count: its cause, for the log only. */
+export interface Damage {
+  cause: unknown;
+}
+
+/** A state file: undefined when absent, its damage when it does not read as `schema` says. Failing to read it at all (permissions) throws. */
+function readStateJson<T>(file: string, schema: z.ZodType<T>): { value: T | undefined } | { damage: Damage } {
+  let raw: unknown;
+  try {
+    raw = readJson(file);
+  } catch (cause) {
+    if (cause instanceof SyntaxError || (cause as NodeJS.ErrnoException).code === "EISDIR") return { damage: { cause } };
+    throw cause;
   }
-  return parsed.data;
+  if (raw === undefined) return { value: undefined };
+  const parsed = schema.safeParse(raw);
+  return parsed.success ? { value: parsed.data } : { damage: { cause: parsed.error } };
+}
+
+/** The state file in `stateDir`, if it is the checkout `dir`'s of the store `storeId`; else null, with its damage if it is there. */
+function readStateFile(stateDir: string, dir: string, storeId: string): { state: CheckoutStateFile | null; damage: Damage | null } {
+  const read = readStateJson(join(stateDir, "state.json"), StateSchema);
+  if ("damage" in read) return { state: null, damage: read.damage };
+  const state = read.value ?? null;
+  if (state !== null && (state.checkout !== dir || state.store !== storeId)) {
+    return { state: null, damage: { cause: new Error("the state file names another checkout or store") } };
+  }
+  return { state, damage: null };
 }
 
 function writeStateFile(stateDir: string, state: CheckoutStateFile): void {
@@ -84,45 +110,59 @@ export interface StateLocation {
 }
 
 export interface SettledState {
-  /** The checkout's state; null when there is none to use (never pulled, replaced). */
+  /** The checkout's state; null when there is none to use (never pulled, replaced, damaged). */
   state: CheckoutStateFile | null;
   /** The state there was another directory's (removed and made again, another volume): it was set aside. */
   replaced: boolean;
   /** The state set aside for this directory was taken over: it was moved here, or came back. */
   adopted: boolean;
+  /** The state, or its journal, is damaged: it counts as lost, and stays until a pull drops it (CheckoutState.forgetDamaged). */
+  damage: Damage | null;
 }
 
 /**
  * Make the state directory at a checkout's path hold the state of the
  * directory now there, under its lock: finish a takeover a killed call left
  * part-way; set aside a state made for another directory; take over the
- * state set aside for this one, if there is one.
+ * state set aside for this one, if there is one. Then judge the journal: a
+ * damaged one says that visible files may hold what a dead call wrote,
+ * without saying which, so the whole state counts as lost — every file is
+ * kept, and a pull merges them against nothing.
  */
 export function settleState(at: StateLocation): SettledState {
   finishAdoption(at.stateDir, at.dir);
-  let state = readStateFile(at.stateDir, at.dir, at.storeId);
+  let own = readStateFile(at.stateDir, at.dir, at.storeId);
   let replaced = false;
-  const recorded = state?.directory;
-  if (state !== null && recorded === undefined) {
+  const recorded = own.state?.directory;
+  if (own.state !== null && recorded === undefined) {
     // Written before directories were recorded: this is the directory it knew.
-    state = { ...state, directory: at.directory };
-    writeStateFile(at.stateDir, state);
+    own.state = { ...own.state, directory: at.directory };
+    writeStateFile(at.stateDir, own.state);
   } else if (recorded !== undefined && recorded !== at.directory) {
     setAsideHeld(at.privateRoot, at.stateDir, at.storeId, recorded);
-    state = null;
+    own = { state: null, damage: null };
     replaced = true;
   }
-  const adopted = state === null && adoptSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
+  const adopted = own.state === null && adoptSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
   if (adopted) {
-    state = readStateFile(at.stateDir, at.dir, at.storeId);
+    own = readStateFile(at.stateDir, at.dir, at.storeId);
     replaced = false;
   }
-  return { state, replaced, adopted };
+  const journal = readStateJson(join(at.stateDir, "journal.json"), JournalSchema);
+  if ("damage" in journal) own = { state: null, damage: journal.damage };
+  return { state: own.state, replaced, adopted, damage: own.damage };
+}
+
+/** The state changed under this call's lock (someone else wrote it): the next call judges it afresh. */
+function changedInUse(damage: Damage): DomainError {
+  return new DomainError("LOCAL_STATE", "The private state of this checkout changed while this call used it; call again.", { cause: damage.cause });
 }
 
 export class CheckoutState {
   /** The directory was not the one this state was made for: its old state was set aside (open). */
   replaced = false;
+  /** The state is damaged, and reads as none until forgetDamaged (settleState). */
+  damage: Damage | null = null;
 
   private constructor(
     readonly dir: string,
@@ -164,6 +204,7 @@ export class CheckoutState {
       const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
       const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory, options.memory.statCaches);
       state.replaced = settled.replaced;
+      state.damage = settled.damage;
       return state;
     } catch (cause) {
       lock.release();
@@ -172,8 +213,22 @@ export class CheckoutState {
     }
   }
 
+  /**
+   * Drop a damaged state, for a pull to rebuild: the journal first, so that
+   * a kill part-way leaves the damaged state file, still found damaged. The
+   * object cache stays: it only ever holds objects, checked as they are read.
+   */
+  forgetDamaged(): void {
+    for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
+    this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
+    this.damage = null;
+  }
+
   private readState(): CheckoutStateFile | null {
-    return readStateFile(this.stateDir, this.dir, this.storeId);
+    if (this.damage !== null) return null;
+    const read = readStateFile(this.stateDir, this.dir, this.storeId);
+    if (read.damage !== null) throw changedInUse(read.damage);
+    return read.state;
   }
 
   private writeState(state: CheckoutStateFile): void {
@@ -221,13 +276,10 @@ export class CheckoutState {
   }
 
   readJournal(): Journal | null {
-    const raw = readJson(join(this.stateDir, "journal.json"));
-    if (raw === undefined) return null;
-    const parsed = JournalSchema.safeParse(raw);
-    if (!parsed.success) {
-      throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.", { cause: parsed.error });
-    }
-    return parsed.data;
+    if (this.damage !== null) return null;
+    const read = readStateJson(join(this.stateDir, "journal.json"), JournalSchema);
+    if ("damage" in read) throw changedInUse(read.damage);
+    return read.value ?? null;
   }
 
   writeJournal(journal: Journal): void {

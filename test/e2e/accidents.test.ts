@@ -1,11 +1,11 @@
 /**
  * Everyday accidents, as a user makes them with the built binary: a
  * checkout removed and made again (`rm -rf`, a fresh container volume over
- * old private state), moved (`mv`), or swapped away and back; a checkout
- * killed while it held its lock.
+ * old private state), moved (`mv`), or swapped away and back; its private
+ * state damaged; a checkout killed while it held its lock.
  */
 import { afterAll, expect, test } from "bun:test";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { read, write } from "../support/fixture.ts";
@@ -186,6 +186,54 @@ test("a volume swapped away and back (A, then B, then A at one path over the sam
   const committed = await run("commit", "-m", "from A", "--json", v);
   expect(committed.json).toMatchObject({ generation: 2, filesChanged: 2, insertions: 1, deletions: 1 });
 });
+
+/** Ways a checkout's state.json (or journal) can be damaged; each gets the state of checkout `a`, and the private root. */
+const DAMAGE: Array<[string, (stateDir: string, otherStateDir: string) => void]> = [
+  ["a truncated state.json", (s) => writeFileSync(join(s, "state.json"), readFileSync(join(s, "state.json"), "utf8").slice(0, 40))],
+  ["{} as state.json", (s) => writeFileSync(join(s, "state.json"), "{}")],
+  ["another checkout's state.json", (s, other) => writeFileSync(join(s, "state.json"), readFileSync(join(other, "state.json")))],
+  ["a damaged journal.json", (s) => writeFileSync(join(s, "journal.json"), '{"version":1,"target":')],
+];
+
+for (const [what, damage] of DAMAGE) {
+  test(`${what}: commit and status ask for a pull, the pull rebuilds the state keeping every file`, async () => {
+    const { dir, run, privateRoot } = world(`damaged-${DAMAGE.findIndex(([w]) => w === what)}`);
+    const a = dir("a");
+    const other = dir("other");
+    expect((await run("pull", other)).code).toBe(0);
+    const otherState = join(privateRoot, "checkouts", readdirSync(join(privateRoot, "checkouts"))[0]!);
+    expect((await run("pull", a)).code).toBe(0);
+    write(a, "one.md", "one\n");
+    write(a, "two.md", "two\n");
+    expect((await run("commit", "-m", "init", a)).code).toBe(0);
+    // Unpublished: an appended line, a new file, a deletion.
+    write(a, "one.md", "one\nunpublished\n");
+    write(a, "mine.md", "mine\n");
+    rmSync(join(a, "two.md"));
+    const ids = readdirSync(join(privateRoot, "checkouts"));
+    const stateDir = join(privateRoot, "checkouts", ids.find((id) => join(privateRoot, "checkouts", id) !== otherState)!);
+    damage(stateDir, otherState);
+
+    for (const op of [["commit", "-m", "m"], ["commit", "-m", "again"], ["status"]]) {
+      const refused = await run(...op, "--json", a);
+      expect(refused.code).toBe(3);
+      expect(refused.json).toMatchObject({ code: "INVALID_REQUEST", reason: "PULL_REQUIRED", action: "PULL", retryable: false });
+      expect(refused.json.message).toContain("damaged");
+      // No library's text: not in the message, and no cause line on stderr.
+      expect(`${refused.json.message}\n${refused.stderr}`).not.toMatch(/JSON|Zod|zod|Parse|expected|cause/);
+    }
+    const pulled = await run("pull", "--json", a);
+    // Merged against nothing: a file that differs from the notebook holds both versions.
+    expect(pulled.json).toMatchObject({ code: "CONTENT_CONFLICT", reason: "MERGE_CONFLICT", files: [{ path: "one.md" }] });
+    expect(read(a, "one.md")).toContain("unpublished\n");
+    expect(read(a, "mine.md")).toBe("mine\n");
+    // A deletion cannot be kept without the state that knew the file: it comes back.
+    expect(read(a, "two.md")).toBe("two\n");
+    write(a, "one.md", "one\nunpublished\n");
+    const committed = await run("commit", "-m", "after the repair", "--json", a);
+    expect(committed.json).toMatchObject({ generation: 2, filesChanged: 2 });
+  });
+}
 
 test("the private state of a removed checkout is set aside by the next call, not checked by every call forever; at most 16 are kept", async () => {
   const { dir, run, privateRoot } = world("prune");

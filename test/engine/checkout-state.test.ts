@@ -1,16 +1,17 @@
 /**
  * A checkout's private state follows its directory (checkout-registry.ts,
  * checkout-state.ts): set aside when the directory leaves its path, taken
- * over where it turns up again, bounded.
+ * over where it turns up again, bounded; and damaged state counts as lost.
  */
 import { afterEach, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkoutStateDir } from "../../src/engine/checkout-registry.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
 import { pull } from "../../src/engine/pull.ts";
-import { makeWorld, read, type World, write } from "../support/fixture.ts";
+import { restore } from "../../src/engine/restore.ts";
+import { makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -66,4 +67,18 @@ test("a state set aside longer than 30 days is removed when the next one is set 
   const left = readdirSync(setAside());
   expect(left).toHaveLength(1);
   expect(left).not.toContain(oldId);
+});
+
+test("on a damaged state, restore asks for a pull too, saying the state is damaged", async () => {
+  world = makeWorld();
+  const a = await withUnpublishedDeletion("a");
+  const stateDir = checkoutStateDir(world.privateRoot, world.deps().storeId, a);
+  writeFileSync(join(stateDir, "state.json"), '{"version":1,"checkout":');
+  const e = await refusal(() => restore(world.deps(), a, 1, ["gone.md"], false));
+  expect([e.code, e.reason, e.action, e.retryable]).toEqual(["INVALID_REQUEST", "PULL_REQUIRED", "PULL", false]);
+  expect(e.message).toContain("damaged");
+  expect(e.message).not.toMatch(/JSON|Parse/);
+  // Nothing was dropped by the refusals: the pull that follows rebuilds the state.
+  await pull(world.deps(), a);
+  expect(read(a, "keep.md")).toBe("kept\n");
 });
