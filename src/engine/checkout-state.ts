@@ -8,6 +8,7 @@
  *   <privateRoot>/checkouts/<id>/git/         the object cache (see git/object-cache.ts)
  *   <privateRoot>/checkouts/<id>/lock         held by the one operation running on this checkout
  *   <privateRoot>/checkouts/<id>/stat-cache.json  the stat cache (stat-cache.ts); only a speed-up
+ *   <privateRoot>/checkouts/<id>/adopting/    present only while a set-aside state is being taken over
  *
  * `<id>` hashes the store identity and the checkout's real path, so the same
  * directory used with two stores keeps two baselines. A path is not a

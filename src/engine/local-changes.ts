@@ -13,7 +13,8 @@
  *   and the next pull or commit repairs it first, as always;
  * - writes nothing: no baseline, no stat cache (a file whose stamp the
  *   cache does not vouch for is read again next time), no blob into the
- *   object cache (local files are hashed in memory);
+ *   object cache (local files are hashed in memory). Like every call, it
+ *   may move a checkout's state whole (settleState), never change it;
  * - asks the store one thing, `current`, for the behind count, and only
  *   after the rest is known: when the store cannot be reached the count is
  *   null and `behindUnknown` says why (docs/history.md).
@@ -74,11 +75,15 @@ export interface LocalChanges {
 
 const NOTHING_READ = ". Nothing was read from the store.";
 
+function unreadable(cause: unknown): DomainError {
+  if (cause instanceof DomainError) return cause;
+  return new DomainError("LOCAL_STATE", "The private state of this checkout could not be read.", { cause });
+}
+
 /**
  * The baseline, the visible files (blob ids, and the bytes read) and whether
- * an operation was interrupted, read under the lock. Like any call, it first
- * makes the state at the checkout's path the state of the directory there
- * (settleState): a state moves, nothing in it changes.
+ * an operation was interrupted, read under the lock, once the state at the
+ * checkout's path is the state of the directory there (settleState).
  */
 async function readUnderLock(deps: EngineDeps, dir: string) {
   const stateDir = checkoutStateDir(deps.privateRoot, deps.storeId, dir);
@@ -87,20 +92,18 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
     throw pullRequired(null, NOTHING_READ);
   }
   let lock;
-  let settled;
   try {
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
     lock = await acquireLock(join(stateDir, "lock"), deps.self, deps.lockTimeoutMs ?? 30_000);
   } catch (cause) {
-    if (cause instanceof DomainError) throw cause;
-    throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be read.", { cause });
+    throw unreadable(cause);
   }
   try {
+    let settled;
     try {
       settled = settleState({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir, stateDir, directory });
     } catch (cause) {
-      if (cause instanceof DomainError) throw cause;
-      throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be read.", { cause });
+      throw unreadable(cause);
     }
     const state = settled.state;
     if (state === null) throw pullRequired(lostState(settled), NOTHING_READ);
