@@ -97,6 +97,15 @@ function removeLeftovers(file: string): void {
   }
 }
 
+/** Whether the lock `file` may belong to an operation still running: it is there, and its holder is not provably gone. */
+export function lockHeld(file: string, self: ProcessIdentity): boolean {
+  try {
+    return !isStale(parseHolder(readFileSync(file, "utf8")), Date.now() - statSync(file).mtimeMs, self);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== "ENOENT";
+  }
+}
+
 export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs: number): Promise<HeldLock> {
   const me = holderName(self);
   const deadline = Date.now() + timeoutMs;

@@ -1,16 +1,44 @@
 /**
  * The checkouts registered under a private root: each has a state directory
  * `<privateRoot>/checkouts/<id>/` (checkout-state.ts), found here for the
- * nesting check and removed here once its directory is gone.
+ * nesting check. A state whose directory left its path — removed, moved,
+ * or another directory (a volume) in its place — is set aside here:
+ *
+ *   <privateRoot>/set-aside/<id>/   a state directory as it was, keyed by the
+ *                                   store and the identity of its directory
+ *
+ * so that the same directory, pulled or committed again at any path, takes
+ * its state over (adoptSetAside): its unpublished edits, deletions included,
+ * stay local edits, and its journal and recorded publication come with it.
+ * Set-aside states are bounded (SET_ASIDE, pruneSetAside). A directory whose
+ * identity has no birth time gets none set aside: another directory made
+ * later may be given the same device and inode, and would take over a
+ * baseline of files it never held (directory-identity.ts).
  */
 import { createHash } from "node:crypto";
-import { lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { randomHex } from "../contract/random-hex.ts";
-import { readJson } from "./atomic-file.ts";
+import { readJson, writeAtomic } from "./atomic-file.ts";
+import { lockHeld, type ProcessIdentity } from "./checkout-lock.ts";
+import { directoryIdentity, isUnique } from "./directory-identity.ts";
 import { StateSchema } from "./state-files.ts";
 import { fileIdentity } from "./kept.ts";
 import type { ProcessMemory } from "./process-memory.ts";
+
+/** How many set-aside states are kept, and for how long: the newest, none older. */
+const SET_ASIDE = { count: 16, maxAgeMs: 30 * 24 * 3600 * 1000 } as const;
+
+/**
+ * What moves with a state set aside or taken over, the state file last: a
+ * state moved part-way still has its state file where it was, so it is found
+ * and moved again. Not the lock (the holder's), nor the stat cache (it
+ * describes files by inode and is only a speed-up).
+ */
+const MOVED = ["git", "journal.done", "journal.json", "state.json"] as const;
+
+/** Inside a state directory: a set-aside state being taken over (adoptSetAside). */
+const ADOPTING = "adopting";
 
 export function checkoutId(storeId: string, dir: string): string {
   return createHash("sha256").update(`${storeId}\0${dir}`).digest("hex").slice(0, 32);
@@ -21,14 +49,22 @@ export function checkoutStateDir(privateRoot: string, storeId: string, dir: stri
   return join(privateRoot, "checkouts", checkoutId(storeId, dir));
 }
 
+function setAsideDir(privateRoot: string, storeId: string, directory: string): string {
+  return join(privateRoot, "set-aside", checkoutId(storeId, directory));
+}
+
 /**
  * Real paths of every checkout registered under the private root, for the
- * nesting check. A checkout whose directory is gone is no checkout: its
- * state is removed on the way (unless an operation holds it), so states of
- * removed directories — temporary ones above all — do not pile up and slow
- * every call down.
+ * nesting check. A checkout whose directory left its path is no checkout
+ * there: its state is set aside on the way (unless an operation holds it),
+ * so states of removed directories — temporary ones above all — do not
+ * pile up and slow every call down. `self` tells a lock left by a dead
+ * process (a kill mid-call, whose journal must move with the state) from a
+ * held one; without it, every lock counts as held. `opening`: the checkout
+ * the caller is about to open, whose own state it judges itself, under its
+ * lock.
  */
-export function registeredCheckouts(privateRoot: string, memory: ProcessMemory): string[] {
+export function registeredCheckouts(privateRoot: string, memory: ProcessMemory, options: { self?: ProcessIdentity; opening?: string } = {}): string[] {
   const knownCheckouts = memory.checkouts;
   const base = join(privateRoot, "checkouts");
   let ids: string[];
@@ -45,21 +81,40 @@ export function registeredCheckouts(privateRoot: string, memory: ProcessMemory):
     // (state files are replaced, never edited).
     const identity = fileIdentity(file);
     const known = knownCheckouts.get(file);
-    let checkout = identity !== null && known?.identity === identity ? known.checkout : null;
+    let checkout = identity !== null && known?.identity === identity ? known : null;
     if (checkout === null) {
       try {
         const parsed = StateSchema.safeParse(readJson(file));
         if (!parsed.success) continue;
-        checkout = parsed.data.checkout;
-        if (identity !== null) knownCheckouts.set(file, { identity, checkout });
+        const { store, directory } = parsed.data;
+        checkout = { identity: identity ?? "", checkout: parsed.data.checkout, store, ...(directory !== undefined ? { directory } : {}) };
+        if (identity !== null) knownCheckouts.set(file, checkout);
       } catch {
         continue; // unreadable state is the business of its own checkout
       }
     }
-    if (exists(checkout)) dirs.push(checkout);
-    else forgetCheckout(base, id);
+    const there = checkout.checkout === options.opening ? undefined : identityAt(checkout.checkout);
+    const left = there === null || (there !== undefined && checkout.directory !== undefined && there !== checkout.directory);
+    if (!left) {
+      dirs.push(checkout.checkout);
+      continue;
+    }
+    if (held(join(base, id, "lock"), options.self)) continue;
+    knownCheckouts.delete(file);
+    if (checkout.directory !== undefined && isUnique(checkout.directory)) setAsideUnheld(privateRoot, base, id, checkout.store, checkout.directory);
+    else removeDir(join(base, id), base);
   }
   return dirs;
+}
+
+/** The identity of the directory at `path`; null when nothing is there, undefined when that cannot be told. */
+function identityAt(path: string): string | null | undefined {
+  try {
+    return directoryIdentity(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === "ENOENT" || code === "ENOTDIR" ? null : undefined;
+  }
 }
 
 function exists(path: string): boolean {
@@ -71,20 +126,152 @@ function exists(path: string): boolean {
   }
 }
 
-/**
- * Remove the state of a checkout whose directory is gone, unless an
- * operation holds its lock (it may be making the directory again). Renamed
- * aside first, so a half-removed state is never read as a checkout's.
- */
-function forgetCheckout(base: string, id: string): void {
-  if (exists(join(base, id, "lock"))) return;
-  const aside = join(base, `.gone-${id}-${randomHex(4)}`);
+/** Remove a directory: renamed aside first, so it is never read half-removed. */
+function removeDir(dir: string, besides: string): void {
+  const aside = join(besides, `.gone-${randomHex(8)}`);
   try {
-    renameSync(join(base, id), aside);
-    rmSync(aside, { recursive: true, force: true });
+    renameSync(dir, aside);
   } catch {
-    /* another process got there first, or a state file is in use: next time */
+    return; // gone already, or taken over by another process
   }
+  rmSync(aside, { recursive: true, force: true });
+}
+
+/** Whether an operation may hold the lock `file` (it may be making the checkout's directory again); see registeredCheckouts. */
+function held(file: string, self: ProcessIdentity | undefined): boolean {
+  return self === undefined ? exists(file) : lockHeld(file, self);
+}
+
+/** Set aside the state directory `base/id`, held by no operation, of `directory`: moved whole, a dead holder's lock with it. */
+function setAsideUnheld(privateRoot: string, base: string, id: string, storeId: string, directory: string): void {
+  const target = setAsideDir(privateRoot, storeId, directory);
+  try {
+    mkdirSync(join(privateRoot, "set-aside"), { recursive: true, mode: 0o700 });
+    // An older state of the same directory: this one is what it had last.
+    removeDir(target, join(privateRoot, "set-aside"));
+    renameSync(join(base, id), target);
+  } catch {
+    return; // another process got there first: next time
+  }
+  setAsideDone(privateRoot, target);
+}
+
+/**
+ * Set aside the state in `stateDir`, whose lock the caller holds, made for
+ * `directory`, which is no longer at its path: its files move (MOVED), and
+ * the state directory stays for the checkout now at the path. Without a
+ * birth time to know the directory by, the state is dropped instead.
+ */
+export function setAsideHeld(privateRoot: string, stateDir: string, storeId: string, directory: string): void {
+  rmSync(join(stateDir, "stat-cache.json"), { force: true });
+  if (!isUnique(directory)) {
+    for (const name of MOVED) if (name !== "git") rmSync(join(stateDir, name), { force: true });
+    return;
+  }
+  const target = setAsideDir(privateRoot, storeId, directory);
+  // A complete older state of the directory gives way; a part-moved one is this one, moved before a kill.
+  if (exists(join(target, "state.json"))) removeDir(target, join(privateRoot, "set-aside"));
+  mkdirSync(target, { recursive: true, mode: 0o700 });
+  for (const name of MOVED) moveEntry(join(stateDir, name), join(target, name));
+  setAsideDone(privateRoot, target);
+}
+
+/** Replace `to` by `from`, if `from` is there (a move a kill interrupted is finished by doing it again). */
+function moveEntry(from: string, to: string): void {
+  if (!exists(from)) return;
+  rmSync(to, { recursive: true, force: true });
+  renameSync(from, to);
+}
+
+/** A state was set aside at `target`: date it (the age SET_ASIDE bounds), and keep the bounds. */
+function setAsideDone(privateRoot: string, target: string): void {
+  const now = new Date();
+  try {
+    utimesSync(target, now, now);
+  } catch {
+    /* taken over already */
+  }
+  pruneSetAside(privateRoot, now.getTime());
+}
+
+/** Keep the newest SET_ASIDE.count set-aside states, none older than SET_ASIDE.maxAgeMs. */
+function pruneSetAside(privateRoot: string, nowMs: number): void {
+  const root = join(privateRoot, "set-aside");
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch {
+    return;
+  }
+  const states: Array<{ name: string; mtimeMs: number }> = [];
+  for (const name of names) {
+    if (name.startsWith(".gone-")) {
+      rmSync(join(root, name), { recursive: true, force: true }); // a removal a kill interrupted
+      continue;
+    }
+    try {
+      states.push({ name, mtimeMs: statSync(join(root, name)).mtimeMs });
+    } catch {
+      /* taken over meanwhile */
+    }
+  }
+  states.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  states.forEach(({ name, mtimeMs }, i) => {
+    if (i >= SET_ASIDE.count || nowMs - mtimeMs > SET_ASIDE.maxAgeMs) removeDir(join(root, name), root);
+  });
+}
+
+/** Whether a state set aside for `directory` waits, or one was being taken over into `stateDir` when a call was killed. */
+export function hasSetAside(privateRoot: string, storeId: string, stateDir: string, directory: string): boolean {
+  if (exists(join(stateDir, ADOPTING))) return true;
+  return isUnique(directory) && exists(join(setAsideDir(privateRoot, storeId, directory), "state.json"));
+}
+
+/**
+ * Take over, into `stateDir` (whose lock the caller holds, and which holds
+ * no state it can use), the state set aside for `directory`, now at the
+ * real path `dir`. Claimed by one rename, so of two calls one takes it;
+ * then moved in by finishAdoption. Returns whether there was one.
+ */
+export function adoptSetAside(privateRoot: string, stateDir: string, storeId: string, directory: string, dir: string): boolean {
+  if (!isUnique(directory)) return false;
+  const source = setAsideDir(privateRoot, storeId, directory);
+  // One whose state file is not there yet is still being set aside (setAsideHeld).
+  if (!exists(join(source, "state.json"))) return false;
+  // What is here is unusable (damaged, or a journal without its state): none of it may mix with what comes.
+  for (const name of MOVED) rmSync(join(stateDir, name), { recursive: true, force: true });
+  try {
+    renameSync(source, join(stateDir, ADOPTING));
+  } catch {
+    return false; // another call took it
+  }
+  finishAdoption(stateDir, dir);
+  return true;
+}
+
+/**
+ * Move a claimed set-aside state into `stateDir`, the state file last, with
+ * the path it now belongs to: run first by every call on a checkout, so a
+ * kill part-way is finished by the next. A state file that does not read
+ * (it did when it was claimed) is left behind, and its journal with it.
+ */
+export function finishAdoption(stateDir: string, dir: string): void {
+  const claimed = join(stateDir, ADOPTING);
+  if (!exists(claimed)) return;
+  rmSync(join(stateDir, "stat-cache.json"), { force: true });
+  let state;
+  try {
+    state = StateSchema.safeParse(readJson(join(claimed, "state.json")));
+  } catch {
+    state = null;
+  }
+  if (state?.success) {
+    for (const name of MOVED) if (name !== "state.json") moveEntry(join(claimed, name), join(stateDir, name));
+    writeAtomic(join(stateDir, "state.json"), `${JSON.stringify({ ...state.data, checkout: dir }, null, 2)}\n`);
+  } else {
+    for (const name of ["journal.json", "journal.done"]) rmSync(join(stateDir, name), { force: true });
+  }
+  rmSync(claimed, { recursive: true, force: true });
 }
 
 /**
@@ -93,5 +280,7 @@ function forgetCheckout(base: string, id: string): void {
  * nothing in the directory remains unpublished.
  */
 export function forgetCheckoutState(privateRoot: string, storeId: string, dir: string): void {
-  forgetCheckout(join(privateRoot, "checkouts"), checkoutId(storeId, dir));
+  const base = join(privateRoot, "checkouts");
+  const id = checkoutId(storeId, dir);
+  if (!exists(join(base, id, "lock"))) removeDir(join(base, id), base);
 }

@@ -8,26 +8,37 @@
  *   <privateRoot>/checkouts/<id>/git/         the object cache (see git/object-cache.ts)
  *   <privateRoot>/checkouts/<id>/lock         held by the one operation running on this checkout
  *   <privateRoot>/checkouts/<id>/stat-cache.json  the stat cache (stat-cache.ts); only a speed-up
+ *   <privateRoot>/checkouts/<id>/adopting/    present only while a set-aside state is being taken over
  *
  * `<id>` hashes the store identity and the checkout's real path, so the same
  * directory used with two stores keeps two baselines. A path is not a
  * directory, though: `rm -rf DIR` and a new `DIR` (or a fresh volume mounted
  * there) have the same path and none of the files the baseline describes.
  * So the state also records the identity of the directory it was made for
- * (device, inode, birth time); a directory that is not that one is a new
- * checkout, whose old state is dropped — else every file missing from it
- * would count as a local deletion, and the next commit would delete them for
- * everyone. Every file is replaced
+ * (directory-identity.ts); a directory that is not that one is a new
+ * checkout — else every file missing from it would count as a local
+ * deletion, and the next commit would delete them for everyone. The old
+ * state is set aside (checkout-registry.ts) for its directory to take back,
+ * at this path or another: a volume mounted here again, a directory moved.
+ * Every file is replaced
  * atomically (write a temporary file, fsync, rename), so a crash leaves the
  * old or the new state, never a torn one — except the stat cache, written
  * without fsync: a torn one does not parse, and is simply rebuilt.
+ *
+ * The state is only what the checkout knew. One that does not read as this
+ * checkout's — not JSON, not what state-files.ts describes, or another
+ * checkout's or store's — is damaged, and counts as lost: nothing the
+ * checkout would do with it can be trusted, and a pull rebuilds it, as for a
+ * checkout whose private state is gone (docs/failures.md).
  */
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import type { z } from "zod";
 import { DomainError } from "../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
-import { checkoutStateDir } from "./checkout-registry.ts";
+import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./checkout-registry.ts";
+import { directoryIdentity } from "./directory-identity.ts";
 import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type ProgressStep, ProgressStepSchema, type Publication, StateSchema } from "./state-files.ts";
 import { ObjectCache } from "./git/object-cache.ts";
 import type { KeptStatCaches } from "./kept-stat-caches.ts";
@@ -50,24 +61,109 @@ export interface CheckoutStateOptions {
   memory: ProcessMemory;
 }
 
-/**
- * The identity of a directory: device, inode and birth time. The inode alone
- * is not enough — a directory removed and made again often gets the same
- * inode number at once — and the birth time tells them apart where the file
- * system records one (ext4, XFS, Btrfs, APFS, NTFS, tmpfs). Where it does
- * not (birth time 0), the inode is all there is (docs/failures.md).
- */
-export function directoryIdentity(dir: string): string {
-  const st = statSync(dir);
-  return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
-}
-
 /** Beside journal.json: the journal's progress (openJournalProgress). */
 const JOURNAL_DONE = "journal.done";
 
+/** Why a state does not count: its cause, for the log only. */
+export interface Damage {
+  cause: unknown;
+}
+
+/** A state file: undefined when absent, its damage when it does not read as `schema` says. Failing to read it at all (permissions) throws. */
+function readStateJson<T>(file: string, schema: z.ZodType<T>): { value: T | undefined } | { damage: Damage } {
+  let raw: unknown;
+  try {
+    raw = readJson(file);
+  } catch (cause) {
+    if (cause instanceof SyntaxError || (cause as NodeJS.ErrnoException).code === "EISDIR") return { damage: { cause } };
+    throw cause;
+  }
+  if (raw === undefined) return { value: undefined };
+  const parsed = schema.safeParse(raw);
+  return parsed.success ? { value: parsed.data } : { damage: { cause: parsed.error } };
+}
+
+/** The state file in `stateDir`, if it is the checkout `dir`'s of the store `storeId`; else null, with its damage if it is there. */
+function readStateFile(stateDir: string, dir: string, storeId: string): { state: CheckoutStateFile | null; damage: Damage | null } {
+  const read = readStateJson(join(stateDir, "state.json"), StateSchema);
+  if ("damage" in read) return { state: null, damage: read.damage };
+  const state = read.value ?? null;
+  if (state !== null && (state.checkout !== dir || state.store !== storeId)) {
+    return { state: null, damage: { cause: new Error("the state file names another checkout or store") } };
+  }
+  return { state, damage: null };
+}
+
+function writeStateFile(stateDir: string, state: CheckoutStateFile): void {
+  writeAtomic(join(stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+}
+
+/** Where a checkout's state lives, and the directory now at its path. */
+export interface StateLocation {
+  privateRoot: string;
+  storeId: string;
+  /** The checkout's real path. */
+  dir: string;
+  /** Its state directory, whose lock the caller holds. */
+  stateDir: string;
+  /** The identity of the directory at `dir` (directoryIdentity). */
+  directory: string;
+}
+
+export interface SettledState {
+  /** The checkout's state; null when there is none to use (never pulled, replaced, damaged). */
+  state: CheckoutStateFile | null;
+  /** The state there was another directory's (removed and made again, another volume): it was set aside. */
+  replaced: boolean;
+  /** The state set aside for this directory was taken over: it was moved here, or came back. */
+  adopted: boolean;
+  /** The state, or its journal, is damaged: it counts as lost, and stays until a pull drops it (CheckoutState.forgetDamaged). */
+  damage: Damage | null;
+}
+
+/**
+ * Make the state directory at a checkout's path hold the state of the
+ * directory now there, under its lock: finish a takeover a killed call left
+ * part-way; set aside a state made for another directory; take over the
+ * state set aside for this one, if there is one. Then judge the journal: a
+ * damaged one says that visible files may hold what a dead call wrote,
+ * without saying which, so the whole state counts as lost — every file is
+ * kept, and a pull merges them against nothing.
+ */
+export function settleState(at: StateLocation): SettledState {
+  finishAdoption(at.stateDir, at.dir);
+  let own = readStateFile(at.stateDir, at.dir, at.storeId);
+  let replaced = false;
+  const recorded = own.state?.directory;
+  if (own.state !== null && recorded === undefined) {
+    // Written before directories were recorded: this is the directory it knew.
+    own.state = { ...own.state, directory: at.directory };
+    writeStateFile(at.stateDir, own.state);
+  } else if (recorded !== undefined && recorded !== at.directory) {
+    setAsideHeld(at.privateRoot, at.stateDir, at.storeId, recorded);
+    own = { state: null, damage: null };
+    replaced = true;
+  }
+  const adopted = own.state === null && adoptSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
+  if (adopted) {
+    own = readStateFile(at.stateDir, at.dir, at.storeId);
+    replaced = false;
+  }
+  const journal = readStateJson(join(at.stateDir, "journal.json"), JournalSchema);
+  if ("damage" in journal) own = { state: null, damage: journal.damage };
+  return { state: own.state, replaced, adopted, damage: own.damage };
+}
+
+/** The state changed under this call's lock (someone else wrote it): the next call judges it afresh. */
+function changedInUse(damage: Damage): DomainError {
+  return new DomainError("LOCAL_STATE", "The private state of this checkout changed while this call used it; call again.", { cause: damage.cause });
+}
+
 export class CheckoutState {
-  /** The directory was not the one this state was made for: its old state was dropped (open). */
+  /** The directory was not the one this state was made for: its old state was set aside (open). */
   replaced = false;
+  /** The state is damaged, and reads as none until forgetDamaged (settleState). */
+  damage: Damage | null = null;
 
   private constructor(
     readonly dir: string,
@@ -91,7 +187,7 @@ export class CheckoutState {
           break;
         } catch (e) {
           // The state of a directory that was gone a moment ago may just have
-          // been removed (registeredCheckouts): make it again.
+          // been set aside or removed (registeredCheckouts): make it again.
           if ((e as NodeJS.ErrnoException).code !== "ENOENT" || tries >= 3) throw e;
         }
       }
@@ -101,11 +197,15 @@ export class CheckoutState {
     }
     try {
       directory = directoryIdentity(options.dir);
+      const settled = settleState({ privateRoot: options.privateRoot, storeId: options.storeId, dir: options.dir, stateDir, directory });
+      // The stat cache went with a state set aside or taken over: what this process kept of it is another directory's.
+      if (settled.replaced || settled.adopted) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
       const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
       const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory, options.memory.statCaches);
-      state.forgetIfReplaced();
+      state.replaced = settled.replaced;
+      state.damage = settled.damage;
       return state;
     } catch (cause) {
       lock.release();
@@ -115,37 +215,25 @@ export class CheckoutState {
   }
 
   /**
-   * A directory that is not the one the state was made for is a new
-   * checkout: drop the baseline, the journal (its files are not in this
-   * directory) and the stat cache (inodes are reused). The object cache
-   * stays: it only ever holds objects, and they speed up the fresh pull.
+   * Drop a damaged state, for a pull to rebuild: the journal first, so that
+   * a kill part-way leaves the damaged state file, still found damaged. The
+   * object cache stays: it only ever holds objects, checked as they are read.
    */
-  private forgetIfReplaced(): void {
-    const state = this.readState();
-    if (state === null) return;
-    if (state.directory === undefined) {
-      // Written before directories were recorded: this is the directory it knew.
-      this.writeState({ ...state, directory: this.directory });
-      return;
-    }
-    if (state.directory === this.directory) return;
+  forgetDamaged(): void {
     for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
     this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
-    this.replaced = true;
+    this.damage = null;
   }
 
   private readState(): CheckoutStateFile | null {
-    const raw = readJson(join(this.stateDir, "state.json"));
-    if (raw === undefined) return null;
-    const parsed = StateSchema.safeParse(raw);
-    if (!parsed.success || parsed.data.checkout !== this.dir || parsed.data.store !== this.storeId) {
-      throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.", { cause: parsed.error });
-    }
-    return parsed.data;
+    if (this.damage !== null) return null;
+    const read = readStateFile(this.stateDir, this.dir, this.storeId);
+    if (read.damage !== null) throw changedInUse(read.damage);
+    return read.state;
   }
 
   private writeState(state: CheckoutStateFile): void {
-    writeAtomic(join(this.stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+    writeStateFile(this.stateDir, state);
   }
 
   /** The baseline, or null for a directory that was never pulled. */
@@ -189,13 +277,10 @@ export class CheckoutState {
   }
 
   readJournal(): Journal | null {
-    const raw = readJson(join(this.stateDir, "journal.json"));
-    if (raw === undefined) return null;
-    const parsed = JournalSchema.safeParse(raw);
-    if (!parsed.success) {
-      throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.", { cause: parsed.error });
-    }
-    return parsed.data;
+    if (this.damage !== null) return null;
+    const read = readStateJson(join(this.stateDir, "journal.json"), JournalSchema);
+    if ("damage" in read) throw changedInUse(read.damage);
+    return read.value ?? null;
   }
 
   writeJournal(journal: Journal): void {

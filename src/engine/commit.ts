@@ -24,6 +24,7 @@ import {
   type OpenCheckout,
   openCheckout,
   privateStateMissing,
+  pullRequired,
   scanLocal,
 } from "./engine.ts";
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
@@ -41,14 +42,7 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
   const checkout = await openCheckout(deps, path, false);
   try {
     // PULL_REQUIRED and UNRESOLVED_MARKERS come before any store access.
-    if (checkout.baseline === null) {
-      throw new DomainError(
-        "PULL_REQUIRED",
-        checkout.replaced
-          ? "This directory is not the one that was pulled here (it was removed or replaced); call pull for it once, then commit. No remote state was touched."
-          : "This directory was never pulled; call pull for it once, then commit. No remote state was touched.",
-      );
-    }
+    if (checkout.baseline === null) throw pullRequired(checkout.lost, ", then commit. No remote state was touched.");
     await scanLocal(checkout);
     const baselineTree = await baselineFilesOrRefuse(checkout);
     await refuseMarkers(checkout, baselineTree);

@@ -13,7 +13,7 @@ import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./git/objects.ts";
 import { registeredCheckouts } from "./checkout-registry.ts";
-import { type Baseline, CheckoutState, type ProcessIdentity } from "./checkout-state.ts";
+import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from "./checkout-state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
@@ -79,12 +79,12 @@ export const DEFAULT_COMMIT_RETRIES = 30;
  * checkouts): a directory inside another checkout, or containing one, is
  * refused. So is one that overlaps the private state.
  */
-export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory">, dir: string): void {
+export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | "self">, dir: string): void {
   const privateRoot = deps.privateRoot;
   if (isAtOrBelow(dir, privateRoot) || isAtOrBelow(privateRoot, dir)) {
     throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");
   }
-  for (const other of registeredCheckouts(privateRoot, deps.memory)) {
+  for (const other of registeredCheckouts(privateRoot, deps.memory, { self: deps.self, opening: dir })) {
     if (other === dir) continue; // the checkout itself
     if (isAtOrBelow(other, dir)) {
       throw new DomainError(
@@ -119,8 +119,38 @@ export interface OpenCheckout {
   /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
   lineCounts: Map<string, number>;
   baseline: Baseline | null;
-  /** The directory is not the one its private state was made for (removed and made again): a new checkout. */
-  replaced: boolean;
+  /** Why `baseline` is null, when the directory was pulled before (pullRequired). */
+  lost: LostState | null;
+}
+
+/**
+ * How a checkout that was pulled came to have no baseline: its directory is
+ * not the one its private state was made for (removed and made again: a
+ * new checkout), or that state is damaged (`cause`: why, for the log).
+ */
+export type LostState = { why: "replaced" } | { why: "damaged"; cause: unknown };
+
+/** Why a checkout has no baseline, from what settling its state found (checkout-state.ts, settleState). */
+export function lostState(found: { replaced: boolean; damage: Damage | null }): LostState | null {
+  if (found.damage !== null) return { why: "damaged", cause: found.damage.cause };
+  return found.replaced ? { why: "replaced" } : null;
+}
+
+/**
+ * PULL_REQUIRED for a checkout without a baseline, saying why (`lost`, null
+ * for never pulled); `then`: the rest of the sentence, what to do after the
+ * pull and what was left untouched.
+ */
+export function pullRequired(lost: LostState | null, then: string): DomainError {
+  if (lost?.why === "damaged") {
+    return new DomainError(
+      "PULL_REQUIRED",
+      `The private state of this checkout is damaged, so what its files last agreed with is unknown. A pull rebuilds it and keeps every file, with conflict blocks where one differs from the notebook: call pull for it once${then}`,
+      { cause: lost.cause },
+    );
+  }
+  const why = lost?.why === "replaced" ? "This directory is not the one that was pulled here (it was removed or replaced)" : "This directory was never pulled";
+  return new DomainError("PULL_REQUIRED", `${why}; call pull for it once${then}`);
 }
 
 function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
@@ -185,6 +215,9 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     return afterWrite();
   };
   try {
+    // A pull rebuilds a damaged state; anything else asks for that pull (pullRequired).
+    const damage = state.damage;
+    if (damage !== null && create) state.forgetDamaged();
     const recovered = await recoverInterrupted(state, full.afterWrite);
     // A commit that died after its publication, before its baseline moved
     // (publication.ts); its journal stays until then, so a kill in between
@@ -202,7 +235,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
       statCache: StatCache.empty(),
       lineCounts: new Map(),
       baseline,
-      replaced: state.replaced,
+      lost: baseline !== null ? null : lostState({ replaced: state.replaced, damage }),
     };
   } catch (e) {
     state.release();

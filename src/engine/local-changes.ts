@@ -13,27 +13,27 @@
  *   and the next pull or commit repairs it first, as always;
  * - writes nothing: no baseline, no stat cache (a file whose stamp the
  *   cache does not vouch for is read again next time), no blob into the
- *   object cache (local files are hashed in memory);
+ *   object cache (local files are hashed in memory). Like every call, it
+ *   may move a checkout's state whole (settleState), never change it;
  * - asks the store one thing, `current`, for the behind count, and only
  *   after the rest is known: when the store cannot be reached the count is
  *   null and `behindUnknown` says why (docs/history.md).
  */
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, mkdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { DomainError, type LineRange } from "../contract/errors.ts";
 import { isProtected } from "../contract/path-sets.ts";
 import { NO_PATH_SETS } from "../contract/results.ts";
 import { readManifest } from "./accepted-state.ts";
 import { acquireLock } from "./checkout-lock.ts";
-import { checkoutStateDir } from "./checkout-registry.ts";
-import { directoryIdentity } from "./checkout-state.ts";
-import { type EngineDeps, privateStateMissing, refuseNesting } from "./engine.ts";
+import { checkoutStateDir, hasSetAside } from "./checkout-registry.ts";
+import { settleState } from "./checkout-state.ts";
+import { directoryIdentity } from "./directory-identity.ts";
+import { type EngineDeps, lostState, privateStateMissing, pullRequired, refuseNesting } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
-import { readJson } from "./atomic-file.ts";
 import { scanNotebook } from "./scan.ts";
 import { StatCache } from "./stat-cache.ts";
-import { type Baseline, StateSchema } from "./state-files.ts";
 import { decodeText } from "./text.ts";
 import { type ChangeStatus, diffFlatTrees } from "./tree-diff.ts";
 import { diffStat, findMarkerBlocks } from "./xdiff/index.ts";
@@ -73,34 +73,40 @@ export interface LocalChanges {
   interrupted: boolean;
 }
 
-function pullRequired(replaced: boolean): DomainError {
-  return new DomainError(
-    "PULL_REQUIRED",
-    replaced
-      ? "This directory is not the one that was pulled here (it was removed or replaced); call pull for it once."
-      : "This directory was never pulled; call pull for it once. Nothing was read from the store.",
-  );
+const NOTHING_READ = ". Nothing was read from the store.";
+
+function unreadable(cause: unknown): DomainError {
+  if (cause instanceof DomainError) return cause;
+  return new DomainError("LOCAL_STATE", "The private state of this checkout could not be read.", { cause });
 }
 
-/** The baseline, the visible files (blob ids, and the bytes read) and whether an operation was interrupted, read under the lock. */
+/**
+ * The baseline, the visible files (blob ids, and the bytes read) and whether
+ * an operation was interrupted, read under the lock, once the state at the
+ * checkout's path is the state of the directory there (settleState).
+ */
 async function readUnderLock(deps: EngineDeps, dir: string) {
   const stateDir = checkoutStateDir(deps.privateRoot, deps.storeId, dir);
-  if (!existsSync(join(stateDir, "state.json"))) throw pullRequired(false);
+  const directory = directoryIdentity(dir);
+  if (!existsSync(join(stateDir, "state.json")) && !hasSetAside(deps.privateRoot, deps.storeId, stateDir, directory)) {
+    throw pullRequired(null, NOTHING_READ);
+  }
   let lock;
   try {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
     lock = await acquireLock(join(stateDir, "lock"), deps.self, deps.lockTimeoutMs ?? 30_000);
   } catch (cause) {
-    if (cause instanceof DomainError) throw cause;
-    throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be read.", { cause });
+    throw unreadable(cause);
   }
   try {
-    const parsed = StateSchema.safeParse(readJson(join(stateDir, "state.json")));
-    if (!parsed.success) throw pullRequired(false);
-    const state = parsed.data;
-    if (state.checkout !== dir || state.store !== deps.storeId) {
-      throw new DomainError("ENGINE_FAILED", "The private state of this checkout cannot be trusted.");
+    let settled;
+    try {
+      settled = settleState({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir, stateDir, directory });
+    } catch (cause) {
+      throw unreadable(cause);
     }
-    if (state.directory !== undefined && state.directory !== directoryIdentity(dir)) throw pullRequired(true);
+    const state = settled.state;
+    if (state === null) throw pullRequired(lostState(settled), NOTHING_READ);
     const interrupted = existsSync(join(stateDir, "journal.json")) || state.publishing !== undefined;
     // Read the stat cache without keeping it: this call never writes it back.
     const cache = StatCache.load(join(stateDir, "stat-cache.json"));
@@ -116,7 +122,7 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
       local.set(path, oid);
       contents.set(oid, file.bytes);
     }
-    return { stateDir, baseline: state.baseline as Baseline, local, contents, interrupted };
+    return { stateDir, baseline: state.baseline, local, contents, interrupted };
   } finally {
     lock.release();
   }
@@ -128,7 +134,7 @@ export async function readLocalChanges(deps: EngineDeps, path: string): Promise<
   try {
     dir = realpathSync(path);
   } catch {
-    throw pullRequired(false);
+    throw pullRequired(null, NOTHING_READ);
   }
   refuseNesting(deps, dir);
   const { stateDir, baseline, local, contents, interrupted } = await readUnderLock(deps, dir);

@@ -37,11 +37,12 @@ export class ProcessMemory {
   /** What this process saw of the races on each store, by store identity (contention.ts). */
   readonly contention = new RecentMap<string, Contention>(KEPT_BOUNDS.contention);
   /**
-   * The checkout directory each registered state file named when last
-   * parsed, with the file's identity then (checkout-registry.ts). One entry
-   * per checkout under the private root: no bound beyond theirs.
+   * The checkout directory, store and directory identity each registered
+   * state file named when last parsed, with the file's identity then
+   * (checkout-registry.ts). One entry per checkout under the private root:
+   * no bound beyond theirs.
    */
-  readonly checkouts = new Map<string, { identity: string; checkout: string }>();
+  readonly checkouts = new Map<string, { identity: string; checkout: string; store: string; directory?: string }>();
 
   /** Before the process ends: write out what only memory holds (stat caches). */
   flush(): void {

@@ -20,7 +20,7 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
 import type { FileStat } from "../contract/results.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, materializeInto, openCheckout, privateStateMissing, scanLocal } from "./engine.ts";
+import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, materializeInto, openCheckout, privateStateMissing, pullRequired, scanLocal } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { closeHistory, openHistory, readGenerationTree, readHistoryBlob } from "./history/read.ts";
@@ -53,12 +53,8 @@ export async function restore(deps: EngineDeps, path: string, from: number, name
   const entries = [...new Set(named.map(normalizeNotebookPath))];
   const checkout = await openCheckout(deps, path, false);
   try {
-    if (checkout.baseline === null) {
-      throw new DomainError(
-        "PULL_REQUIRED",
-        "This directory was never pulled, so it has no baseline to restore onto; call pull for it once, then restore.",
-      );
-    }
+    // No baseline to restore onto.
+    if (checkout.baseline === null) throw pullRequired(checkout.lost, ", then restore.");
     await scanLocal(checkout);
     const baseline = await baselineFilesOrRefuse(checkout);
     await checkout.deps.onStage("fetch");

@@ -1,10 +1,11 @@
 /**
  * Everyday accidents, as a user makes them with the built binary: a
  * checkout removed and made again (`rm -rf`, a fresh container volume over
- * old private state), a checkout killed while it held its lock.
+ * old private state), moved (`mv`), or swapped away and back; its private
+ * state damaged; a checkout killed while it held its lock.
  */
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { read, write } from "../support/fixture.ts";
@@ -93,13 +94,156 @@ test("a directory put in place of a checkout, holding files of its own, is merge
   expect(committed.json).toMatchObject({ generation: 2, files: [{ path: "mine.md", insertions: 1, deletions: 0 }] });
 });
 
-test("the private state of a removed checkout is dropped by the next call, not checked by every call forever", async () => {
+/** A checkout at `dir` with gone.md and keep.md published, then gone.md deleted and keep.md appended to, unpublished. */
+async function withUnpublishedEdits(run: (...args: string[]) => Promise<{ code: number }>, dir: string): Promise<void> {
+  expect((await run("pull", dir)).code).toBe(0);
+  write(dir, "gone.md", "to be deleted\n");
+  write(dir, "keep.md", "one\n");
+  expect((await run("commit", "-m", "init", dir)).code).toBe(0);
+  rmSync(join(dir, "gone.md"));
+  write(dir, "keep.md", "one\nappended\n");
+}
+
+const UNPUBLISHED = [
+  { path: "gone.md", change: "deleted", insertions: 0, deletions: 1 },
+  { path: "keep.md", change: "modified", insertions: 1, deletions: 0 },
+];
+
+test("a checkout moved with mv keeps every unpublished edit, its deletions included", async () => {
+  const { dir, run } = world("mv");
+  const nb = dir("nb");
+  const nb2 = dir("nb2");
+  await withUnpublishedEdits(run, nb);
+  renameSync(nb, nb2);
+  // status before any pull already knows the checkout at its new path.
+  expect((await run("status", "--json", nb2)).json).toMatchObject({ generation: 1, files: UNPUBLISHED });
+  const pulled = await run("pull", "--json", nb2);
+  expect(pulled.json).toMatchObject({ generation: 1, files: [] });
+  expect([read(nb2, "gone.md"), read(nb2, "keep.md")]).toEqual([null, "one\nappended\n"]);
+  expect((await run("status", "--json", nb2)).json).toMatchObject({ files: UNPUBLISHED });
+  const committed = await run("commit", "-m", "after the move", "--json", nb2);
+  expect(committed.json).toMatchObject({ generation: 2, filesChanged: 2, insertions: 1, deletions: 1 });
+  const other = dir("other");
+  await run("pull", other);
+  expect([read(other, "gone.md"), read(other, "keep.md")]).toEqual([null, "one\nappended\n"]);
+});
+
+test("moved, with a new directory made at the old path: each is its own checkout, and a commit from the moved one publishes its deletion", async () => {
+  const { dir, run } = world("mv-reused");
+  const nb = dir("nb");
+  const nb2 = dir("nb2");
+  await withUnpublishedEdits(run, nb);
+  renameSync(nb, nb2);
+  mkdirSync(nb);
+  // Its first call is a commit: the state follows the directory to its new path.
+  const committed = await run("commit", "-m", "after the move", "--json", nb2);
+  expect(committed.json).toMatchObject({ generation: 2, filesChanged: 2, insertions: 1, deletions: 1 });
+  // The new directory at the old path is a new checkout: it was never pulled.
+  expect((await run("commit", "-m", "x", "--json", nb)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  expect((await run("pull", "--json", nb)).code).toBe(0);
+  expect([read(nb, "gone.md"), read(nb, "keep.md")]).toEqual([null, "one\nappended\n"]);
+});
+
+test("a copy (cp -r) is a new checkout; the original keeps its state and its unpublished edits", async () => {
+  const { dir, run } = world("copy");
+  const nb = dir("nb");
+  const copy = dir("copy");
+  await withUnpublishedEdits(run, nb);
+  cpSync(nb, copy, { recursive: true });
+  // A new directory holding files: its first pull merges them against nothing, as any first pull does —
+  // the file the original deleted comes back, the one it edited holds both versions.
+  expect((await run("pull", "--json", copy)).json).toMatchObject({ reason: "MERGE_CONFLICT", files: [{ path: "keep.md" }] });
+  expect(read(copy, "gone.md")).toBe("to be deleted\n");
+  expect((await run("status", "--json", nb)).json).toMatchObject({ files: UNPUBLISHED });
+  expect((await run("pull", "--json", nb)).json).toMatchObject({ generation: 1, files: [] });
+  expect(read(nb, "gone.md")).toBe(null);
+});
+
+test("a volume swapped away and back (A, then B, then A at one path over the same private state): A's unpublished edits are all kept", async () => {
+  const { dir, run } = world("swap");
+  const v = dir("v");
+  await withUnpublishedEdits(run, v); // volume A
+  // Unmount A (here: move it out of the way) and mount an empty volume B at the same path.
+  renameSync(v, dir("volume-a"));
+  mkdirSync(v);
+  const b = await run("pull", "--json", v);
+  expect(b.json).toMatchObject({ generation: 1, filesChanged: 2 });
+  write(v, "b.md", "only on B\n");
+  // And back: B away, A at the path again.
+  renameSync(v, dir("volume-b"));
+  renameSync(dir("volume-a"), v);
+  expect((await run("status", "--json", v)).json).toMatchObject({ generation: 1, files: UNPUBLISHED });
+  const a = await run("pull", "--json", v);
+  expect(a.json).toMatchObject({ generation: 1, files: [] });
+  expect([read(v, "gone.md"), read(v, "keep.md")]).toEqual([null, "one\nappended\n"]);
+  // B back once more: its own unpublished file is still its own.
+  renameSync(v, dir("volume-a"));
+  renameSync(dir("volume-b"), v);
+  expect((await run("status", "--json", v)).json).toMatchObject({ files: [{ path: "b.md", change: "added" }] });
+  // And A's commit, from A, publishes A's edits.
+  renameSync(v, dir("volume-b"));
+  renameSync(dir("volume-a"), v);
+  const committed = await run("commit", "-m", "from A", "--json", v);
+  expect(committed.json).toMatchObject({ generation: 2, filesChanged: 2, insertions: 1, deletions: 1 });
+});
+
+/** Ways a checkout's state.json (or journal) can be damaged; each gets the state of checkout `a`, and the private root. */
+const DAMAGE: Array<[string, (stateDir: string, otherStateDir: string) => void]> = [
+  ["a truncated state.json", (s) => writeFileSync(join(s, "state.json"), readFileSync(join(s, "state.json"), "utf8").slice(0, 40))],
+  ["{} as state.json", (s) => writeFileSync(join(s, "state.json"), "{}")],
+  ["another checkout's state.json", (s, other) => writeFileSync(join(s, "state.json"), readFileSync(join(other, "state.json")))],
+  ["a damaged journal.json", (s) => writeFileSync(join(s, "journal.json"), '{"version":1,"target":')],
+];
+
+for (const [what, damage] of DAMAGE) {
+  test(`${what}: commit and status ask for a pull, the pull rebuilds the state keeping every file`, async () => {
+    const { dir, run, privateRoot } = world(`damaged-${DAMAGE.findIndex(([w]) => w === what)}`);
+    const a = dir("a");
+    const other = dir("other");
+    expect((await run("pull", other)).code).toBe(0);
+    const otherState = join(privateRoot, "checkouts", readdirSync(join(privateRoot, "checkouts"))[0]!);
+    expect((await run("pull", a)).code).toBe(0);
+    write(a, "one.md", "one\n");
+    write(a, "two.md", "two\n");
+    expect((await run("commit", "-m", "init", a)).code).toBe(0);
+    // Unpublished: an appended line, a new file, a deletion.
+    write(a, "one.md", "one\nunpublished\n");
+    write(a, "mine.md", "mine\n");
+    rmSync(join(a, "two.md"));
+    const ids = readdirSync(join(privateRoot, "checkouts"));
+    const stateDir = join(privateRoot, "checkouts", ids.find((id) => join(privateRoot, "checkouts", id) !== otherState)!);
+    damage(stateDir, otherState);
+
+    for (const op of [["commit", "-m", "m"], ["commit", "-m", "again"], ["status"]]) {
+      const refused = await run(...op, "--json", a);
+      expect(refused.code).toBe(3);
+      expect(refused.json).toMatchObject({ code: "INVALID_REQUEST", reason: "PULL_REQUIRED", action: "PULL", retryable: false });
+      expect(refused.json.message).toContain("damaged");
+      // No library's text: not in the message, and no cause line on stderr.
+      expect(`${refused.json.message}\n${refused.stderr}`).not.toMatch(/JSON|Zod|zod|Parse|expected|cause/);
+    }
+    const pulled = await run("pull", "--json", a);
+    // Merged against nothing: a file that differs from the notebook holds both versions.
+    expect(pulled.json).toMatchObject({ code: "CONTENT_CONFLICT", reason: "MERGE_CONFLICT", files: [{ path: "one.md" }] });
+    expect(read(a, "one.md")).toContain("unpublished\n");
+    expect(read(a, "mine.md")).toBe("mine\n");
+    // A deletion cannot be kept without the state that knew the file: it comes back.
+    expect(read(a, "two.md")).toBe("two\n");
+    write(a, "one.md", "one\nunpublished\n");
+    const committed = await run("commit", "-m", "after the repair", "--json", a);
+    expect(committed.json).toMatchObject({ generation: 2, filesChanged: 2 });
+  });
+}
+
+test("the private state of a removed checkout is set aside by the next call, not checked by every call forever; at most 16 are kept", async () => {
   const { dir, run, privateRoot } = world("prune");
-  for (const n of ["t1", "t2", "t3"]) expect((await run("pull", dir(n))).code).toBe(0);
-  for (const n of ["t1", "t2", "t3"]) rmSync(dir(n), { recursive: true });
-  expect(readdirSync(join(privateRoot, "checkouts"))).toHaveLength(3);
+  const names = Array.from({ length: 18 }, (_, i) => `t${i}`);
+  for (const n of names) expect((await run("pull", dir(n))).code).toBe(0);
+  for (const n of names) rmSync(dir(n), { recursive: true });
+  expect(readdirSync(join(privateRoot, "checkouts"))).toHaveLength(18);
   expect((await run("pull", dir("kept"))).code).toBe(0);
   expect(readdirSync(join(privateRoot, "checkouts"))).toHaveLength(1);
+  expect(readdirSync(join(privateRoot, "set-aside"))).toHaveLength(16);
   expect(existsSync(dir("kept"))).toBe(true);
 });
 

@@ -5,7 +5,7 @@
  * later commit publishes everything.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
@@ -129,6 +129,31 @@ for (const op of ["pull", "commit"] as const) {
     }
   });
 }
+
+test("a commit killed while writing files, then its checkout moved (mv): the journal and the recorded publication move with its state", async () => {
+  const { dir, run, crash } = crashWorld("moved-after-kill");
+  const a = dir("a");
+  const b = dir("b");
+  await run((d) => pull(d, a));
+  write(a, "shared.md", "one\ntwo\nthree\n");
+  write(a, "old.md", "to be deleted\n");
+  await run((d) => commit(d, a, "seed"));
+  await run((d) => pull(d, b));
+  write(b, "shared.md", "one\ntwo\nthree by b\n");
+  write(b, "new.md", "new from b\n");
+  await run((d) => commit(d, b, "b"));
+  write(a, "shared.md", "one by a\ntwo\nthree\n");
+  rmSync(join(a, "old.md"));
+  // The commit lands (generation 3) and dies writing b's changes into a, before its baseline moves.
+  await crash("commit", a, "write:1");
+  const moved = dir("a-moved");
+  renameSync(a, moved);
+  const pulled = await run((d) => pull(d, moved));
+  expect(pulled.generation).toBe(3);
+  expect([read(moved, "shared.md"), read(moved, "new.md"), read(moved, "old.md")]).toEqual(["one by a\ntwo\nthree by b\n", "new from b\n", null]);
+  // The publication was settled: nothing of it is published again.
+  expect((await run((d) => commit(d, moved, "again"))).files).toEqual([]);
+});
 
 test("SIGKILL after a conflicting pull wrote its markers but before the baseline moved: the next pull gives the same single conflict", async () => {
   const { dir, run, crash } = crashWorld("conflict");

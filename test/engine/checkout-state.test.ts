@@ -1,0 +1,84 @@
+/**
+ * A checkout's private state follows its directory (checkout-registry.ts,
+ * checkout-state.ts): set aside when the directory leaves its path, taken
+ * over where it turns up again, bounded; and damaged state counts as lost.
+ */
+import { afterEach, expect, test } from "bun:test";
+import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { checkoutStateDir } from "../../src/engine/checkout-registry.ts";
+import { commit } from "../../src/engine/commit.ts";
+import { readLocalChanges } from "../../src/engine/local-changes.ts";
+import { pull } from "../../src/engine/pull.ts";
+import { restore } from "../../src/engine/restore.ts";
+import { makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
+
+let world: World;
+afterEach(async () => {
+  await world?.close();
+});
+
+/** A checkout with gone.md and keep.md published, then gone.md deleted, unpublished. */
+async function withUnpublishedDeletion(name: string): Promise<string> {
+  world ??= makeWorld();
+  const a = world.checkout(name);
+  await pull(world.deps(), a);
+  write(a, "gone.md", "to be deleted\n");
+  write(a, "keep.md", "kept\n");
+  await commit(world.deps(), a, "seed");
+  rmSync(join(a, "gone.md"));
+  return a;
+}
+
+const setAside = () => join(world.privateRoot, "set-aside");
+
+test("a takeover killed part-way (the state claimed, its object cache moved, nothing else) is finished by the next call", async () => {
+  world = makeWorld();
+  const a = await withUnpublishedDeletion("a");
+  const moved = world.checkout("moved");
+  renameSync(a, moved);
+  // Any call lists the checkouts, and sets a's state aside.
+  await pull(world.deps(), world.checkout("other"));
+  const [id] = readdirSync(setAside());
+  // What a call on `moved` killed after its first two steps leaves.
+  const stateDir = checkoutStateDir(world.privateRoot, world.deps().storeId, moved);
+  mkdirSync(stateDir, { recursive: true });
+  renameSync(join(setAside(), id!), join(stateDir, "adopting"));
+  renameSync(join(stateDir, "adopting", "git"), join(stateDir, "git"));
+
+  expect((await readLocalChanges(world.deps(), moved)).changes.map((c) => [c.path, c.change])).toEqual([["gone.md", "deleted"]]);
+  expect((await pull(world.deps(), moved)).files).toEqual([]);
+  expect(read(moved, "gone.md")).toBeNull();
+  expect(readdirSync(stateDir)).not.toContain("adopting");
+});
+
+test("a state set aside longer than 30 days is removed when the next one is set aside", async () => {
+  world = makeWorld();
+  const old = await withUnpublishedDeletion("old");
+  rmSync(old, { recursive: true });
+  await pull(world.deps(), world.checkout("other"));
+  const [oldId] = readdirSync(setAside());
+  const longAgo = new Date(Date.now() - 31 * 24 * 3600 * 1000);
+  utimesSync(join(setAside(), oldId!), longAgo, longAgo);
+  const recent = world.checkout("recent");
+  await pull(world.deps(), recent);
+  rmSync(recent, { recursive: true });
+  await pull(world.deps(), world.checkout("other"));
+  const left = readdirSync(setAside());
+  expect(left).toHaveLength(1);
+  expect(left).not.toContain(oldId);
+});
+
+test("on a damaged state, restore asks for a pull too, saying the state is damaged", async () => {
+  world = makeWorld();
+  const a = await withUnpublishedDeletion("a");
+  const stateDir = checkoutStateDir(world.privateRoot, world.deps().storeId, a);
+  writeFileSync(join(stateDir, "state.json"), '{"version":1,"checkout":');
+  const e = await refusal(() => restore(world.deps(), a, 1, ["gone.md"], false));
+  expect([e.code, e.reason, e.action, e.retryable]).toEqual(["INVALID_REQUEST", "PULL_REQUIRED", "PULL", false]);
+  expect(e.message).toContain("damaged");
+  expect(e.message).not.toMatch(/JSON|Parse/);
+  // Nothing was dropped by the refusals: the pull that follows rebuilds the state.
+  await pull(world.deps(), a);
+  expect(read(a, "keep.md")).toBe("kept\n");
+});
