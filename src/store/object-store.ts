@@ -98,14 +98,24 @@ export interface WriterTurn {
  */
 export type StoreOperation = "get" | "putIfAbsent" | "putIfMatch" | "list" | "delete" | "open";
 
+/**
+ * What is wrong with the store itself, where a store can tell (the
+ * embedded store's file): it is not a database at all, its pages are
+ * damaged, or this user may not write it or its directory. Unlike a
+ * failed request, calling again cannot mend any of them: a person must.
+ */
+export type StoreFault = "not-a-database" | "damaged" | "not-writable";
+
 export class StoreError extends Error {
   override readonly name = "StoreError";
+  readonly fault: StoreFault | undefined;
   constructor(
     readonly operation: StoreOperation,
     message: string,
     readonly outcome: "failed" | "unknown" = "failed",
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; fault?: StoreFault },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.fault = options?.fault;
   }
 }

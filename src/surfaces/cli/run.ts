@@ -21,7 +21,7 @@ import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeS
 import { engineDeps, flushProcessMemory } from "../engine-deps.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { openStore } from "../stores.ts";
-import { openVerifiedStore } from "../verified-store.ts";
+import { openStoreOrRefuse, openVerifiedStore } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
 import { rootCommand, subCommands } from "./definitions.ts";
@@ -123,7 +123,11 @@ export async function runCli(io: CliIo): Promise<number> {
 async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
-    if (readOnly) return { config, store: new DeferredStore(config.store.kind, () => openToRead(config.store)) };
+    if (readOnly) {
+      // The embedded store is a local file, opened now as at any start: one that cannot be opened is refused, not taken for out of reach.
+      const local = config.store.kind === "sqlite" && existsSync(config.store.file);
+      return { config, store: local ? await openStoreOrRefuse(config.store) : new DeferredStore(config.store.kind, () => openToRead(config.store)) };
+    }
     return { config, store: await openVerifiedStore(config) };
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
