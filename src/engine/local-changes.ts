@@ -27,7 +27,7 @@ import { readManifest } from "./accepted-state.ts";
 import { acquireLock } from "./checkout-lock.ts";
 import { checkoutStateDir } from "./checkout-registry.ts";
 import { directoryIdentity } from "./checkout-state.ts";
-import { type EngineDeps, privateStateMissing, refuseNesting } from "./engine.ts";
+import { type EngineDeps, lockWaitMs, privateStateMissing, refuseNesting } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
 import { readJson } from "./atomic-file.ts";
@@ -88,7 +88,7 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
   if (!existsSync(join(stateDir, "state.json"))) throw pullRequired(false);
   let lock;
   try {
-    lock = await acquireLock(join(stateDir, "lock"), deps.self, deps.lockTimeoutMs ?? 30_000);
+    lock = await acquireLock(join(stateDir, "lock"), deps.self, lockWaitMs(deps));
   } catch (cause) {
     if (cause instanceof DomainError) throw cause;
     throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be read.", { cause });

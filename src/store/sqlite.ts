@@ -112,8 +112,8 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
   // The store as a waiting writer's preparation reads it: no flush (object-store.ts `WriterQueue`).
   const peek = (): ObjectStore => ({ ...store, get: (key) => run("get", () => read(key)) });
   const turns: WriterQueue | undefined = queue && {
-    async enter(whileWaiting) {
-      const leave = await queue.enter(whileWaiting && (() => whileWaiting(peek())));
+    async enter(whileWaiting, signal) {
+      const leave = await queue.enter(whileWaiting && (() => whileWaiting(peek())), signal);
       let open = true;
       // What the turn read that may not be on disk yet.
       let owed = false;
@@ -242,7 +242,7 @@ function openQueue(file: string, writer: QueueIdentity): TicketQueue | undefined
     const queue = sqliteWriterQueue(queueDb, file, writer);
     const db = queueDb;
     return {
-      enter: (whileWaiting) => queue.enter(whileWaiting),
+      enter: (whileWaiting, signal) => queue.enter(whileWaiting, signal),
       close() {
         queue.close();
         db.close();

@@ -7,6 +7,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { StartupRefusal } from "../contract/startup.ts";
+import { boundedStore, type Deadline } from "../store/deadline.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { RuntimeConfig } from "./config.ts";
 import { DeferredStore } from "./deferred-store.ts";
@@ -26,8 +27,11 @@ export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
  * A trusted S3 store is opened on its first use (DeferredStore): opening it
  * loads the AWS SDK (~20 ms) and sends nothing, so nothing the start could
  * refuse is put off, and `serve` answers the handshake without it.
+ *
+ * The probe's requests end with `deadline` (the start's call deadline): an
+ * endpoint that does not answer is refused by then, naming the deadline.
  */
-export async function openVerifiedStore(config: RuntimeConfig, now: () => number = Date.now): Promise<ObjectStore> {
+export async function openVerifiedStore(config: RuntimeConfig, deadline: Deadline, now: () => number = Date.now): Promise<ObjectStore> {
   const kind = storeKind(config.store);
   if (!kind.probe) return openStoreOrRefuse(config.store);
   // Bun's hasher, not node:crypto's createHash, which costs ~2 ms to load; the same digest.
@@ -44,7 +48,7 @@ export async function openVerifiedStore(config: RuntimeConfig, now: () => number
   }
   const store = await openStoreOrRefuse(config.store);
   const { probeStore } = await import("../store/probe.ts");
-  const result = await probeStore(store);
+  const result = await probeStore(boundedStore(store, deadline));
   if (!result.ok) {
     await store.close();
     throw new StartupRefusal("INCOMPATIBLE_STORE", `the S3 compatibility probe failed: ${result.cause}`);

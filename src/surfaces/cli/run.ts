@@ -13,6 +13,7 @@ import { scrubText } from "../../contract/scrub.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
 import type { EngineDeps } from "../../engine/engine.ts";
+import { type Deadline, deadlineIn } from "../../store/deadline.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { createLog, type Log, SILENT_LOG } from "../log.ts";
 import { type Operation, runOperation } from "../operation.ts";
@@ -120,15 +121,18 @@ export async function runCli(io: CliIo): Promise<number> {
  * probe (Operation.cli.readsStoreOnly), so an unreachable store does not
  * refuse the start.
  */
-async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
+async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
+    // One deadline for the process: its start (the probe) and its call.
+    const deadline = deadlineIn(config.deadlineMs);
     if (readOnly) {
       // The embedded store is a local file, opened now as at any start: one that cannot be opened is refused, not taken for out of reach.
       const local = config.store.kind === "sqlite" && existsSync(config.store.file);
-      return { config, store: local ? await openStoreOrRefuse(config.store) : new DeferredStore(config.store.kind, () => openToRead(config.store)) };
+      const store = local ? await openStoreOrRefuse(config.store) : new DeferredStore(config.store.kind, () => openToRead(config.store));
+      return { config, store, deadline };
     }
-    return { config, store: await openVerifiedStore(config) };
+    return { config, store: await openVerifiedStore(config, deadline), deadline };
   } catch (e) {
     if (!(e instanceof StartupRefusal)) throw e;
     io.stderr(`${escapeControls(e.diagnostic(runtimeSecrets(io.env)))}\n`);
@@ -182,7 +186,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
   const json = parsed.flags.json === true;
   const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true);
   if (typeof started === "number") return started;
-  const { config, store } = started;
+  const { config, store, deadline } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
     const refused = flag.exactBytes ? messageRefusal(parsed, name, io.rawArgv) : null;
     if (refused === null) continue;
@@ -202,6 +206,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
           return (deps ??= { ...engineDeps(config, store), ...progress.hooks });
         },
         store,
+        deadline: () => deadline,
         sets: config.pathSets,
         paths: { defaultDir: io.cwd, cwd: io.cwd, home: io.env.HOME ?? "", workspaceRoot: config.workspaceRoot },
         log: causeLog(io),
