@@ -175,6 +175,9 @@ describe("refusals before anything is touched", () => {
     ["a flag without its value", ["pull", "--store"], /^slivingdoc: argument refusal: option --store needs a value/],
     ["a bad store URL", ["pull", "--store", "ftp://x"], /^slivingdoc: invalid configuration: the store must be/],
     ["bad retries", ["pull", "--commit-retries", "-1"], /^slivingdoc: invalid configuration: --commit-retries/],
+    ["a deadline of 0", ["pull", "--deadline", "0"], /^slivingdoc: invalid configuration: --deadline must be more than 0 and at most 24h, such as 30s or 5m$/],
+    ["a deadline over a day", ["serve", "--deadline", "25h"], /^slivingdoc: invalid configuration: --deadline must be more than 0 and at most 24h/],
+    ["a deadline that is not a duration", ["pull", "--deadline", "soon"], /^slivingdoc: invalid configuration: --deadline must be a duration/],
     ["an endpoint with user information", ["pull", "--store", "s3://bucket", "--endpoint", "https://AKIAIOSFODNN7EXAMPLE:pw@h"], /user information/],
     ["an invalid prefix", ["pull", "--store", "s3://bucket/../x"], /^slivingdoc: invalid configuration: the S3 object prefix/],
     // A pasted pre-signed URL: its query is never taken for the prefix, nor repeated.
@@ -240,5 +243,6 @@ describe("refusals before anything is touched", () => {
     expect(h.code).toBe(0);
     expect(h.stdout).toContain("--message");
     expect(h.stdout).toContain("--commit-retries");
+    expect(h.stdout).toContain("--deadline");
   });
 });
