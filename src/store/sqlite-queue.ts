@@ -177,7 +177,7 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
           await working;
           deleteQ.run(ticket);
           ring();
-          throw new Error("the call's deadline passed while waiting for a turn");
+          throw new Error("the wait for a turn was given up");
         }
         const head = headQ.get();
         if (head === null || head.ticket === ticket) break;

@@ -27,8 +27,6 @@ export interface BlackHoleProxy {
   blackHoleAfter(pattern: RegExp): Promise<void>;
   /** Answer again: the connections swallowed so far are closed, new ones are forwarded. */
   heal(): void;
-  /** How many connections were accepted while black-holed. */
-  readonly swallowed: number;
   close(): Promise<void>;
 }
 
@@ -50,7 +48,6 @@ export async function startBlackHoleProxy(target: string): Promise<BlackHoleProx
   const { hostname, port } = new URL(target);
   const pairs = new Set<Pair>();
   let holed = false;
-  let swallowed = 0;
   let trigger: { pattern: RegExp; fired: () => void } | null = null;
 
   const holeAll = () => {
@@ -66,10 +63,7 @@ export async function startBlackHoleProxy(target: string): Promise<BlackHoleProx
       pairs.delete(pair);
       pair.upstream?.destroy();
     });
-    if (holed) {
-      swallowed++;
-      return; // accepted, never answered
-    }
+    if (holed) return; // accepted, never answered
     const upstream = connect({ host: hostname, port: Number(port) });
     pair.upstream = upstream;
     upstream.on("error", () => {
@@ -105,9 +99,6 @@ export async function startBlackHoleProxy(target: string): Promise<BlackHoleProx
   return {
     url: `http://127.0.0.1:${listening}`,
     port: listening,
-    get swallowed() {
-      return swallowed;
-    },
     blackHole: holeAll,
     blackHoleAfter(pattern) {
       for (const pair of pairs) pair.seen = "";

@@ -21,7 +21,7 @@ import { operationByCli } from "../operations.ts";
 import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../config.ts";
 import { engineDeps, flushProcessMemory } from "../engine-deps.ts";
 import { DeferredStore } from "../deferred-store.ts";
-import { openStore } from "../stores.ts";
+import { openStore, storeKind } from "../stores.ts";
 import { openStoreOrRefuse, openVerifiedStore } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
@@ -116,10 +116,11 @@ export async function runCli(io: CliIo): Promise<number> {
 }
 
 /**
- * Configuration and a verified store, or the start-up refusal printed and
- * its exit code. `readOnly`: the store is opened on first use without the
- * probe (Operation.cli.readsStoreOnly), so an unreachable store does not
- * refuse the start.
+ * Configuration, a verified store and the process's call deadline, or the
+ * start-up refusal printed and its exit code. `readOnly`: the store is
+ * opened without the probe (Operation.cli.readsStoreOnly), and on first
+ * use, so an unreachable store does not refuse the start — except a store
+ * in a local file, which is opened at once.
  */
 async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
   try {
@@ -127,9 +128,9 @@ async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ c
     // One deadline for the process: its start (the probe) and its call.
     const deadline = deadlineIn(config.deadlineMs);
     if (readOnly) {
-      // The embedded store is a local file, opened now as at any start: one that cannot be opened is refused, not taken for out of reach.
-      const local = config.store.kind === "sqlite" && existsSync(config.store.file);
-      const store = local ? await openStoreOrRefuse(config.store) : new DeferredStore(config.store.kind, () => openToRead(config.store));
+      // A store in a local file is opened now, as at any start: one that cannot be opened is refused, not taken for out of reach.
+      const file = storeKind(config.store).file?.(config.store);
+      const store = file !== undefined && existsSync(file) ? await openStoreOrRefuse(config.store) : new DeferredStore(config.store.kind, () => openToRead(config.store));
       return { config, store, deadline };
     }
     return { config, store: await openVerifiedStore(config, deadline), deadline };
