@@ -30,6 +30,9 @@ export async function readManifest(store: ObjectStore): Promise<{ manifest: Mani
   try {
     object = await store.get(MANIFEST_KEY);
   } catch (cause) {
+    if (damaged(cause)) {
+      throw new DomainError("MANIFEST_INVALID", "The store is damaged where it keeps the notebook's manifest; an operator must inspect it.", { cause });
+    }
     throw new DomainError("MANIFEST_READ", "The notebook's manifest could not be read from the store.", { cause });
   }
   if (object === null) return { manifest: null, etag: null };
@@ -168,6 +171,9 @@ export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: re
       try {
         object = await store.get(p.key);
       } catch (cause) {
+        if (damaged(cause)) {
+          throw new DomainError("PACK_INVALID", `The store is damaged where it keeps a pack of ${of}; an operator must inspect it.`, { cause });
+        }
         throw new DomainError("PACK_DOWNLOAD", `A pack of ${of} could not be downloaded.`, { cause });
       }
       if (object === null) {
@@ -192,6 +198,11 @@ export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: re
     }
   };
   await Promise.all(Array.from({ length: Math.min(8, missing.length) }, worker));
+}
+
+/** A read that found the store itself damaged (object-store.ts StoreFault): no retry reads it whole. */
+function damaged(cause: unknown): boolean {
+  return cause instanceof StoreError && (cause.fault === "damaged" || cause.fault === "not-a-database");
 }
 
 /** A listed pack is absent; `invalid` is the error to report if a re-read does not explain it. */

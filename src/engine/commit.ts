@@ -18,6 +18,7 @@ import { treeDiffStat } from "./diffstat.ts";
 import {
   baselineFilesOrRefuse,
   closeCheckout,
+  deadlinePassed,
   type EngineDeps,
   localBytes,
   materializeInto,
@@ -26,6 +27,7 @@ import {
   privateStateMissing,
   pullRequired,
   scanLocal,
+  sleepWithin,
 } from "./engine.ts";
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
@@ -220,10 +222,12 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
         guess = null;
         continue;
       }
-      if (posted === null && !turn.ordered && outcome.own !== null && alone !== null && lost < deps.commitRetries) {
+      // The call's deadline ends the retries as their bound does.
+      const outOfTime = deadlinePassed(deps);
+      if (posted === null && !turn.ordered && outcome.own !== null && alone !== null && lost < deps.commitRetries && !outOfTime) {
         posted = await offer(checkout, outcome.own, alone, accepted.files, proved?.manifest?.generation ?? accepted.generation);
       }
-      if (lost >= deps.commitRetries) {
+      if (lost >= deps.commitRetries || outOfTime) {
         if (posted !== null) {
           // Take the proposal back before answering, or learn it landed after all.
           // When that cannot be proved, its record stays: the next call on the
@@ -238,7 +242,9 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
         }
         throw new DomainError(
           "RETRIES_EXHAUSTED",
-          `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
+          outOfTime
+            ? `Other commits won the race ${lost + 1} times in a row until the call deadline; your files are untouched. Call again.`
+            : `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
         );
       }
       await deps.onStage("retry");
@@ -289,7 +295,7 @@ async function awaitCarried(
   let gap = Math.min(windowMs, FIRST_GAP_CAP_MS);
   let movedAt = performance.now();
   for (let moved = 0, still = 0; ; ) {
-    await deps.sleep(Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, gap)) * (0.5 + deps.random()));
+    await sleepWithin(deps, Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, gap)) * (0.5 + deps.random()));
     const now = await readManifest(deps.store);
     const fate = fateOf(now.manifest, posted.proposal);
     if (typeof fate === "object") return fate;
@@ -318,7 +324,7 @@ function unprovenProposal(): DomainError {
 /** Wait a random time up to `spread` ms (full jitter). */
 async function pause(checkout: OpenCheckout, spread: number): Promise<void> {
   const { deps } = checkout;
-  if (spread > 0) await deps.sleep(deps.random() * spread);
+  if (spread > 0) await sleepWithin(deps, deps.random() * spread);
 }
 
 /** The guess, `current` as a lost race's read-back proved it, or the accepted state read from the store as the turn reads it (and remembered as the process's latest). */

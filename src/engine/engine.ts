@@ -10,6 +10,7 @@ import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./compact.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
+import type { Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./git/objects.ts";
 import { registeredCheckouts } from "./checkout-registry.ts";
@@ -39,7 +40,13 @@ export interface EngineDeps {
   commitRetries: number;
   /** The paths this process may not change (none by default). */
   pathSets?: PathSets;
-  /** How long an operation waits for another one on the same checkout (default 30 s). */
+  /**
+   * The call deadline (docs/glossary.md): the wait for the checkout's lock
+   * and a commit's retries end by it. The surfaces bound `store` by it too
+   * (store/deadline.ts boundedStore), so every store request does.
+   */
+  deadline?: Deadline;
+  /** How long an operation waits for another one on the same checkout, at most: by default until the deadline, or 30 s without one. */
   lockTimeoutMs?: number;
   /**
    * Whether a commit from a checkout at the state this process last saw may
@@ -103,7 +110,7 @@ export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | 
 
 /** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
 export interface OpenCheckout {
-  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress">> & {
+  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs">> & Pick<EngineDeps, "deadline" | "lockTimeoutMs"> & {
     onStage: (stage: string) => Promise<void> | void;
     afterWrite: () => Promise<void> | void;
   };
@@ -156,7 +163,6 @@ export function pullRequired(lost: LostState | null, then: string): DomainError 
 function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
   return {
     pathSets: NO_PATH_SETS,
-    lockTimeoutMs: 30_000,
     compaction: {},
     guessCurrent: true,
     agent: () => DEFAULT_AGENT,
@@ -167,6 +173,25 @@ function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
     onStage: deps.onStage ?? (() => {}),
     afterWrite: deps.afterWrite ?? (() => {}),
   };
+}
+
+/** Without a deadline, how long an operation waits for another one on the same checkout. */
+const LOCK_WAIT_MS = 30_000;
+
+/** How long this call waits for its checkout's lock: until its deadline, and no longer than `lockTimeoutMs`. */
+export function lockWaitMs(deps: Pick<EngineDeps, "deadline" | "lockTimeoutMs">): number {
+  const bound = deps.lockTimeoutMs ?? (deps.deadline === undefined ? LOCK_WAIT_MS : Infinity);
+  return Math.min(bound, deps.deadline?.remaining() ?? Infinity);
+}
+
+/** Whether the call's deadline has passed: no more retries, no more waiting. */
+export function deadlinePassed(deps: Pick<EngineDeps, "deadline">): boolean {
+  return deps.deadline !== undefined && deps.deadline.remaining() === 0;
+}
+
+/** A wait of `ms` that ends by the deadline at the latest. */
+export function sleepWithin(deps: Pick<OpenCheckout["deps"], "deadline" | "sleep">, ms: number): Promise<void> {
+  return deps.sleep(Math.min(ms, deps.deadline?.remaining() ?? Infinity));
 }
 
 /**
@@ -201,7 +226,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     storeId: full.storeId,
     dir,
     self: full.self,
-    lockTimeoutMs: full.lockTimeoutMs,
+    lockTimeoutMs: lockWaitMs(full),
     memory: full.memory,
   });
   // Long operations keep the lock fresh as they go (checkout-lock.ts).

@@ -29,7 +29,7 @@ import { acquireLock } from "./checkout-lock.ts";
 import { checkoutStateDir, hasSetAside } from "./checkout-registry.ts";
 import { settleState } from "./checkout-state.ts";
 import { directoryIdentity } from "./directory-identity.ts";
-import { type EngineDeps, lostState, privateStateMissing, pullRequired, refuseNesting } from "./engine.ts";
+import { type EngineDeps, lockWaitMs, lostState, privateStateMissing, pullRequired, refuseNesting } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
 import { scanNotebook } from "./scan.ts";
@@ -94,7 +94,7 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
   let lock;
   try {
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    lock = await acquireLock(join(stateDir, "lock"), deps.self, deps.lockTimeoutMs ?? 30_000);
+    lock = await acquireLock(join(stateDir, "lock"), deps.self, lockWaitMs(deps));
   } catch (cause) {
     throw unreadable(cause);
   }

@@ -24,18 +24,23 @@ export interface ListedObject {
   modified: Date;
 }
 
+/**
+ * Every request takes an optional `signal`: once it aborts (a call's
+ * deadline passed, store/deadline.ts), a store that talks to a server ends
+ * the request and its connection. A write ended so may have landed.
+ */
 export interface ObjectStore {
   /** A short, secret-free description for logs ("sqlite", "s3"). */
   readonly kind: string;
-  get(key: string): Promise<StoredObject | null>;
+  get(key: string, signal?: AbortSignal): Promise<StoredObject | null>;
   /** Create `key` only if it does not exist (S3: `If-None-Match: *`). */
-  putIfAbsent(key: string, body: Uint8Array): Promise<ConditionalWrite>;
+  putIfAbsent(key: string, body: Uint8Array, signal?: AbortSignal): Promise<ConditionalWrite>;
   /** Replace `key` only if its current ETag is `etag` (S3: `If-Match`). A missing key loses. */
-  putIfMatch(key: string, body: Uint8Array, etag: string): Promise<ConditionalWrite>;
+  putIfMatch(key: string, body: Uint8Array, etag: string, signal?: AbortSignal): Promise<ConditionalWrite>;
   /** Every key that starts with `prefix`, in lexicographic order. */
-  list(prefix: string): Promise<ListedObject[]>;
+  list(prefix: string, signal?: AbortSignal): Promise<ListedObject[]>;
   /** Remove `key`; removing an absent key is not an error. */
-  delete(key: string): Promise<void>;
+  delete(key: string, signal?: AbortSignal): Promise<void>;
   /** Release connections and handles. */
   close(): Promise<void>;
   /**
@@ -75,9 +80,10 @@ export interface WriterQueue {
    * wait (never twice at once): work that would otherwise lengthen the turn,
    * such as downloading what earlier writers published. It reads through
    * `peek`, whose reads need not be on disk yet (the embedded store: no
-   * flush), so it may only fill caches, never act on what it read.
+   * flush), so it may only fill caches, never act on what it read. Once
+   * `signal` aborts, the writer leaves the line and `enter` fails.
    */
-  enter(whileWaiting?: (peek: ObjectStore) => Promise<void>): Promise<WriterTurn>;
+  enter(whileWaiting?: (peek: ObjectStore) => Promise<void>, signal?: AbortSignal): Promise<WriterTurn>;
 }
 
 export interface WriterTurn {
@@ -98,14 +104,24 @@ export interface WriterTurn {
  */
 export type StoreOperation = "get" | "putIfAbsent" | "putIfMatch" | "list" | "delete" | "open";
 
+/**
+ * What is wrong with the store itself, where a store can tell (the
+ * embedded store's file): it is not a database at all, its pages are
+ * damaged, or this user may not write it or its directory. Unlike a
+ * failed request, calling again cannot mend any of them: a person must.
+ */
+export type StoreFault = "not-a-database" | "damaged" | "not-writable";
+
 export class StoreError extends Error {
   override readonly name = "StoreError";
+  readonly fault: StoreFault | undefined;
   constructor(
     readonly operation: StoreOperation,
     message: string,
     readonly outcome: "failed" | "unknown" = "failed",
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; fault?: StoreFault },
   ) {
-    super(message, options);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.fault = options?.fault;
   }
 }

@@ -14,7 +14,9 @@
  * overwrite each other and acknowledged edits would be lost. The probe is the
  * only defence (docs/design.md, What earlier systems got wrong). An
  * operational failure (denied access, unknown key id, expired login, missing
- * bucket, unreachable endpoint) also refuses, with a cause that names it.
+ * bucket, unreachable endpoint, an endpoint that does not answer within the
+ * call deadline of a store bounded by one, store/deadline.ts) also refuses,
+ * with a cause that names it.
  *
  * The result's `cause` is one short sentence for the operator. It is built
  * only from fixed text and the S3 error code / HTTP status that s3.ts puts in
@@ -26,6 +28,7 @@
  * matters, and a leftover `probe/…` key is never read by the engine).
  */
 import { randomHex } from "../contract/random-hex.ts";
+import { DeadlinePassed, deadlineText } from "./deadline.ts";
 import { type ConditionalWrite, type ObjectStore, StoreError } from "./object-store.ts";
 
 export type ProbeResult = { ok: true } | { ok: false; cause: string };
@@ -220,6 +223,9 @@ async function race(store: ObjectStore, key: string, writers: number, kind: "com
  * "s3 putIfAbsent: ECONNREFUSED"; sqlite.ts: "sqlite get: SQLITE_BUSY").
  */
 export function operationalCause(error: unknown): string {
+  if (error instanceof DeadlinePassed) {
+    return `the store did not answer within the call deadline (${deadlineText(error.deadlineMs)}; --deadline)`;
+  }
   if (!(error instanceof StoreError)) {
     // Not the store's answer (a bug, or a wrapper's own error): its message
     // could hold anything, so only a well-formed error name is shown.

@@ -9,8 +9,9 @@
  *   and 404 NoSuchKey on `If-Match` (AWS and MinIO answer 404 for a missing
  *   key, Ceph 412);
  * - a conditional write whose outcome is not known — any 5xx (Ceph answers 500
- *   to some losers of a race), a socket timeout or a dropped connection after
- *   the request went out — throws `StoreError` with `outcome: "unknown"`. It
+ *   to some losers of a race), a socket timeout, a dropped connection or an
+ *   abort by the caller's signal (a call's deadline) after the request went
+ *   out — throws `StoreError` with `outcome: "unknown"`. It
  *   is never mapped to a loss here: the engine proves the outcome by reading
  *   `current` back (a write that landed must not be taken for a lost one);
  * - everything else throws `StoreError` with `outcome: "failed"`, among them
@@ -62,14 +63,20 @@ export interface S3StoreOptions {
   maxAttempts?: number;
   /** How long opening a connection may take (default 10 s); tests shorten it. */
   connectionTimeoutMs?: number;
-  /** How long a connected socket may stay idle (default 60 s); tests shorten it. */
+  /** How long a connected socket may stay idle (default 20 s); tests shorten it. */
   socketTimeoutMs?: number;
 }
 
 /** A connection that cannot be opened within this fails (nothing was sent). */
 const CONNECTION_TIMEOUT_MS = 10_000;
-/** A socket idle this long (server stalled mid-request) is given up. */
-const SOCKET_IDLE_TIMEOUT_MS = 60_000;
+/**
+ * A socket idle this long (server stalled mid-request) is given up. Short
+ * enough that one hung request leaves room in a call's deadline (60 s by
+ * default) for the SDK to try a read again on a fresh connection; long
+ * enough for any answer a working server gives (bytes of a large pack keep
+ * the socket busy, they do not count).
+ */
+const SOCKET_IDLE_TIMEOUT_MS = 20_000;
 
 /**
  * Normalises the key prefix (see `S3StoreOptions.prefix`). Exported for the
@@ -137,10 +144,10 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
   return {
     kind: "s3",
 
-    async get(key: string): Promise<StoredObject | null> {
+    async get(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
       let out;
       try {
-        out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: full(key) }));
+        out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: full(key) }), { abortSignal: signal });
       } catch (error) {
         const { status, code } = describeError(error);
         // NoSuchKey on GET; "NotFound" where a server sends no error body.
@@ -160,8 +167,8 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
     // ConditionalRequestConflict when AWS saw a concurrent write (a loss here;
     // the engine decides whether to try again).
     // https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html#API_PutObject_RequestSyntax
-    putIfAbsent(key: string, body: Uint8Array): Promise<ConditionalWrite> {
-      return conditionalPut("putIfAbsent", { Bucket: bucket, Key: full(key), Body: body, IfNoneMatch: "*" });
+    putIfAbsent(key: string, body: Uint8Array, signal?: AbortSignal): Promise<ConditionalWrite> {
+      return conditionalPut("putIfAbsent", { Bucket: bucket, Key: full(key), Body: body, IfNoneMatch: "*" }, signal);
     },
 
     // Compare-and-swap: `If-Match` with the ETag WITHOUT quotes. Ceph RGW 16
@@ -170,11 +177,11 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
     // the strong ETag as the server returned it (R2 compares strong ETags).
     // A missing key: 404 NoSuchKey on AWS and MinIO, 412 on Ceph — a loss.
     // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
-    putIfMatch(key: string, body: Uint8Array, etag: string): Promise<ConditionalWrite> {
-      return conditionalPut("putIfMatch", { Bucket: bucket, Key: full(key), Body: body, IfMatch: unquote(etag) });
+    putIfMatch(key: string, body: Uint8Array, etag: string, signal?: AbortSignal): Promise<ConditionalWrite> {
+      return conditionalPut("putIfMatch", { Bucket: bucket, Key: full(key), Body: body, IfMatch: unquote(etag) }, signal);
     },
 
-    async list(listPrefix: string): Promise<ListedObject[]> {
+    async list(listPrefix: string, signal?: AbortSignal): Promise<ListedObject[]> {
       const objects: ListedObject[] = [];
       let token: string | undefined;
       try {
@@ -184,6 +191,7 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
         do {
           const page = await client.send(
             new ListObjectsV2Command({ Bucket: bucket, Prefix: full(listPrefix), ContinuationToken: token }),
+            { abortSignal: signal },
           );
           for (const item of page.Contents ?? []) {
             if (item.Key === undefined || !item.Key.startsWith(prefix)) continue;
@@ -205,10 +213,10 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
       return objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     },
 
-    async delete(key: string): Promise<void> {
+    async delete(key: string, signal?: AbortSignal): Promise<void> {
       try {
         // S3 answers 204 for an absent key too.
-        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: full(key) }));
+        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: full(key) }), { abortSignal: signal });
       } catch (error) {
         const { status, code } = describeError(error);
         if (status === 404 && code === "NoSuchKey") return;
@@ -225,10 +233,12 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
   async function conditionalPut(
     operation: "putIfAbsent" | "putIfMatch",
     input: { Bucket: string; Key: string; Body: Uint8Array; IfNoneMatch?: string; IfMatch?: string },
+    signal: AbortSignal | undefined,
   ): Promise<ConditionalWrite> {
     let out;
     try {
-      out = await writer.send(new PutObjectCommand({ ...input, ContentLength: input.Body.byteLength }));
+      // Aborted once sent, the write may have landed: an unknown outcome (isAmbiguous).
+      out = await writer.send(new PutObjectCommand({ ...input, ContentLength: input.Body.byteLength }), { abortSignal: signal });
     } catch (error) {
       const { status, code } = describeError(error);
       if (status === 412) return { ok: false };

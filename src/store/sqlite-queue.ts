@@ -51,8 +51,12 @@ const WORK_EVERY_MS = 20;
 
 /** The tickets; sqlite.ts makes turns of them (object-store.ts `WriterTurn`). */
 export interface TicketQueue {
-  /** Wait for this writer's turn, running `whileWaiting` now and then meanwhile; returns `leave`, which ends the turn. */
-  enter(whileWaiting?: () => Promise<void>): Promise<() => void>;
+  /**
+   * Wait for this writer's turn, running `whileWaiting` now and then
+   * meanwhile; returns `leave`, which ends the turn. Once `signal` aborts,
+   * the ticket is dropped and `enter` fails.
+   */
+  enter(whileWaiting?: () => Promise<void>, signal?: AbortSignal): Promise<() => void>;
   close(): void;
 }
 
@@ -160,7 +164,7 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
     });
 
   return {
-    async enter(whileWaiting) {
+    async enter(whileWaiting, signal) {
       startWatching();
       let working: Promise<void> | null = null;
       let lastWork = 0;
@@ -169,6 +173,12 @@ export function sqliteWriterQueue(db: Database, file: string, identity: QueueIde
       let lastTouch = Date.now();
       for (;;) {
         if (closed) throw new Error("the store was closed while waiting for a turn");
+        if (signal?.aborted) {
+          await working;
+          deleteQ.run(ticket);
+          ring();
+          throw new Error("the wait for a turn was given up");
+        }
         const head = headQ.get();
         if (head === null || head.ticket === ticket) break;
         const now = Date.now();

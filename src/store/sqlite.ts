@@ -18,9 +18,9 @@
  * prefix, so a flush covers every commit before it.
  */
 import { Database } from "bun:sqlite";
-import { closeSync, fdatasyncSync, mkdirSync, openSync } from "node:fs";
+import { accessSync, closeSync, constants, fdatasyncSync, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname } from "node:path";
-import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject, type WriterQueue } from "./object-store.ts";
+import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject, type StoreFault, type WriterQueue } from "./object-store.ts";
 import { type QueueIdentity, sqliteWriterQueue, type TicketQueue } from "./sqlite-queue.ts";
 
 /** How long a writer waits for another process's write lock before failing. */
@@ -35,6 +35,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
   let db: Database;
   try {
     mkdirSync(dirname(file), { recursive: true });
+    refuseUnusable(file);
     db = new Database(file, { create: true, strict: true });
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.run("PRAGMA journal_mode = WAL");
@@ -48,7 +49,8 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
        ) WITHOUT ROWID`,
     );
   } catch (cause) {
-    throw new StoreError("open", `sqlite open: ${describe(cause)}`, "failed", { cause });
+    if (cause instanceof StoreError) throw cause;
+    throw new StoreError("open", `sqlite open: ${describe(cause)}`, "failed", { cause, fault: faultOf(cause) });
   }
   const queue = openQueue(file, writer);
 
@@ -110,8 +112,8 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
   // The store as a waiting writer's preparation reads it: no flush (object-store.ts `WriterQueue`).
   const peek = (): ObjectStore => ({ ...store, get: (key) => run("get", () => read(key)) });
   const turns: WriterQueue | undefined = queue && {
-    async enter(whileWaiting) {
-      const leave = await queue.enter(whileWaiting && (() => whileWaiting(peek())));
+    async enter(whileWaiting, signal) {
+      const leave = await queue.enter(whileWaiting && (() => whileWaiting(peek())), signal);
       let open = true;
       // What the turn read that may not be on disk yet.
       let owed = false;
@@ -150,7 +152,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
     } catch (cause) {
       if (cause instanceof StoreError) return Promise.reject(cause);
       // A failed single-statement write in SQLite rolls back: the outcome is known.
-      return Promise.reject(new StoreError(operation, `sqlite ${operation}: ${describe(cause)}`, "failed", { cause }));
+      return Promise.reject(new StoreError(operation, `sqlite ${operation}: ${describe(cause)}`, "failed", { cause, fault: faultOf(cause) }));
     }
   };
 
@@ -240,7 +242,7 @@ function openQueue(file: string, writer: QueueIdentity): TicketQueue | undefined
     const queue = sqliteWriterQueue(queueDb, file, writer);
     const db = queueDb;
     return {
-      enter: (whileWaiting) => queue.enter(whileWaiting),
+      enter: (whileWaiting, signal) => queue.enter(whileWaiting, signal),
       close() {
         queue.close();
         db.close();
@@ -250,6 +252,34 @@ function openQueue(file: string, writer: QueueIdentity): TicketQueue | undefined
     queueDb?.close();
     return undefined;
   }
+}
+
+/**
+ * What SQLite would not say plainly at open: a file this user may not
+ * write opens read-only without a word (its writes would then fail one by
+ * one), and a directory in the file's place is only "unable to open".
+ */
+function refuseUnusable(file: string): void {
+  let isFile: boolean;
+  try {
+    isFile = statSync(file).isFile();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return; // made on open
+    throw e;
+  }
+  if (!isFile) throw new StoreError("open", "sqlite open: not a regular file", "failed", { fault: "not-a-database" });
+  accessSync(file, constants.W_OK);
+}
+
+/** The codes, SQLite's and the file system's, of a store file that is not a database, damaged, or not this user's to write. */
+function faultOf(cause: unknown): StoreFault | undefined {
+  const code = cause && typeof cause === "object" && "code" in cause ? String((cause as { code: unknown }).code) : "";
+  if (code === "SQLITE_NOTADB") return "not-a-database";
+  if (code.startsWith("SQLITE_CORRUPT")) return "damaged";
+  // CANTOPEN: the file cannot be made in its directory (a directory in its place is refused above).
+  if (code.startsWith("SQLITE_READONLY") || code === "SQLITE_CANTOPEN" || code === "SQLITE_PERM") return "not-writable";
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") return "not-writable";
+  return undefined;
 }
 
 function describe(cause: unknown): string {

@@ -28,9 +28,28 @@ export interface RuntimeConfig {
   agent?: string;
   /** How long compaction keeps history (--history-period, SLIVINGDOC_HISTORY_PERIOD); absent: the engine's 30 days. */
   historyPeriodMs?: number;
+  /** The call deadline (--deadline, SLIVINGDOC_DEADLINE): every call, and a CLI process's start with it, answers within this. */
+  deadlineMs: number;
 }
 
 const MAX_COMMIT_RETRIES = 100;
+
+/**
+ * A minute: what an MCP host commonly waits for a tool's answer, and far
+ * above a call against a working store (a cold pull of 10,000 files takes
+ * seconds, docs/performance.md).
+ */
+export const DEFAULT_DEADLINE_MS = 60_000;
+/** A day: longer would be no deadline, and overflows the timers. */
+const MAX_DEADLINE_MS = 86_400_000;
+
+function parseDeadline(flags: ConfigFlags, env: Env): number {
+  const raw = nonEmpty(flags.deadline) ?? nonEmpty(env.SLIVINGDOC_DEADLINE);
+  if (raw === undefined) return DEFAULT_DEADLINE_MS;
+  const ms = parseDuration("deadline", raw);
+  if (ms === 0 || ms > MAX_DEADLINE_MS) throw invalid("--deadline must be more than 0 and at most 24h, such as 30s or 5m");
+  return ms;
+}
 
 function parseRetries(flags: ConfigFlags, env: Env): number | undefined {
   const raw = nonEmpty(flags["commit-retries"]) ?? nonEmpty(env.SLIVINGDOC_COMMIT_RETRIES);
@@ -58,6 +77,7 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   const agent = parseAgent(flags, env);
   const period = nonEmpty(flags["history-period"]) ?? nonEmpty(env.SLIVINGDOC_HISTORY_PERIOD);
   const historyPeriodMs = period === undefined ? undefined : parseDuration("history-period", period);
+  const deadlineMs = parseDeadline(flags, env);
   const pathSets = buildPathSets(
     parsePathSet("--read-only-paths", flags["read-only-paths"] ?? env.SLIVINGDOC_READ_ONLY_PATHS),
     parsePathSet("--writable-paths", flags["writable-paths"] ?? env.SLIVINGDOC_WRITABLE_PATHS),
@@ -74,7 +94,7 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
   if (storeFile !== undefined && workspaceRoot !== null && isAtOrBelow(workspaceRoot, storeFile)) {
     throw invalid("the store file is inside the workspace root; keep it outside the notebook");
   }
-  return { store, pathSets, privateRoot, workspaceRoot, ...(commitRetries !== undefined ? { commitRetries } : {}), ...(agent !== undefined ? { agent } : {}),
+  return { store, pathSets, privateRoot, workspaceRoot, deadlineMs, ...(commitRetries !== undefined ? { commitRetries } : {}), ...(agent !== undefined ? { agent } : {}),
     ...(historyPeriodMs !== undefined ? { historyPeriodMs } : {}),
   };
 }

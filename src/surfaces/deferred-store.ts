@@ -14,11 +14,11 @@ export class DeferredStore implements ObjectStore {
     return this.opened;
   }
 
-  get: ObjectStore["get"] = async (key) => (await this.open()).get(key);
-  putIfAbsent: ObjectStore["putIfAbsent"] = async (key, body) => (await this.open()).putIfAbsent(key, body);
-  putIfMatch: ObjectStore["putIfMatch"] = async (key, body, etag) => (await this.open()).putIfMatch(key, body, etag);
-  list: ObjectStore["list"] = async (prefix) => (await this.open()).list(prefix);
-  delete: ObjectStore["delete"] = async (key) => (await this.open()).delete(key);
+  get: ObjectStore["get"] = async (key, signal) => (await this.open()).get(key, signal);
+  putIfAbsent: ObjectStore["putIfAbsent"] = async (key, body, signal) => (await this.open()).putIfAbsent(key, body, signal);
+  putIfMatch: ObjectStore["putIfMatch"] = async (key, body, etag, signal) => (await this.open()).putIfMatch(key, body, etag, signal);
+  list: ObjectStore["list"] = async (prefix, signal) => (await this.open()).list(prefix, signal);
+  delete: ObjectStore["delete"] = async (key, signal) => (await this.open()).delete(key, signal);
 
   async close(): Promise<void> {
     const opened = this.opened;

@@ -12,6 +12,7 @@ import { scrubCredentials } from "../contract/scrub.ts";
 import { StartupRefusal } from "../contract/startup.ts";
 import type { ToolName } from "../contract/tools.ts";
 import type { EngineDeps } from "../engine/engine.ts";
+import { boundedStore, type Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import type { Log } from "./log.ts";
 import { operationByTool } from "./operations.ts";
@@ -22,6 +23,12 @@ export interface OperationContext {
   deps: EngineDeps;
   /** The store, when it is not to be read from `deps` (which may not be made yet). */
   store?: ObjectStore;
+  /**
+   * The call deadline of a call that starts now: `serve` makes one per
+   * call, a CLI process has one, begun at its start. The call's store
+   * requests end by it, and so do its engine's waits.
+   */
+  deadline(): Deadline;
   sets: PathSets;
   paths: PathContext;
   log: Log;
@@ -36,6 +43,7 @@ export interface OperationContext {
 /** What an operation's runner gets for one call. */
 export interface RunContext {
   sets: PathSets;
+  /** The store, its requests bounded by the call's deadline. */
   store: ObjectStore;
   /** The engine's dependencies, with this call's stage timing; made on first use. */
   engine(): EngineDeps;
@@ -151,13 +159,17 @@ export async function runOperation(
   try {
     timer.mark("decode");
     const input = op.input.decode(args);
+    const deadline = ctx.deadline();
+    const store = boundedStore(ctx.store ?? ctx.deps.store, deadline);
     let deps: EngineDeps | null = null;
     const run: RunContext = {
       sets: ctx.sets,
-      store: ctx.store ?? ctx.deps.store,
+      store,
       engine: () =>
         (deps ??= {
           ...ctx.deps,
+          store,
+          deadline,
           onStage: async (stage) => {
             timer.mark(stage);
             await ctx.deps.onStage?.(stage);

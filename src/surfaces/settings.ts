@@ -18,6 +18,7 @@ export interface ConfigFlags {
   "writable-paths"?: string;
   agent?: string;
   "history-period"?: string;
+  deadline?: string;
 }
 
 export type Env = Record<string, string | undefined>;

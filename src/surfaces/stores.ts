@@ -165,6 +165,12 @@ export function parseStore(from: SettingSources): StoreSpec {
   }
   const kind = kinds.find((k) => url.startsWith(k.scheme));
   if (kind === undefined) throw invalid(`the store must be ${kinds.map((k) => k.usage).join(" or ")}`);
+  // A query or a fragment would be taken for part of the prefix or the file
+  // name and kept in each checkout's state; a query is where a pasted
+  // pre-signed URL carries its credential, so it is not repeated here.
+  if (/[?#]/.test(url)) {
+    throw invalid(`the store URL must not carry a query string or a fragment ('?' or '#'); give ${kinds.map((k) => k.usage).join(" or ")}`);
+  }
   return kind.parse(url.slice(kind.scheme.length), from);
 }
 

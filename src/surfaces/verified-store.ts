@@ -7,10 +7,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { StartupRefusal } from "../contract/startup.ts";
-import type { ObjectStore } from "../store/object-store.ts";
+import { boundedStore, type Deadline } from "../store/deadline.ts";
+import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { RuntimeConfig } from "./config.ts";
 import { DeferredStore } from "./deferred-store.ts";
-import { openStore, storeIdentity, storeKind } from "./stores.ts";
+import { openStore, type StoreSpec, storeIdentity, storeKind } from "./stores.ts";
 
 /** How long a passed compatibility probe is trusted for one store location. */
 export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
@@ -26,10 +27,13 @@ export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
  * A trusted S3 store is opened on its first use (DeferredStore): opening it
  * loads the AWS SDK (~20 ms) and sends nothing, so nothing the start could
  * refuse is put off, and `serve` answers the handshake without it.
+ *
+ * The probe's requests end with `deadline` (the start's call deadline): an
+ * endpoint that does not answer is refused by then, naming the deadline.
  */
-export async function openVerifiedStore(config: RuntimeConfig, now: () => number = Date.now): Promise<ObjectStore> {
+export async function openVerifiedStore(config: RuntimeConfig, deadline: Deadline, now: () => number = Date.now): Promise<ObjectStore> {
   const kind = storeKind(config.store);
-  if (!kind.probe) return openStore(config.store);
+  if (!kind.probe) return openStoreOrRefuse(config.store);
   // Bun's hasher, not node:crypto's createHash, which costs ~2 ms to load; the same digest.
   const digest = new Bun.CryptoHasher("sha256").update(storeIdentity(config.store)).digest("hex");
   const marker = join(config.privateRoot, "probes", `${digest.slice(0, 32)}.json`);
@@ -42,9 +46,9 @@ export async function openVerifiedStore(config: RuntimeConfig, now: () => number
   } catch {
     /* no marker, or an unreadable one: probe */
   }
-  const store = await openStore(config.store);
+  const store = await openStoreOrRefuse(config.store);
   const { probeStore } = await import("../store/probe.ts");
-  const result = await probeStore(store);
+  const result = await probeStore(boundedStore(store, deadline));
   if (!result.ok) {
     await store.close();
     throw new StartupRefusal("INCOMPATIBLE_STORE", `the S3 compatibility probe failed: ${result.cause}`);
@@ -56,4 +60,35 @@ export async function openVerifiedStore(config: RuntimeConfig, now: () => number
     /* an unwritable cache only means probing again next time */
   }
   return store;
+}
+
+/**
+ * Open the store, unprobed; a store that cannot be opened (the embedded
+ * store's file not a database, damaged, or not this user's to write) is
+ * refused like one that fails the probe.
+ */
+export async function openStoreOrRefuse(spec: StoreSpec): Promise<ObjectStore> {
+  try {
+    return await openStore(spec);
+  } catch (e) {
+    if (!(e instanceof StoreError && e.operation === "open")) throw e;
+    throw new StartupRefusal("INCOMPATIBLE_STORE", `the store cannot be opened: ${unopenable(e)}`);
+  }
+}
+
+/** Why, and what to do, in words: never the library's text, nor the file's path. */
+function unopenable(e: StoreError): string {
+  switch (e.fault) {
+    case "not-a-database":
+      return "its file is not a database; point --store at the notebook's store file, or move this one away to start an empty notebook";
+    case "damaged":
+      return "its file is damaged; put back a copy (with its -wal file), or move it away to start an empty notebook";
+    case "not-writable":
+      return "this user may not write its file or the file's directory; run as the user who owns them, or give this user write access to both";
+    case undefined: {
+      // The store's messages end in an error code ("sqlite open: SQLITE_IOERR"); only such a code is shown.
+      const code = /: ([A-Z][A-Z0-9_]{1,63})$/.exec(e.message)?.[1];
+      return code === undefined ? "call again, and look at the store if this persists" : `${code}; call again, and look at the store if this persists`;
+    }
+  }
 }

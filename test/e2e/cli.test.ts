@@ -3,7 +3,7 @@
  * and the exit code together.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
@@ -178,8 +178,19 @@ describe("refusals before anything is touched", () => {
     ["a flag without its value", ["pull", "--store"], /^slivingdoc: argument refusal: option --store needs a value/],
     ["a bad store URL", ["pull", "--store", "ftp://x"], /^slivingdoc: invalid configuration: the store must be/],
     ["bad retries", ["pull", "--commit-retries", "-1"], /^slivingdoc: invalid configuration: --commit-retries/],
+    ["a deadline of 0", ["pull", "--deadline", "0"], /^slivingdoc: invalid configuration: --deadline must be more than 0 and at most 24h, such as 30s or 5m$/],
+    ["a deadline over a day", ["serve", "--deadline", "25h"], /^slivingdoc: invalid configuration: --deadline must be more than 0 and at most 24h/],
+    ["a deadline that is not a duration", ["pull", "--deadline", "soon"], /^slivingdoc: invalid configuration: --deadline must be a duration/],
     ["an endpoint with user information", ["pull", "--store", "s3://bucket", "--endpoint", "https://AKIAIOSFODNN7EXAMPLE:pw@h"], /user information/],
     ["an invalid prefix", ["pull", "--store", "s3://bucket/../x"], /^slivingdoc: invalid configuration: the S3 object prefix/],
+    // A pasted pre-signed URL: its query is never taken for the prefix, nor repeated.
+    [
+      "an S3 store URL with a query string",
+      ["pull", "--store", "s3://bucket/p?X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20260101", "--endpoint", "http://127.0.0.1:9"],
+      /^slivingdoc: invalid configuration: the store URL must not carry a query string or a fragment \('\?' or '#'\); give s3:\/\/BUCKET\[\/PREFIX\] or sqlite:PATH$/,
+    ],
+    ["an embedded store URL with a query string", ["pull", "--store", "sqlite:store.db?mode=ro"], /^slivingdoc: invalid configuration: the store URL must not carry a query string/],
+    ["a store URL with a fragment", ["pull", "--store", "sqlite:store.db#x"], /^slivingdoc: invalid configuration: the store URL must not carry a query string or a fragment/],
     ["overlapping roots", ["pull", "--workspace-root", "/tmp/w", "--private-root", "/tmp/w/p"], /overlap/],
     ["an absolute path-set entry", ["pull", "--read-only-paths", "docs,/etc"], /^slivingdoc: invalid path-set entry: --read-only-paths entry "\/etc" is absolute; entries are relative to the notebook directory$/],
     ["a .. path-set entry", ["pull", "--writable-paths", "a/../b"], /^slivingdoc: invalid path-set entry: --writable-paths entry "a\/..\/b" has a '\.\.' segment$/],
@@ -199,6 +210,9 @@ describe("refusals before anything is touched", () => {
       expect(r.stderr.trim().split("\n").length).toBe(1);
       expect(r.stderr).not.toContain("AKIA");
       expect(r.stderr).not.toContain(":pw@");
+      expect(r.stderr).not.toContain("X-Amz-Credential");
+      // Refused before anything was made: no store file, no private state.
+      expect(readdirSync(fresh)).toEqual([]);
     });
   }
 
@@ -232,5 +246,6 @@ describe("refusals before anything is touched", () => {
     expect(h.code).toBe(0);
     expect(h.stdout).toContain("--message");
     expect(h.stdout).toContain("--commit-retries");
+    expect(h.stdout).toContain("--deadline");
   });
 });

@@ -30,6 +30,7 @@ import { join } from "node:path";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { errorText, NO_PATH_SETS } from "../../src/contract/results.ts";
 import { REASONS, type Reason } from "../../src/contract/tokens.ts";
+import { deadlineIn } from "../../src/store/deadline.ts";
 import { createLog } from "../../src/surfaces/log.ts";
 import { type OperationContext, type OperationResult, runOperation } from "../../src/surfaces/operation.ts";
 import { makeWorld, type World } from "../support/fixture.ts";
@@ -106,6 +107,7 @@ describe("in process, through runOperation", () => {
     symlinkSync(outside, join(ws, "escape"));
     ctx = {
       deps: world.deps({ sleep: async () => {} }),
+      deadline: () => deadlineIn(60_000),
       sets: NO_PATH_SETS,
       paths: { defaultDir: join(ws, "default"), cwd: ws, home, workspaceRoot: ws },
       log: createLog({ write: (t) => logLines.push(t), isTTY: false }),

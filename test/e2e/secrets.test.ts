@@ -21,6 +21,7 @@ import { join } from "node:path";
 import { errorText, NO_PATH_SETS, successText } from "../../src/contract/results.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
+import { deadlineIn } from "../../src/store/deadline.ts";
 import type { ObjectStore, StoreOperation } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
 import { createLog } from "../../src/surfaces/log.ts";
@@ -104,6 +105,7 @@ describe("in process: faults that carry secrets", () => {
           if (stage === throwAt) throw leakyCause();
         },
       }),
+      deadline: () => deadlineIn(60_000),
       sets: NO_PATH_SETS,
       paths: { defaultDir: w.checkout("a"), cwd: w.root, home: w.root, workspaceRoot: join(w.root, "ws") },
       log,

@@ -9,7 +9,10 @@ import { dirname } from "node:path";
 import { DomainError } from "../../src/contract/errors.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { scanNotebook } from "../../src/engine/scan.ts";
+import type { EngineDeps } from "../../src/engine/engine.ts";
+import { readLocalChanges } from "../../src/engine/local-changes.ts";
 import { pull } from "../../src/engine/pull.ts";
+import { deadlineIn } from "../../src/store/deadline.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive, processStartTime } from "../../src/surfaces/process-identity.ts";
 import { faultyStore } from "../support/faulty-store.ts";
@@ -116,6 +119,28 @@ describe("lost races", () => {
     const ok = await commit(world.deps(), dir, "m");
     expect(ok.generation).toBe(3);
     expect(read(dir, "y.md")).toBe("from b\n");
+  });
+
+  test("the call's deadline ends the retries as their bound does: REMOTE_BUSY · RETRIES_EXHAUSTED, the files untouched", async () => {
+    world = makeWorld();
+    const dir = world.checkout("a");
+    await pull(world.deps(), dir);
+    write(dir, "x.md", "x\n");
+    await commit(world.deps(), dir, "seed");
+    write(dir, "x.md", "x edited\n");
+    const losing = faultyStore(world.store, (op, key) => (op === "putIfMatch" && key === "current" ? "lose-race" : null));
+    // The deadline passes during the second retry: a clock the test moves.
+    let left = 60_000;
+    let retries = 0;
+    const deadline = { ms: 60_000, remaining: () => left, signal: new AbortController().signal };
+    const onStage = (stage: string) => {
+      if (stage === "retry" && ++retries === 2) left = 0;
+    };
+    const e = await refusal(() => commit(world.deps({ store: losing, commitRetries: 100, sleep: async () => {}, deadline, onStage }), dir, "m"));
+    expect(tokens(e)).toEqual(["REMOTE_BUSY", "RETRIES_EXHAUSTED", "RETRY", true]);
+    expect(e.message).toBe("Other commits won the race 3 times in a row until the call deadline; your files are untouched. Call again.");
+    expect(retries).toBe(2);
+    expect(read(dir, "x.md")).toBe("x edited\n");
   });
 
   test("a manifest write whose response is lost after it landed is proved by reading back: OK, once", async () => {
@@ -303,6 +328,20 @@ describe("lost races", () => {
     // A lock left by a process that died is taken over.
     writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `999999999 ${hostname()}`);
     expect((await pull(world.deps({ lockTimeoutMs: 200 }), a)).generation).toBe(0);
+  });
+
+  test("the wait for the lock ends with the call's deadline: LOCAL_STATE for pull and status alike, long before the 30 s without one", async () => {
+    world = makeWorld();
+    const a = world.checkout("a");
+    await pull(world.deps(), a);
+    const [id] = readdirSync(`${world.privateRoot}/checkouts`);
+    writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `${process.pid} ${hostname()}`);
+    for (const call of [(deps: EngineDeps) => pull(deps, a), (deps: EngineDeps) => readLocalChanges(deps, a)]) {
+      const started = performance.now();
+      const e = await refusal(() => call(world.deps({ deadline: deadlineIn(300) })));
+      expect(tokens(e)).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
+      expect(performance.now() - started).toBeLessThan(5_000);
+    }
   });
 
   /** A checkout pulled once, and the path of its lock file. */

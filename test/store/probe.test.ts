@@ -13,6 +13,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { boundedStore, deadlineIn } from "../../src/store/deadline.ts";
 import { type ConditionalWrite, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { operationalCause, type ProbeResult, probeStore } from "../../src/store/probe.ts";
 import { createS3Store } from "../../src/store/s3.ts";
@@ -349,6 +350,18 @@ test("a clean-up that hangs (the endpoint stopped answering) does not hold the a
   // The clean-up really ran, and every delete of it is still pending.
   expect(deletes).toBeGreaterThan(0);
 }, 60_000);
+
+test("an endpoint that stops answering: through a store bounded by the call deadline, the probe refuses by then, naming it", async () => {
+  const inner = freshSqlite();
+  // Every request of it hangs, as against a black-holed endpoint.
+  const hung = new Promise<never>(() => {});
+  const silent: ObjectStore = { ...inner, get: () => hung, putIfAbsent: () => hung, putIfMatch: () => hung, list: () => hung, delete: () => hung };
+  const started = performance.now();
+  const result = await probeStore(boundedStore(silent, deadlineIn(300)));
+  expect(result).toEqual({ ok: false, cause: "the store did not answer within the call deadline (300 ms; --deadline)" });
+  // Its clean-up is not sent after the deadline either: no wait for CLEANUP_BOUND_MS.
+  expect(performance.now() - started).toBeLessThan(3_000);
+});
 
 if (bucket) {
   describe("probe: operational failures of the real S3 server are refusals that name the cause", () => {

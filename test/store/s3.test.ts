@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { boundedStore, deadlineIn } from "../../src/store/deadline.ts";
 import { type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store, normaliseS3Prefix } from "../../src/store/s3.ts";
 import { describeStoreConformance } from "./conformance.ts";
@@ -592,6 +593,38 @@ describe("s3 store when the endpoint does not answer", () => {
       await store.close();
     }
     expect(received).toBe(0);
+  });
+
+  test("a call's deadline ends its requests to a server that never answers: a read fails, a write is unknown, the connections close, nothing is sent after", async () => {
+    let opened = 0;
+    let closed = 0;
+    const server = createServer((socket) => {
+      opened++;
+      socket.on("data", () => {});
+      socket.on("error", () => {});
+      socket.on("close", () => closed++);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => server.close());
+    // The store's own timeouts far beyond the deadline: only the deadline ends these requests.
+    const inner = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+      forcePathStyle: true, connectionTimeoutMs: 60_000, socketTimeoutMs: 60_000 });
+    const store = boundedStore(inner, deadlineIn(500));
+    const started = performance.now();
+    const [read, written] = await Promise.all([failure(store.get("current")), failure(store.putIfMatch("current", text_("m"), "e"))]);
+    const ms = performance.now() - started;
+    expect(ms).toBeGreaterThanOrEqual(490);
+    expect(ms).toBeLessThan(5_000);
+    expect([read.outcome, read.message]).toEqual(["failed", "s3 get: no answer within the call deadline"]);
+    expect([written.outcome, written.message]).toEqual(["unknown", "s3 putIfMatch: no answer within the call deadline; the write may have landed"]);
+    // Closed by the client, not left open for the server's sake (or the process's).
+    for (const until = performance.now() + 5_000; !(opened >= 2 && closed === opened) && performance.now() < until; ) await Bun.sleep(10);
+    expect([opened >= 2, closed]).toEqual([true, opened]);
+    const connections = opened;
+    const later = await failure(store.delete("k"));
+    expect([later.outcome, later.message]).toEqual(["failed", "s3 delete: no answer within the call deadline"]);
+    expect(opened).toBe(connections);
+    await inner.close();
   });
 
   test("a closed port: refused at connect, a definite failure", async () => {

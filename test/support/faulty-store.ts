@@ -92,7 +92,7 @@ export function faultyStore(inner: ObjectStore, rule: FaultRule, options: FaultO
   const wrapper = {
     kind: `faulty(${inner.kind})`,
     injected: 0,
-    async get(key: string): Promise<StoredObject | null> {
+    async get(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
       const fault = rule("get", key);
       if (fault === "fail-before") {
         wrapper.injected++;
@@ -107,21 +107,21 @@ export function faultyStore(inner: ObjectStore, rule: FaultRule, options: FaultO
         wrapper.injected++;
         await Bun.sleep(delayMs);
       }
-      const object = await inner.get(key);
+      const object = await inner.get(key, signal);
       if (fault === "corrupt-read" && object !== null) {
         wrapper.injected++;
         return { body: corrupt(object.body), etag: object.etag };
       }
       return object;
     },
-    putIfAbsent(key: string, body: Uint8Array) {
-      return conditional("putIfAbsent", key, () => inner.putIfAbsent(key, body));
+    putIfAbsent(key: string, body: Uint8Array, signal?: AbortSignal) {
+      return conditional("putIfAbsent", key, () => inner.putIfAbsent(key, body, signal));
     },
-    putIfMatch(key: string, body: Uint8Array, etag: string) {
-      return conditional("putIfMatch", key, () => inner.putIfMatch(key, body, etag));
+    putIfMatch(key: string, body: Uint8Array, etag: string, signal?: AbortSignal) {
+      return conditional("putIfMatch", key, () => inner.putIfMatch(key, body, etag, signal));
     },
-    list: (prefix: string) => inner.list(prefix),
-    delete: (key: string) => inner.delete(key),
+    list: (prefix: string, signal?: AbortSignal) => inner.list(prefix, signal),
+    delete: (key: string, signal?: AbortSignal) => inner.delete(key, signal),
     close: () => inner.close(),
   };
   return wrapper;

@@ -20,6 +20,7 @@ const CONFIG_FLAGS = {
   "read-only-paths": { type: "string", description: "Comma-separated notebook paths this process may not change (env SLIVINGDOC_READ_ONLY_PATHS)", valueHint: "a,b" },
   "writable-paths": { type: "string", description: "Comma-separated notebook paths this process may change; everything else is protected (env SLIVINGDOC_WRITABLE_PATHS)", valueHint: "a,b" },
   "history-period": { type: "string", description: "Keep history at least this long when compacting: 30d, 12h; 0 keeps only the newest 32 commits (env SLIVINGDOC_HISTORY_PERIOD; default 30d)", valueHint: "DURATION" },
+  deadline: { type: "string", description: "How long a call may take, its wait for the checkout's lock and every store request included: 30s, 5m (env SLIVINGDOC_DEADLINE; default 60s)", valueHint: "DURATION" },
   agent: { type: "string", description: "Who publishes, recorded on every commit (env SLIVINGDOC_AGENT; default: user@host, and for serve the MCP client's name and version too)", valueHint: "NAME" },
 } as const satisfies ArgsDef;
 

@@ -13,6 +13,7 @@ import { scrubCredentials } from "../../contract/scrub.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
 import type { EngineDeps } from "../../engine/engine.ts";
+import { type Deadline, deadlineIn } from "../../store/deadline.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { createLog, type Log, SILENT_LOG } from "../log.ts";
 import { type Operation, runOperation } from "../operation.ts";
@@ -20,8 +21,8 @@ import { operationByCli } from "../operations.ts";
 import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../config.ts";
 import { engineDeps, flushProcessMemory } from "../engine-deps.ts";
 import { DeferredStore } from "../deferred-store.ts";
-import { openStore } from "../stores.ts";
-import { openVerifiedStore } from "../verified-store.ts";
+import { openStore, storeKind } from "../stores.ts";
+import { openStoreOrRefuse, openVerifiedStore } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
 import { rootCommand, subCommands } from "./definitions.ts";
@@ -113,16 +114,24 @@ export async function runCli(io: CliIo): Promise<number> {
 }
 
 /**
- * Configuration and a verified store, or the start-up refusal printed and
- * its exit code. `readOnly`: the store is opened on first use without the
- * probe (Operation.cli.readsStoreOnly), so an unreachable store does not
- * refuse the start.
+ * Configuration, a verified store and the process's call deadline, or the
+ * start-up refusal printed and its exit code. `readOnly`: the store is
+ * opened without the probe (Operation.cli.readsStoreOnly), and on first
+ * use, so an unreachable store does not refuse the start — except a store
+ * in a local file, which is opened at once.
  */
-async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore } | number> {
+async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
-    if (readOnly) return { config, store: new DeferredStore(config.store.kind, () => openToRead(config.store)) };
-    return { config, store: await openVerifiedStore(config) };
+    // One deadline for the process: its start (the probe) and its call.
+    const deadline = deadlineIn(config.deadlineMs);
+    if (readOnly) {
+      // A store in a local file is opened now, as at any start: one that cannot be opened is refused, not taken for out of reach.
+      const file = storeKind(config.store).file?.(config.store);
+      const store = file !== undefined && existsSync(file) ? await openStoreOrRefuse(config.store) : new DeferredStore(config.store.kind, () => openToRead(config.store));
+      return { config, store, deadline };
+    }
+    return { config, store: await openVerifiedStore(config, deadline), deadline };
   } catch (e) {
     return refused(e, io);
   }
@@ -181,7 +190,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
   const json = parsed.flags.json === true;
   const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true);
   if (typeof started === "number") return started;
-  const { config, store } = started;
+  const { config, store, deadline } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
     const refused = flag.exactBytes ? messageRefusal(parsed, name, io.rawArgv) : null;
     if (refused === null) continue;
@@ -201,6 +210,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
           return (deps ??= { ...engineDeps(config, store), ...progress.hooks });
         },
         store,
+        deadline: () => deadline,
         sets: config.pathSets,
         paths: { defaultDir: io.cwd, cwd: io.cwd, home: io.env.HOME ?? "", workspaceRoot: config.workspaceRoot },
         log: causeLog(io),

@@ -13,6 +13,7 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { deadlineIn } from "../../store/deadline.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
 import { type RuntimeConfig, runtimeSecrets } from "../config.ts";
@@ -164,6 +165,7 @@ async function run(
     sets: config.pathSets,
     operation: {
       deps,
+      deadline: () => deadlineIn(config.deadlineMs),
       sets: config.pathSets,
       paths: { defaultDir: root.dir, cwd: root.dir, home: options.env.HOME ?? "", workspaceRoot: root.dir },
       log,

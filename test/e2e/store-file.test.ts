@@ -1,0 +1,188 @@
+/**
+ * An embedded store whose file is not what it should be
+ * (src/store/sqlite.ts, src/surfaces/verified-store.ts). One that cannot be
+ * opened — not a database, damaged, or another user's — is refused at the
+ * start of every command and of `serve`, like a store that fails the probe:
+ * INCOMPATIBLE_STORE naming the cause in words, exit 2, one line, no stack
+ * trace, nothing on stdout even with --json, and the file left as it was.
+ * One that opens, but whose pages holding `current` or a pack are damaged,
+ * answers STORAGE_INTEGRITY with what failed. Against the built binary.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { EXIT_CODES } from "../../src/contract/tokens.ts";
+import { MANIFEST_KEY, parseManifest } from "../../src/engine/manifest.ts";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { OPERATIONS } from "../../src/surfaces/operations.ts";
+import { BINARY, requireBinary } from "../support/mcp.ts";
+
+// Permissions bind only an unprivileged process: as root, the binary runs as
+// nobody (65534), in a world of its own, so another user's store is one.
+const asRoot = process.getuid?.() === 0;
+const world = mkdtempSync(join(tmpdir(), "slivingdoc-store-file-"));
+afterAll(() => rmSync(world, { recursive: true, force: true }));
+chmodSync(world, 0o755);
+const own = (path: string) => {
+  if (asRoot) chownSync(path, 65534, 65534);
+};
+own(world);
+
+const env = (store: string) => ({
+  PATH: process.env.PATH ?? "/usr/bin:/bin",
+  HOME: join(world, "home"),
+  TMPDIR: world,
+  SLIVINGDOC_STORE: `sqlite:${store}`,
+  SLIVINGDOC_PRIVATE_ROOT: join(world, "private"),
+});
+
+async function run(store: string, args: string[], stdin = "") {
+  requireBinary();
+  const prefix = asRoot ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+  const p = Bun.spawn([...prefix, BINARY, ...args], { cwd: world, env: env(store), stdin: new TextEncoder().encode(stdin), stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { stdout, stderr, code };
+}
+
+/** Text that compresses poorly, so that its pack spans many pages of the store file. */
+const big = Array.from({ length: 6_000 }, () => crypto.randomUUID()).join("\n");
+
+/** Every command of the registry with what it requires, and `serve`. */
+const COMMANDS: string[][] = [
+  ...OPERATIONS.map((op) => [
+    op.cli.name,
+    ...Object.entries(op.cli.flags).flatMap(([name, flag]) => (flag.required ? [`--${name}`, "1"] : [])),
+    ...(op.cli.positional?.required ? ["1"] : []),
+    "--json",
+  ]),
+  ["serve"],
+];
+
+/** A store with a notebook in it: one commit of `files`, written by the binary, its write-ahead log checkpointed. */
+async function notebookStore(name: string, files: Record<string, string>): Promise<string> {
+  const dir = join(world, name);
+  mkdirSync(dir);
+  own(dir);
+  const store = join(dir, "store.db");
+  const checkout = join(dir, "checkout");
+  expect((await run(store, ["pull", checkout])).code).toBe(0);
+  for (const [path, content] of Object.entries(files)) {
+    writeFileSync(join(checkout, path), content);
+    own(join(checkout, path));
+  }
+  const committed = await run(store, ["commit", "-m", "seed", checkout]);
+  expect(committed.code).toBe(0);
+  // Closing the last connection moved every commit into the file itself.
+  expect(existsSync(`${store}-wal`)).toBe(false);
+  return store;
+}
+
+/** The stored bodies of `current` and of its first pack, read by the test itself. */
+async function storedBodies(store: string): Promise<{ manifest: Uint8Array; pack: Uint8Array }> {
+  const s = openSqliteStore(store);
+  try {
+    const manifest = (await s.get(MANIFEST_KEY))!.body;
+    const pack = (await s.get(parseManifest(manifest).packs[0]!.key))!.body;
+    return { manifest, pack };
+  } finally {
+    await s.close();
+    // What this process made beside the store (its queue's files) stays the binary's user's to write.
+    for (const name of readdirSync(dirname(store))) own(join(dirname(store), name));
+  }
+}
+
+/** Overwrite the whole database page that holds `bytes` (a run of them, as the file stores them). */
+function damagePageHolding(store: string, bytes: Uint8Array): void {
+  const file = readFileSync(store);
+  const pageSize = file.readUInt16BE(16) === 1 ? 65536 : file.readUInt16BE(16);
+  const at = file.indexOf(Buffer.from(bytes));
+  expect(at).toBeGreaterThan(0);
+  expect(file.indexOf(Buffer.from(bytes), at + 1)).toBe(-1);
+  const page = Math.floor(at / pageSize);
+  expect(page).toBeGreaterThan(0); // not the schema's page
+  file.fill(0xab, page * pageSize, (page + 1) * pageSize);
+  writeFileSync(store, file);
+}
+
+const NOT_WRITABLE = "this user may not write its file or the file's directory; run as the user who owns them, or give this user write access to both";
+
+/** A copy of a notebook's store with file mode `mode`, in a directory that is another user's (read-only to its owner when the tests are not root). */
+async function theirs(name: string, mode: number): Promise<string> {
+  const dir = join(world, name);
+  mkdirSync(dir);
+  const store = join(dir, "store.db");
+  copyFileSync(await notebookStore(`${name}-source`, { "a.md": "a\n" }), store);
+  chmodSync(store, mode);
+  chmodSync(dir, 0o555);
+  afterAll(() => chmodSync(dir, 0o755));
+  return store;
+}
+
+describe("a store that cannot be opened is refused at start-up, by every command and serve", () => {
+  const cases: Array<[string, () => Promise<string>, string]> = [
+    [
+      "random bytes: not a database",
+      async () => {
+        const store = join(world, "random.db");
+        writeFileSync(store, crypto.getRandomValues(new Uint8Array(20_000)));
+        own(store);
+        return store;
+      },
+      "its file is not a database; point --store at the notebook's store file, or move this one away to start an empty notebook",
+    ],
+    [
+      "a truncated store: damaged",
+      async () => {
+        const store = await notebookStore("truncated", { "a.md": big });
+        truncateSync(store, readFileSync(store).length >> 1);
+        return store;
+      },
+      "its file is damaged; put back a copy (with its -wal file), or move it away to start an empty notebook",
+    ],
+    ["another user's store, in a directory this user may not write: not writable", () => theirs("theirs", 0o444), NOT_WRITABLE],
+    // SQLite opens the file, then cannot make its write-ahead log beside it (SQLITE_READONLY_DIRECTORY).
+    ["a store file anyone may write, in a directory this user may not: not writable", () => theirs("their-directory", 0o666), NOT_WRITABLE],
+  ];
+  for (const [name, make, cause] of cases) {
+    test(name, async () => {
+      const store = await make();
+      const before = readFileSync(store);
+      for (const args of COMMANDS) {
+        const r = await run(store, args);
+        const shown = `${args.join(" ")}: exit ${r.code}\n${r.stdout}${r.stderr}`;
+        expect(shown).toBe(`${args.join(" ")}: exit ${EXIT_CODES.STARTUP}\nslivingdoc: INCOMPATIBLE_STORE: the store cannot be opened: ${cause}\n`);
+        // Neither the private path nor SQLite's own words.
+        expect(r.stderr).not.toContain(world);
+        expect(r.stderr).not.toMatch(/SQLITE|malformed|readonly database|unable to open/);
+      }
+      expect(readFileSync(store).equals(before)).toBe(true);
+    });
+  }
+});
+
+describe("a store that opens, but whose reads find damage: STORAGE_INTEGRITY with what failed", () => {
+  test("the page holding `current`: MANIFEST_INVALID", async () => {
+    const store = await notebookStore("current-damaged", { "a.md": big });
+    damagePageHolding(store, (await storedBodies(store)).manifest);
+    for (const args of [["pull", "--json", join(world, "current-damaged", "fresh")], ["generation", "--json"]]) {
+      const r = await run(store, args);
+      expect(r.code).toBe(EXIT_CODES.OPERATOR);
+      expect(JSON.parse(r.stdout)).toMatchObject({ code: "STORAGE_INTEGRITY", reason: "MANIFEST_INVALID", action: "OPERATOR", retryable: false });
+      expect(r.stdout + r.stderr).not.toContain(world);
+    }
+  });
+
+  test("a page of a pack: PACK_INVALID, and the manifest still reads", async () => {
+    const store = await notebookStore("pack-damaged", { "a.md": big });
+    const { pack } = await storedBodies(store);
+    const middle = pack.length >> 1;
+    damagePageHolding(store, pack.subarray(middle, middle + 64));
+    const r = await run(store, ["pull", "--json", join(world, "pack-damaged", "fresh")]);
+    expect(r.code).toBe(EXIT_CODES.OPERATOR);
+    expect(JSON.parse(r.stdout)).toMatchObject({ code: "STORAGE_INTEGRITY", reason: "PACK_INVALID", action: "OPERATOR", retryable: false });
+    expect(r.stdout + r.stderr).not.toContain(world);
+    const generation = await run(store, ["generation", "--json"]);
+    expect([generation.code, JSON.parse(generation.stdout)]).toEqual([0, { generation: 1 }]);
+  });
+});
