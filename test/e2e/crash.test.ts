@@ -421,7 +421,8 @@ describe("SIGKILL between a file's change and its progress record", () => {
       });
     expect(progress.length).toBe(1);
     const lines = readFileSync(progress[0]!, "utf8").split("\n").filter((l) => l !== "");
-    expect(lines.length).toBe(4);
+    // Two files, each a step and its record of being done (beside the temporary names recorded before they are made).
+    expect(lines.filter((l) => !l.includes('"scratch"')).length).toBe(4);
     writeFileSync(progress[0]!, `${lines.filter((l) => !l.includes('"done":true')).join("\n")}\n`);
     return world;
   }
