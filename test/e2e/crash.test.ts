@@ -449,6 +449,30 @@ describe("SIGKILL between a file's change and its progress record", () => {
   });
 });
 
+test("a user's file under the name of a temporary file: recovery leaves it, and every call refuses it by name", async () => {
+  const { v, run, crash } = await rAheadOfV("reserved-name", { "shared.md": shared(["r 2"]), "new.md": "new from r\n" });
+  await crash("pull", v, "write:1");
+  // Beside the files the dead pull was writing, before the call that repairs it.
+  const name = ".slivingdoc-partial-0123456789abcdef";
+  write(v, name, "the user's own notes\n");
+  for (const op of [(d: EngineDeps) => pull(d, v), (d: EngineDeps) => commit(d, v, "v")]) {
+    const e = await run(op).then(
+      () => null,
+      (err: { reason?: string; files?: Array<{ path: string }>; message: string }) => err,
+    );
+    expect(e?.reason).toBe("INVALID_CONTENT");
+    expect(e?.files?.map((f) => f.path)).toEqual([name]);
+    expect(e?.message).toContain("reserved for slivingdoc's temporary files");
+  }
+  expect(read(v, name)).toBe("the user's own notes\n");
+  // Renamed, it is notebook content like any other.
+  const { renameSync } = await import("node:fs");
+  renameSync(join(v, name), join(v, "notes.md"));
+  await run((d) => pull(d, v));
+  expect(read(v, "shared.md")).toBe(shared(["r 2"]));
+  expect(read(v, "notes.md")).toBe("the user's own notes\n");
+});
+
 test("a new file the dead pull wrote, deleted since: the deletion is published", async () => {
   const { v, run, crash, published } = await rAheadOfV("new-then-deleted", { "new.md": "new from r\n" });
   await crash("pull", v, "write:1");
