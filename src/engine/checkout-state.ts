@@ -39,13 +39,41 @@ import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
 import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./checkout-registry.ts";
 import { directoryIdentity } from "./directory-identity.ts";
-import { type Baseline, type CheckoutStateFile, type Journal, JournalSchema, type ProgressStep, ProgressStepSchema, type Publication, StateSchema } from "./state-files.ts";
+import {
+  type Baseline,
+  type CheckoutStateFile,
+  type Journal,
+  JournalSchema,
+  type ProgressStep,
+  ProgressStepSchema,
+  type Publication,
+  ScratchRecordSchema,
+  SettledRecordSchema,
+  StateSchema,
+} from "./state-files.ts";
 import { ObjectCache } from "./git/object-cache.ts";
 import type { KeptStatCaches } from "./kept-stat-caches.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 import type { StatCache } from "./stat-cache.ts";
 
 export type { Baseline, Journal, ProcessIdentity, ProgressStep, Publication };
+
+/** Appending to the journal's progress (CheckoutState.openJournalProgress). */
+export interface JournalProgressLog {
+  log(step: ProgressStep): void;
+  /** A temporary name (`dir/name`) about to be made. */
+  scratch(name: string): void;
+  /** Every step is settled; only the scratch files and the journal remain to remove. */
+  settled(): void;
+  close(): void;
+}
+
+/** What the journal's progress recorded (CheckoutState.readJournalProgress). */
+export interface JournalProgress {
+  steps: Map<string, ProgressStep[]>;
+  scratch: Set<string>;
+  settled: boolean;
+}
 
 const STAT_CACHE_FILE = "stat-cache.json";
 
@@ -296,51 +324,32 @@ export class CheckoutState {
    * The journal's progress: each step of rewriting a visible file, recorded
    * before the file changes and again once it did (materialize.ts,
    * ProgressStep), so that recovery knows, for a file changed since the
-   * crash, whether the change was made over what the dead call wrote.
-   * `append`: recovery adds its own steps to the dead call's. Not flushed
-   * to disk: it only has to outlive a killed process, as the visible files
-   * it describes do.
+   * crash, whether the change was made over what the dead call wrote; each
+   * temporary name, before the file is made; and, once every step is
+   * settled, a last record saying so. `append`: recovery adds its own
+   * records to the dead call's. Not flushed to disk: it only has to outlive
+   * a killed process, as the visible files it describes do.
    */
-  openJournalProgress(append: boolean): { log(step: ProgressStep): void; close(): void } {
+  openJournalProgress(append: boolean): JournalProgressLog {
     const fd = openSync(join(this.stateDir, JOURNAL_DONE), append ? "a" : "w", 0o600);
+    const write = (record: object) => {
+      writeSync(fd, `${JSON.stringify(record)}\n`);
+    };
     return {
-      log: (step) => {
-        writeSync(fd, `${JSON.stringify(step)}\n`);
-      },
+      log: write,
+      scratch: (name) => write({ scratch: name }),
+      settled: () => write({ settled: true }),
       close: () => closeSync(fd),
     };
   }
 
-  /** The recorded steps of each path, in order; a second record marks its step done (openJournalProgress). */
-  readJournalProgress(): Map<string, ProgressStep[]> {
-    let text: string;
-    try {
-      text = readFileSync(join(this.stateDir, JOURNAL_DONE), "utf8");
-    } catch {
-      return new Map();
-    }
-    const steps = new Map<string, ProgressStep[]>();
-    for (const line of text.split("\n")) {
-      let step: ProgressStep;
-      try {
-        if (line === "") continue;
-        step = ProgressStepSchema.parse(JSON.parse(line));
-      } catch {
-        continue; // a line cut by the crash: that record counts as not written
-      }
-      const list = steps.get(step.path) ?? [];
-      const last = list[list.length - 1];
-      const open = last !== undefined && last.side === step.side && last.done !== true;
-      if (step.done === true) {
-        if (open) last.done = true;
-      } else if (open) {
-        list[list.length - 1] = step; // the write in place found the path taken, and writes by rename instead
-      } else {
-        list.push(step);
-      }
-      steps.set(step.path, list);
-    }
-    return steps;
+  /**
+   * The recorded steps of each path, in order (a second record marks its
+   * step done, or given up: openJournalProgress), the temporary names
+   * recorded, and whether the steps were all settled.
+   */
+  readJournalProgress(): JournalProgress {
+    return readJournalProgress(this.stateDir);
   }
 
   private get statCacheFile(): string {
@@ -367,3 +376,54 @@ export class CheckoutState {
   }
 }
 
+/**
+ * The journal's progress in the state directory `stateDir`: the recorded
+ * steps of each path, in order (a second record marks its step done, or
+ * given up: CheckoutState.openJournalProgress), the temporary names
+ * recorded, and whether the steps were all settled.
+ */
+export function readJournalProgress(stateDir: string): JournalProgress {
+  const progress: JournalProgress = { steps: new Map(), scratch: new Set(), settled: false };
+  let text: string;
+  try {
+    text = readFileSync(join(stateDir, JOURNAL_DONE), "utf8");
+  } catch {
+    return progress;
+  }
+  const { steps } = progress;
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    let record: unknown;
+    try {
+      record = JSON.parse(line);
+    } catch {
+      continue; // a line cut by the crash: that record counts as not written
+    }
+    const scratch = ScratchRecordSchema.safeParse(record);
+    if (scratch.success) {
+      progress.scratch.add(scratch.data.scratch);
+      continue;
+    }
+    if (SettledRecordSchema.safeParse(record).success) {
+      progress.settled = true;
+      continue;
+    }
+    const parsed = ProgressStepSchema.safeParse(record);
+    if (!parsed.success) continue;
+    const step = parsed.data;
+    const list = steps.get(step.path) ?? [];
+    const last = list[list.length - 1];
+    const open = last !== undefined && last.side === step.side && last.done !== true;
+    if (step.done === true) {
+      if (open) last.done = true;
+    } else if (step.done === false) {
+      if (open) list.pop(); // given up before anything changed
+    } else if (open) {
+      list[list.length - 1] = step; // a step that is recorded again, through a temporary file this time
+    } else {
+      list.push(step);
+    }
+    steps.set(step.path, list);
+  }
+  return progress;
+}

@@ -17,11 +17,11 @@ import { refuseProtectedChanges } from "./protect.ts";
 import { treeDiffStat } from "./diffstat.ts";
 import {
   baselineFilesOrRefuse,
+  bringFiles,
   closeCheckout,
   deadlinePassed,
   type EngineDeps,
   localBytes,
-  materializeInto,
   type OpenCheckout,
   openCheckout,
   privateStateMissing,
@@ -343,8 +343,9 @@ async function mergeOrConflict(checkout: OpenCheckout, baselineTree: FlatTree, a
   const merge = await mergeTrees(checkout.git, baselineTree, checkout.local, accepted.files, checkout.localContents);
   if (merge.conflicts.length > 0) {
     turn.end();
-    await materializeInto(checkout, merge.result, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
-    throw conflictError(merge.conflicts, "commit");
+    const written = await bringFiles(checkout, merge, targetOf(accepted), accepted.files, { operation: "commit", remoteAccepted: "no" }, baselineTree, { conflicts: "write" });
+    // A conflicting file left as someone kept writing it still conflicts; it is named all the same.
+    throw conflictError(written.conflicts.length > 0 ? written.conflicts : merge.conflicts, "commit");
   }
   return merge.result;
 }
@@ -354,7 +355,8 @@ async function mergeOrConflict(checkout: OpenCheckout, baselineTree: FlatTree, a
  * accepted state (every local change is already in it).
  */
 async function synchronise(checkout: OpenCheckout, accepted: AcceptedState, merged: FlatTree): Promise<OperationOutcome> {
-  await materializeInto(checkout, merged, targetOf(accepted), { operation: "commit", remoteAccepted: "no" });
+  // Every local change is in the accepted state: files left as someone wrote them keep their scanned content as baseline.
+  await bringFiles(checkout, { result: merged, conflicts: [] }, targetOf(accepted), accepted.files, { operation: "commit", remoteAccepted: "no" }, checkout.local, { conflicts: "leave" });
   return { path: checkout.dir, generation: accepted.generation, files: [] };
 }
 
@@ -530,7 +532,8 @@ async function proposalLanded(checkout: OpenCheckout, posted: Posted, at: Combin
   const { generation, head } = at;
   turn.end();
   dropProposal(deps.store, posted.proposal.publication);
-  await materializeInto(checkout, posted.merged, { generation, head, tree: posted.tree }, { operation: "commit", remoteAccepted: "yes" });
+  const target = { generation, head, tree: posted.tree };
+  await bringFiles(checkout, { result: posted.merged, conflicts: [] }, target, posted.merged, { operation: "commit", remoteAccepted: "yes" }, checkout.local, { conflicts: "leave" });
   await deps.onStage("diffstat");
   const files = await treeDiffStat(git, posted.parentFiles, posted.merged, checkout.lineCounts);
   return { path: checkout.dir, generation, files };
@@ -657,7 +660,8 @@ async function landedOutcome(
     // the cache and downloads it like any other.
   }
   const next = { generation: manifest.generation, head, tree: built.tree };
-  await materializeInto(checkout, merged, next, { operation: "commit", remoteAccepted: "yes" });
+  // The published tree holds the scanned files' edits: a file left as someone wrote it since keeps its scanned content as baseline.
+  await bringFiles(checkout, { result: merged, conflicts: [] }, next, merged, { operation: "commit", remoteAccepted: "yes" }, checkout.local, { conflicts: "leave" });
   await deps.onStage("diffstat");
   const files = await treeDiffStat(git, accepted.files, merged, checkout.lineCounts);
   return { path: checkout.dir, generation: manifest.generation, files };

@@ -5,7 +5,7 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { DEFAULT_AGENT } from "../contract/agent.ts";
-import { DomainError } from "../contract/errors.ts";
+import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./compact.ts";
@@ -17,13 +17,13 @@ import { registeredCheckouts } from "./checkout-registry.ts";
 import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from "./checkout-state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
-import { materialize, type RecoveryContext, recoverInterrupted } from "./materialize.ts";
+import { materialize, type RecoveryContext, type Remerge, recoverInterrupted, type WrittenFile } from "./materialize.ts";
 import { settlePublication } from "./publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 import { scanNotebook } from "./scan.ts";
 import { lineCount } from "./diffstat.ts";
 import { StatCache } from "./stat-cache.ts";
-import { sameTree } from "./tree-merge.ts";
+import { mergeTrees, sameTree, type TreeMerge } from "./tree-merge.ts";
 
 export interface EngineDeps {
   store: ObjectStore;
@@ -75,6 +75,12 @@ export interface EngineDeps {
   progress?: (what: string, done: number, total: number) => void;
   /** After each visible file is written or removed: the point where crash tests stop the process mid-way. */
   afterWrite?: () => Promise<void> | void;
+  /**
+   * Right before a visible file, just checked to hold what the call scanned,
+   * is replaced or removed (materialize.ts): where tests write to it, as a
+   * second writer in the same directory would.
+   */
+  beforeReplace?: (path: string) => void;
 }
 
 // Sixteen writers on one notebook exhausted 10 retries (docs/performance.md, S6);
@@ -110,7 +116,8 @@ export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | 
 
 /** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
 export interface OpenCheckout {
-  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs">> & Pick<EngineDeps, "deadline" | "lockTimeoutMs"> & {
+  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs" | "beforeReplace">> &
+    Pick<EngineDeps, "deadline" | "lockTimeoutMs" | "beforeReplace"> & {
     onStage: (stage: string) => Promise<void> | void;
     afterWrite: () => Promise<void> | void;
   };
@@ -243,7 +250,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     // A pull rebuilds a damaged state; anything else asks for that pull (pullRequired).
     const damage = state.damage;
     if (damage !== null && create) state.forgetDamaged();
-    const recovered = await recoverInterrupted(state, full.afterWrite);
+    const recovered = await recoverInterrupted(state, full.afterWrite, full.now);
     // A commit that died after its publication, before its baseline moved
     // (publication.ts); its journal stays until then, so a kill in between
     // finds the same repair to make.
@@ -325,21 +332,91 @@ const FEW_CHANGES = 32;
 /**
  * Make the visible directory `to` and move the baseline to `target`
  * (materialize.ts), then remember the written files in the stat cache so the
- * next scan need not read or store them again.
+ * next scan need not read or store them again. A file written to since the
+ * scan is merged again by `remerge`, or left as it is: its baseline is then
+ * `leftBase`'s. Returns the files written, with the content they got, and
+ * the paths left.
  */
-export async function materializeInto(checkout: OpenCheckout, to: FlatTree, target: Baseline, recovery: RecoveryContext): Promise<void> {
+export async function materializeInto(
+  checkout: OpenCheckout,
+  to: FlatTree,
+  target: Baseline,
+  recovery: RecoveryContext,
+  leftBase: (path: string) => string | null,
+  remerge?: Remerge,
+): Promise<{ written: WrittenFile[]; left: string[] }> {
   const b = checkout.baseline;
   // Already there (a call that found nothing to do): no file to write, no state to replace.
-  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(checkout.local, to)) return;
+  if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(checkout.local, to)) return { written: [], left: [] };
   const written = (oid: string, bytes: Uint8Array) => checkout.lineCounts.set(oid, lineCount(bytes));
-  const writes = await materialize(checkout.state, checkout.local, to, target, { ...checkout.deps, written }, recovery);
-  if (writes.length === 0) return;
-  checkout.statCache.recordWrites(checkout.dir, writes, checkout.deps.now().getTime());
-  try {
-    keepOrSave(checkout, writes.length);
-  } catch {
-    /* only a speed-up: the next scan reads those files instead */
+  const done = await materialize(checkout.state, checkout.local, to, target, { ...checkout.deps, written, ...(remerge ? { remerge } : {}) }, recovery, leftBase);
+  checkout.baseline = done.baseline;
+  if (done.written.length > 0) {
+    checkout.statCache.recordWrites(done.written);
+    try {
+      keepOrSave(checkout, done.written.length);
+    } catch {
+      /* only a speed-up: the next scan reads those files instead */
+    }
   }
+  return done;
+}
+
+/**
+ * Bring the visible files to `merge.result` and the baseline to `target`,
+ * whose files are `targetFiles`. A file written to since the scan (by an
+ * editor, a script, another agent in the same directory) is not replaced
+ * (materialize.ts): it is merged again at once, its new content as the
+ * local side, against the same target and the same baseline — `firstBase`,
+ * the version of it the target already holds: the baseline the merge used
+ * when the target holds none of the checkout's edits (a pull), the scanned
+ * files when it publishes them (a commit). Where that keeps failing, or
+ * where the merge conflicts and `conflicts` is "leave", the file is left as
+ * it is, with that baseline, for the next call's merge.
+ *
+ * `prepare` turns local files into the merge's local side (pull's protected
+ * paths). "leave": a commit that landed answers OK, and must not have
+ * written markers. Returns the merge the files now hold: the conflicts of
+ * the files written, and files left as they were first scanned.
+ */
+export async function bringFiles(
+  checkout: OpenCheckout,
+  merge: TreeMerge,
+  target: Baseline,
+  targetFiles: FlatTree,
+  recovery: RecoveryContext,
+  firstBase: FlatTree,
+  options: { prepare?: (local: FlatTree) => FlatTree; conflicts: "write" | "leave" },
+): Promise<TreeMerge> {
+  const { git } = checkout;
+  const scanned = checkout.local;
+  const conflicts = new Map(merge.conflicts.map((c) => [c.path, c]));
+  const one = (path: string, oid: string | null | undefined): FlatTree => (oid == null ? new Map() : new Map([[path, oid]]));
+  const remerge: Remerge = async (path, now) => {
+    const written = one(path, now === null ? null : await git.writeBlob(now));
+    // Only this path's side: `prepare` may bring in other paths (pull's protected ones).
+    const local = one(path, (options.prepare?.(written) ?? written).get(path));
+    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)));
+    const conflict = again.conflicts.find((c) => c.path === path);
+    if (conflict !== undefined && options.conflicts === "leave") return null;
+    if (conflict !== undefined) conflicts.set(path, conflict);
+    else conflicts.delete(path);
+    return { target: again.result.get(path) ?? null };
+  };
+  const done = await materializeInto(checkout, merge.result, target, recovery, (path) => firstBase.get(path) ?? null, remerge);
+  const result = new Map(merge.result);
+  for (const w of done.written) {
+    if (w.after === null) result.delete(w.path);
+    else result.set(w.path, w.after);
+  }
+  for (const path of done.left) {
+    conflicts.delete(path);
+    const oid = scanned.get(path);
+    if (oid === undefined) result.delete(path);
+    else result.set(path, oid);
+  }
+  const list = [...conflicts.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { result, conflicts: list };
 }
 
 /** The bytes of a visible file as scanned: from memory when read this call, else from the object cache. */

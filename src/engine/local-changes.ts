@@ -27,7 +27,7 @@ import { NO_PATH_SETS } from "../contract/results.ts";
 import { readManifest } from "./accepted-state.ts";
 import { acquireLock } from "./checkout-lock.ts";
 import { checkoutStateDir, hasSetAside } from "./checkout-registry.ts";
-import { settleState } from "./checkout-state.ts";
+import { readJournalProgress, settleState } from "./checkout-state.ts";
 import { directoryIdentity } from "./directory-identity.ts";
 import { type EngineDeps, lockWaitMs, lostState, privateStateMissing, pullRequired, refuseNesting } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
@@ -110,7 +110,9 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
     const interrupted = existsSync(join(stateDir, "journal.json")) || state.publishing !== undefined;
     // Read the stat cache without keeping it: this call never writes it back.
     const cache = StatCache.load(join(stateDir, "stat-cache.json"));
-    const scanned = scanNotebook(dir, cache.known);
+    // Temporary files an interrupted call left are recorded in its journal: not the user's files.
+    const ours = interrupted ? readJournalProgress(stateDir).scratch : new Set<string>();
+    const scanned = scanNotebook(dir, cache.known, ours);
     const local: FlatTree = new Map();
     const contents = new Map<string, Uint8Array>();
     for (const [path, file] of scanned) {

@@ -1,5 +1,6 @@
 /**
- * Writing a tree into the visible directory, crash-safely.
+ * Writing a tree into the visible directory, crash-safely, and without
+ * overwriting what someone else writes meanwhile.
  *
  * Before the first visible file changes, a journal in the private state
  * records every file to be rewritten with the blob ids of its content
@@ -9,34 +10,41 @@
  * and leaves alone any file changed since — so the visible directory and
  * the baseline agree again and no unpublished edit is lost.
  *
- * A file that replaces another is written beside it and renamed over it, so
- * the old content survives a crash. A file that did not exist before is
- * written in place, which spares a rename per file on a cold pull: it is
- * created exclusively (so it cannot be someone else's file), and a crash
- * can leave it only half written — a prefix of its new content, which
- * recovery recognises as ours and removes.
+ * The directory is shared: an editor, a script logging into a file, or a
+ * second agent may write a file while a call is rewriting it. A file is
+ * only ever replaced while it still holds the content the call computed
+ * from (`before`, as scanned). It is linked to a second name, its bytes
+ * are read there and compared, the new content is renamed over it, and the
+ * second name shows whether anything was written to it between the
+ * comparison and the rename — in which case the written file is put back.
+ * A file that no longer holds what was scanned is merged again with what it
+ * holds now, as the caller says (`remerge`: the new content is the local
+ * side), and tried again; or, when that keeps failing or the caller says
+ * so, left as it is for the next call, its baseline chosen so that the next
+ * merge takes the writes for local edits (`skippedBase`). What a writer that still holds the old file open writes
+ * after the rename goes into a file that no longer has a name: no tool can
+ * keep that (docs/failures.md).
+ *
+ * A file that did not exist before is written in place, which spares a
+ * rename per file on a cold pull: it is created exclusively (so it cannot
+ * be someone else's file, and one that appeared since the scan is left
+ * alone), and a crash can leave it only half written — a prefix of its new
+ * content, which recovery recognises as ours and removes.
+ *
+ * Temporary files live beside their destination, as the rename needs, under
+ * names (`.slivingdoc-partial-…`) that the journal records before they are
+ * made: recovery removes exactly those, and the scan refuses the pattern by
+ * name, so a user's file is never taken for one of ours.
  */
-import {
-  closeSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmdirSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
-import { dirname, join } from "node:path";
+import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, type Stats, writeSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import { randomHex } from "../contract/random-hex.ts";
-import type { Baseline, CheckoutState, ProgressStep } from "./checkout-state.ts";
+import type { Baseline, CheckoutState, JournalProgressLog, ProgressStep } from "./checkout-state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
-import { PARTIAL_FILE } from "./scan.ts";
+import { type FileStamp, stampOf } from "./scan.ts";
+import { racyWindow } from "./stat-cache.ts";
 
 export interface FileWrite {
   path: string;
@@ -55,8 +63,49 @@ export function plannedWrites(from: FlatTree, to: FlatTree): FileWrite[] {
   return writes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-function partialName(): string {
-  return `.slivingdoc-partial-${randomHex(8)}`;
+/** A visible file this call wrote (or removed: `stamp` null), stamped right after, for the stat cache. */
+export interface WrittenFile {
+  path: string;
+  after: string | null;
+  stamp: FileStamp | null;
+  /** When the stamp was taken. */
+  takenMs: number;
+}
+
+/** One file to bring from what it holds (`expected`, null: absent) to `target`. */
+interface Change {
+  path: string;
+  expected: string | null;
+  target: string | null;
+}
+
+/** A call's writing of visible files: where, on which side of the journal, and its records. */
+interface Writer {
+  root: string;
+  git: ObjectCache;
+  side: "after" | "before";
+  progress: JournalProgressLog;
+  /** Directories made (or known to exist) this call: one mkdir per directory, not per file. */
+  made: Set<string>;
+  /** Right before a checked file is replaced or removed: where tests write to it. */
+  beforeReplace?: (path: string) => void;
+  /** The clock that file times are compared with. */
+  now: () => number;
+}
+
+function other(side: "after" | "before"): "after" | "before" {
+  return side === "after" ? "before" : "after";
+}
+
+/** A fresh temporary name beside `path`, recorded in the journal before anything is made under it. */
+function scratchFile(w: Writer, path: string): string {
+  const name = `.slivingdoc-partial-${randomHex(8)}`;
+  w.progress.scratch(join(dirname(path), name));
+  return join(w.root, dirname(path), name);
+}
+
+function errno(e: unknown): string | undefined {
+  return (e as NodeJS.ErrnoException).code;
 }
 
 /** Create `file` with `bytes`, or return false when something already exists there. */
@@ -65,7 +114,7 @@ function writeNew(file: string, bytes: Uint8Array): boolean {
   try {
     fd = openSync(file, "wx");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+    if (errno(e) === "EEXIST") return false;
     throw e;
   }
   try {
@@ -76,35 +125,164 @@ function writeNew(file: string, bytes: Uint8Array): boolean {
   return true;
 }
 
-/**
- * Write one visible file. `fresh`: the journal records it as absent before,
- * so it may be written in place (see the top of this file). Recovery's writes
- * never are: no journal records what they put back.
- */
-function writeVisible(root: string, path: string, bytes: Uint8Array, made: Set<string>, fresh: boolean, log: (tmp?: string) => void): void {
-  const file = join(root, path);
-  const dir = dirname(file);
-  // One mkdir per directory, not per file: a cold pull writes thousands.
-  // Synchronous calls: thousands of small awaited ones cost more than the work.
-  if (!made.has(dir)) {
+/** The directories above `path` exist (made if needed); false when something else is in the way — a file written there since the scan. */
+function ensureParent(w: Writer, path: string): boolean {
+  const dir = dirname(join(w.root, path));
+  if (w.made.has(dir)) return true;
+  try {
+    // Synchronous calls: a cold pull writes thousands, and thousands of small awaited ones cost more than the work.
     mkdirSync(dir, { recursive: true });
-    made.add(dir);
+  } catch (e) {
+    if (errno(e) === "EEXIST" || errno(e) === "ENOTDIR") return false;
+    throw e;
   }
-  // In place when nothing is there; something that appeared since the scan
-  // is replaced like any other file.
-  if (fresh) {
-    log();
-    if (writeNew(file, bytes)) return;
-  }
-  // Write beside the destination and rename: a reader never sees half a file.
-  const tmp = partialName();
-  writeFileSync(join(dir, tmp), bytes);
-  log(tmp);
-  renameSync(join(dir, tmp), file);
+  w.made.add(dir);
+  return true;
 }
 
-function removeVisible(root: string, path: string): void {
-  rmSync(join(root, path), { force: true });
+/** File systems without hard links answer link() with these. */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"]);
+
+/**
+ * Give the file at `file` the second name `aside`: the same file, which
+ * writers by its name keep writing into. "gone" when nothing is there;
+ * "other" when it is no longer a regular file; "unlinked" on a file system
+ * without hard links, where the file can only be compared where it is.
+ */
+function holdAside(file: string, aside: string): "linked" | "unlinked" | "gone" | "other" {
+  let st: Stats;
+  try {
+    st = lstatSync(file);
+  } catch (e) {
+    if (errno(e) === "ENOENT" || errno(e) === "ENOTDIR") return "gone";
+    throw e;
+  }
+  if (!st.isFile()) return "other";
+  try {
+    linkSync(file, aside);
+    return "linked";
+  } catch (e) {
+    if (errno(e) === "ENOENT") return "gone";
+    if (NO_HARD_LINKS.has(errno(e) ?? "")) return "unlinked";
+    throw e;
+  }
+}
+
+/** Whether the file held aside was written to since `seen` was taken (its content was `expected` then). */
+function writtenSince(w: Writer, aside: string, seen: Stats, expected: string): boolean {
+  const now = lstatSync(aside);
+  if (now.size !== seen.size || now.mtimeMs !== seen.mtimeMs) return true;
+  // Same size and time: unchanged, unless the time is so recent that a
+  // second write in the same clock tick would have left it as it was.
+  if (now.mtimeMs < w.now() - racyWindow(stampOf(now))) return false;
+  return blobId(readFileSync(aside)) !== expected;
+}
+
+/** What is at `file` now, for the stat cache. */
+function stamped(w: Writer, c: Change, file: string): WrittenFile {
+  let stamp: FileStamp | null = null;
+  if (c.target !== null) {
+    try {
+      stamp = stampOf(lstatSync(file));
+    } catch {
+      /* gone again already: the next scan reads what is there */
+    }
+  }
+  return { path: c.path, after: c.target, stamp, takenMs: w.now() };
+}
+
+/**
+ * Replace or remove the file at `c.path`, which holds `c.expected`: false,
+ * leaving it as it is, when it no longer does (see the top of this file).
+ */
+function replaceIfUnchanged(w: Writer, c: Change, bytes: Uint8Array | null): boolean {
+  const file = join(w.root, c.path);
+  const tmp = bytes === null ? null : scratchFile(w, c.path);
+  const aside = scratchFile(w, c.path);
+  try {
+    if (tmp !== null && bytes !== null && !writeNew(tmp, bytes)) throw new Error("a fresh temporary name was taken");
+    const held = holdAside(file, aside);
+    // Removed since the scan: for a removal that is the same; for a rewrite, an edit to keep.
+    if (held === "gone") return tmp === null;
+    if (held === "other") return false;
+    // Without hard links the comparison is made at the path itself, a moment before the rename (docs/failures.md).
+    const subject = held === "linked" ? aside : file;
+    const seen = lstatSync(subject);
+    if (blobId(readFileSync(subject)) !== c.expected) return false;
+    w.beforeReplace?.(c.path);
+    if (tmp === null) {
+      w.progress.log({ path: c.path, side: w.side });
+      rmSync(file, { force: true });
+    } else {
+      w.progress.log({ path: c.path, side: w.side, tmp: basename(tmp) });
+      renameSync(tmp, file);
+    }
+    w.progress.log({ path: c.path, side: w.side, done: true });
+    if (held === "linked" && writtenSince(w, aside, seen, c.expected)) {
+      // Written to between the comparison and the rename, while it still had
+      // its name: that write is someone's, and the new content was computed
+      // without it. The file goes back as they left it.
+      w.progress.log({ path: c.path, side: other(w.side), tmp: basename(aside) });
+      renameSync(aside, file);
+      w.progress.log({ path: c.path, side: other(w.side), done: true });
+      return false;
+    }
+    if (tmp === null) {
+      // The second name goes first: the directory must be empty to go too.
+      rmSync(aside, { force: true });
+      removeEmptyParents(w.root, c.path);
+    }
+    return true;
+  } finally {
+    if (tmp !== null) rmSync(tmp, { force: true });
+    rmSync(aside, { force: true });
+  }
+}
+
+/**
+ * Create the file at `c.path`, absent when the call looked: false when
+ * something is there now. In place for a call's own writes (see the top of
+ * this file); whole, through a temporary file linked into place, for
+ * recovery's, which no journal describes as partial.
+ */
+function createIfAbsent(w: Writer, c: Change, bytes: Uint8Array): boolean {
+  if (!ensureParent(w, c.path)) return false;
+  const file = join(w.root, c.path);
+  if (w.side === "after") {
+    w.progress.log({ path: c.path, side: w.side });
+    const made = writeNew(file, bytes);
+    w.progress.log({ path: c.path, side: w.side, done: made });
+    return made;
+  }
+  const tmp = scratchFile(w, c.path);
+  try {
+    if (!writeNew(tmp, bytes)) throw new Error("a fresh temporary name was taken");
+    w.progress.log({ path: c.path, side: w.side, tmp: basename(tmp) });
+    try {
+      linkSync(tmp, file);
+    } catch (e) {
+      if (errno(e) === "EEXIST") return false;
+      if (!NO_HARD_LINKS.has(errno(e) ?? "")) throw e;
+      // No hard links: only a rename, after a look that nothing is there.
+      if (lstatOrNull(file) !== null) return false;
+      renameSync(tmp, file);
+    }
+    w.progress.log({ path: c.path, side: w.side, done: true });
+    return true;
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+function lstatOrNull(file: string): Stats | null {
+  try {
+    return lstatSync(file);
+  } catch {
+    return null;
+  }
+}
+
+function removeEmptyParents(root: string, path: string): void {
   // Directories exist only through their files (docs/design.md, The notebook
   // contract).
   for (let dir = dirname(path); dir !== "." && dir !== ""; dir = dirname(dir)) {
@@ -116,36 +294,60 @@ function removeVisible(root: string, path: string): void {
   }
 }
 
-/** Deletions first, so a file can give way to a directory of the same name. */
+/**
+ * What a file found written to since it was scanned becomes: merged again,
+ * with its content now (null: absent) as the local side, into a new target
+ * (null: absent) — or null to leave it as it is, for the next call.
+ */
+export type Remerge = (path: string, now: Uint8Array | null) => Promise<{ target: string | null } | null>;
+
+/** How many times one file is merged again while someone keeps writing it, before it is left for the next call. */
+const REMERGES = 5;
+
+/** Bring one file to `c.target`, whose content is `bytes`; false when it no longer holds `c.expected`. */
+function applyOne(w: Writer, c: Change, bytes: Uint8Array | null): boolean {
+  if (bytes === null) return c.expected === null || replaceIfUnchanged(w, c, null);
+  if (c.expected === null) return createIfAbsent(w, c, bytes);
+  return ensureParent(w, c.path) && replaceIfUnchanged(w, c, bytes);
+}
+
+/**
+ * Bring each file to its target, removals first so a file can give way to a
+ * directory of the same name. A file that no longer holds what was expected
+ * — someone wrote it since the scan — is merged again with what it holds
+ * now (`remerge`) and tried again, up to REMERGES times; without `remerge`,
+ * or after that, it is left as it is. The files written (with the content
+ * they were given), and the paths left.
+ */
 async function apply(
-  root: string,
-  git: ObjectCache,
-  writes: FileWrite[],
-  side: "after" | "before",
-  log: (step: ProgressStep) => void,
-  afterWrite: () => Promise<void> | void = () => {},
-  written: (oid: string, bytes: Uint8Array) => void = () => {},
-): Promise<void> {
-  const pick = (w: FileWrite) => (side === "after" ? w.after : w.before);
-  for (const w of writes) {
-    if (pick(w) === null) {
-      log({ path: w.path, side });
-      removeVisible(root, w.path);
-      log({ path: w.path, side, done: true });
-      await afterWrite();
+  w: Writer,
+  changes: Change[],
+  hooks: { afterWrite?: () => Promise<void> | void; written?: (oid: string, bytes: Uint8Array) => void; remerge?: Remerge } = {},
+): Promise<{ written: WrittenFile[]; left: string[] }> {
+  const done: WrittenFile[] = [];
+  const left: string[] = [];
+  const removals = changes.filter((c) => c.target === null);
+  for (const first of [...removals, ...changes.filter((c) => c.target !== null)]) {
+    let c = first;
+    for (let tries = 0; ; tries++) {
+      const bytes = c.target === null ? null : await w.git.readBlob(c.target);
+      if (applyOne(w, c, bytes)) {
+        done.push(stamped(w, c, join(w.root, c.path)));
+        if (c.target !== null && bytes !== null) hooks.written?.(c.target, bytes);
+        break;
+      }
+      const now = current(w.root, c.path);
+      // Something else than a file there now (a directory, a link): not ours to merge.
+      const again = now === undefined || tries >= REMERGES || !hooks.remerge ? null : await hooks.remerge(c.path, now);
+      if (again === null || now === undefined) {
+        left.push(c.path);
+        break;
+      }
+      c = { path: c.path, expected: now === null ? null : blobId(now), target: again.target };
     }
+    await hooks.afterWrite?.();
   }
-  const made = new Set<string>();
-  for (const w of writes) {
-    const oid = pick(w);
-    if (oid !== null) {
-      const bytes = await git.readBlob(oid);
-      writeVisible(root, w.path, bytes, made, side === "after" && w.before === null, (tmp) => log(tmp === undefined ? { path: w.path, side } : { path: w.path, side, tmp }));
-      log({ path: w.path, side, done: true });
-      written(oid, bytes);
-      await afterWrite();
-    }
-  }
+  return { written: done, left };
 }
 
 export interface MaterializeHooks {
@@ -154,6 +356,12 @@ export interface MaterializeHooks {
   afterWrite?: () => Promise<void> | void;
   /** Each blob written, with its bytes, while they are at hand (the diffstat counts their lines). */
   written?: (oid: string, bytes: Uint8Array) => void;
+  /** Right before a file, checked to hold what was scanned, is replaced or removed: where tests write to it. */
+  beforeReplace?: (path: string) => void;
+  /** The clock file times are compared with (EngineDeps.now). */
+  now?: () => Date;
+  /** How a file written to since the scan is merged again (see apply); without it, such a file is left as it is. */
+  remerge?: Remerge;
 }
 
 /** Where a failure after local mutation began is reported (errors.md RECOVERY_FAILURE). */
@@ -166,12 +374,28 @@ export interface RecoveryContext {
   remoteAccepted: RecoveryReport["remoteAccepted"];
 }
 
+/** What materialize did: the files it wrote, those it left as someone else had written them, and the baseline it recorded. */
+export interface Materialized {
+  written: WrittenFile[];
+  left: string[];
+  baseline: Baseline;
+}
+
 /**
- * Make the visible directory equal `to` (given that it holds `from`) and move
- * the baseline to `target`, journaled as described above. A failure once
- * files began to change runs the generic recovery — the same one a crash
- * gets on the next call — and reports it as RECOVERY_FAILURE; a successful
- * repair never turns the call into OK.
+ * Make the visible directory equal `to` (given that it holds `from`, as
+ * scanned) and move the baseline to `target`, journaled as described above.
+ * A file written to since the scan is left as it is, and its baseline is
+ * `skippedBase(path)` instead of the target's: the version its writes were
+ * made over, as far as the target already holds it (the old baseline when
+ * the target does not hold the checkout's edits; the scanned file when it
+ * does, as a publication of them), so that the next merge takes exactly
+ * those writes for local edits. A file merged again with what was written
+ * (`hooks.remerge`) holds the target's changes and those writes: its
+ * baseline is the target's.
+ *
+ * A failure once files began to change runs the generic recovery — the
+ * same one a crash gets on the next call — and reports it as
+ * RECOVERY_FAILURE; a successful repair never turns the call into OK.
  */
 export async function materialize(
   state: CheckoutState,
@@ -180,25 +404,33 @@ export async function materialize(
   target: Baseline,
   hooks: MaterializeHooks,
   recovery: RecoveryContext,
-): Promise<FileWrite[]> {
+  skippedBase: (path: string) => string | null,
+): Promise<Materialized> {
   const writes = plannedWrites(from, to);
   let stage = "journal";
   try {
+    let done: { written: WrittenFile[]; left: string[] } = { written: [], left: [] };
     if (writes.length > 0) {
       state.writeJournal({ version: 1, target, writes });
       stage = "materialize";
       await hooks.onStage("materialize");
       const progress = state.openJournalProgress(false);
+      const now = hooks.now ?? (() => new Date());
+      const writer: Writer = { root: state.dir, git: state.git, side: "after", progress, made: new Set(), beforeReplace: hooks.beforeReplace, now: () => now().getTime() };
       try {
-        await apply(state.dir, state.git, writes, "after", progress.log, hooks.afterWrite, hooks.written);
+        const changes = writes.map((w) => ({ path: w.path, expected: w.before, target: w.after }));
+        done = await apply(writer, changes, hooks);
       } finally {
         progress.close();
       }
     }
     stage = "baseline";
     await hooks.onStage("baseline");
-    state.writeBaseline(target);
+    const { left } = done;
+    const baseline = left.length === 0 ? target : { ...target, tree: await treeWithOverrides(state.git, target.tree, left.map((path) => ({ path, oid: skippedBase(path) }))) };
+    state.writeBaseline(baseline);
     state.clearJournal();
+    return { ...done, baseline };
   } catch (cause) {
     if (cause instanceof DomainError) throw cause;
     if (stage === "journal") {
@@ -208,7 +440,7 @@ export async function materialize(
     let resynchronized = false;
     try {
       // The journal was written above: finding none means the private state itself is gone.
-      const recovered = await recoverInterrupted(state);
+      const recovered = await recoverInterrupted(state, undefined, hooks.now);
       recovered?.finish();
       resynchronized = recovered !== null;
     } catch {
@@ -225,7 +457,16 @@ export async function materialize(
       },
     );
   }
-  return writes;
+}
+
+/** `tree`'s files with some paths' blobs replaced (null: removed), stored as a tree (loose: no pack holds it). */
+async function treeWithOverrides(git: ObjectCache, tree: string | null, overrides: BaselineOverride[]): Promise<string> {
+  const files = tree === null ? new Map<string, string>() : (await git.readFlatTree(tree)).files;
+  for (const { path, oid } of overrides) {
+    if (oid === null) files.delete(path);
+    else files.set(path, oid);
+  }
+  return await git.storeFlatTree(files);
 }
 
 /** What is on disk at `path` now: null if nothing, undefined if not a regular file. */
@@ -241,20 +482,16 @@ function current(root: string, path: string): Uint8Array | null | undefined {
 }
 
 function exists(file: string): boolean {
-  try {
-    lstatSync(file);
-    return true;
-  } catch {
-    return false;
-  }
+  return lstatOrNull(file) !== null;
 }
 
 /**
  * Whether a recorded step happened: its second record says so, or the disk
  * does, for a kill between the change and that record. A rename happened
  * when its temporary file is gone (only the rename takes it away while the
- * journal exists: leftovers are removed after the journal is). A removal
- * happened when nothing is at the path; a write in place, when something is.
+ * journal exists: leftovers are removed only once every step is settled).
+ * A removal happened when nothing is at the path; a write in place, when
+ * something is.
  */
 function stepTaken(root: string, step: ProgressStep, w: FileWrite): boolean {
   if (step.done === true) return true;
@@ -274,30 +511,22 @@ function lastSide(root: string, w: FileWrite, steps: ProgressStep[]): "after" | 
 }
 
 /**
- * Whether the file at `w.path`, last set to the dead call's new content,
- * still holds it (so it must be put back): that content, or — for a file
- * that did not exist before and was written in place — a proper prefix of
- * it, which is what a crash in the middle of that write leaves (an empty
- * file included). Anything else there is an edit of it, and is kept.
+ * What the file at `w.path`, last set to the dead call's new content, holds
+ * when it still holds that (so it must be put back): the blob id of that
+ * content, or — for a file that did not exist before and was written in
+ * place — of a proper prefix of it, which is what a crash in the middle of
+ * that write leaves (an empty file included); null when both are absence.
+ * Undefined for anything else there: an edit of it, which is kept.
  */
-async function holdsWhatWasWritten(state: CheckoutState, w: FileWrite): Promise<boolean> {
+async function writtenContent(state: CheckoutState, w: FileWrite): Promise<string | null | undefined> {
   const now = current(state.dir, w.path);
-  if (now === undefined) return false;
-  if (now === null || w.after === null) return now === null && w.after === null;
-  if (blobId(now) === w.after) return true;
-  if (w.before !== null) return false;
+  if (now === undefined) return undefined;
+  if (now === null || w.after === null) return now === null && w.after === null ? null : undefined;
+  const oid = blobId(now);
+  if (oid === w.after) return oid;
+  if (w.before !== null) return undefined;
   const after = await state.git.readBlob(w.after);
-  return now.length < after.length && Buffer.from(after.buffer, after.byteOffset, now.length).equals(now);
-}
-
-function removePartials(root: string, dir: string): void {
-  let entries;
-  try {
-    entries = readdirSync(join(root, dir), { withFileTypes: true });
-  } catch {
-    return;
-  }
-  for (const e of entries) if (e.isFile() && PARTIAL_FILE.test(e.name)) rmSync(join(root, dir, e.name), { force: true });
+  return now.length < after.length && Buffer.from(after.buffer, after.byteOffset, now.length).equals(now) ? oid : undefined;
 }
 
 async function targetFiles(state: CheckoutState, tree: string | null): Promise<FlatTree | null> {
@@ -339,24 +568,41 @@ export interface Recovered {
  * Which content a file was last set to is read from the journal's progress
  * and the disk (lastSide); a file recovery already put back is like one the
  * dead call never wrote. Recovery is itself journaled the same way, so a
- * kill in the middle of it leaves a state the next recovery reads right.
+ * kill in the middle of it leaves a state the next recovery reads right;
+ * and it puts a file back only while it still holds what was written, as a
+ * call's own writes do (see the top of this file).
  */
-export async function recoverInterrupted(state: CheckoutState, afterWrite?: () => Promise<void> | void): Promise<Recovered | null> {
+export async function recoverInterrupted(
+  state: CheckoutState,
+  afterWrite?: () => Promise<void> | void,
+  now: () => Date = () => new Date(),
+): Promise<Recovered | null> {
   const journal = state.readJournal();
   if (journal === null) return null;
   const baseline = state.readBaseline();
   const completed =
     baseline !== null && baseline.head === journal.target.head && baseline.generation === journal.target.generation;
+  const progress = state.readJournalProgress();
   const overrides: BaselineOverride[] = [];
-  if (!completed) {
-    const progress = state.readJournalProgress();
-    const rollback: FileWrite[] = [];
-    const edited: FileWrite[] = [];
+  // Settled: a recovery (or the call itself) got as far as its clean-up, and only that is left to do.
+  if (!completed && !progress.settled) {
+    const rollback: Change[] = [];
+    const edited: string[] = [];
     for (const w of journal.writes) {
       if (w.after === w.before) continue;
-      if (lastSide(state.dir, w, progress.get(w.path) ?? []) === "before") continue;
-      if (await holdsWhatWasWritten(state, w)) rollback.push(w);
-      else edited.push(w);
+      if (lastSide(state.dir, w, progress.steps.get(w.path) ?? []) === "before") continue;
+      const held = await writtenContent(state, w);
+      if (held === undefined) edited.push(w.path);
+      else rollback.push({ path: w.path, expected: held, target: w.before });
+    }
+    const log = state.openJournalProgress(true);
+    try {
+      const writer: Writer = { root: state.dir, git: state.git, side: "before", progress: log, made: new Set(), now: () => now().getTime() };
+      const { left } = await apply(writer, rollback, { afterWrite });
+      // Written to since the look above: an edit, like the others.
+      edited.push(...left);
+    } finally {
+      log.close();
     }
     if (edited.length > 0) {
       // The baseline such a file gets is the target's content, not what was
@@ -364,31 +610,31 @@ export async function recoverInterrupted(state: CheckoutState, afterWrite?: () =
       // unpublished edits too, and those must stay local edits.
       const target = await targetFiles(state, journal.target.tree);
       // Unreadable (the cache lost it): the baseline's own content stays, the side that loses nothing.
-      if (target !== null) for (const w of edited) overrides.push({ path: w.path, oid: target.get(w.path) ?? null });
-    }
-    const log = state.openJournalProgress(true);
-    try {
-      await apply(state.dir, state.git, rollback, "before", log.log, afterWrite);
-    } finally {
-      log.close();
+      if (target !== null) for (const path of edited) overrides.push({ path, oid: target.get(path) ?? null });
     }
     if (baseline !== null && overrides.length > 0) {
-      const files = baseline.tree === null ? new Map<string, string>() : (await state.git.readFlatTree(baseline.tree)).files;
-      for (const { path, oid } of overrides) {
-        if (oid === null) files.delete(path);
-        else files.set(path, oid);
-      }
       // Keeps a recorded publication: it is settled next, with these overrides.
-      state.replaceBaselineTree(await state.git.storeFlatTree(files));
+      state.replaceBaselineTree(await treeWithOverrides(state.git, baseline.tree, overrides));
     }
   }
-  const dirs = new Set(journal.writes.map((w) => dirname(w.path)));
   return {
     overrides,
     finish() {
+      // Recorded first: from here on, a missing temporary file no longer means its rename happened (stepTaken).
+      const log = state.openJournalProgress(true);
+      try {
+        log.settled();
+      } finally {
+        log.close();
+      }
+      for (const name of state.readJournalProgress().scratch) {
+        try {
+          rmSync(join(state.dir, name), { force: true });
+        } catch {
+          /* not a file of ours after all (a directory made under that name): left alone */
+        }
+      }
       state.clearJournal();
-      // Only now: while the journal exists, a missing temporary file means its rename happened (stepTaken).
-      for (const dir of dirs) if (existsSync(join(state.dir, dir))) removePartials(state.dir, dir);
     },
   };
 }

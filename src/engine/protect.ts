@@ -41,7 +41,8 @@ export async function refuseProtectedChanges(checkout: OpenCheckout, baselineTre
     else reset.set(path, last);
   }
   // The baseline stays where it is; only the protected files change back.
-  await materializeInto(checkout, reset, checkout.baseline!, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" });
+  // A protected file written to meanwhile stays as it was written; its baseline does not move either way.
+  await materializeInto(checkout, reset, checkout.baseline!, { operation: "commit", stage: "commit.readonly", remoteAccepted: "no" }, (path) => baselineTree.get(path) ?? null);
   const files: ErrorFile[] = protectedPaths.map((path) => ({ path, reason: "READ_ONLY", ranges: [] }));
   throw new DomainError(
     "READ_ONLY_PATH",

@@ -7,7 +7,7 @@
 import type { OperationOutcome } from "../contract/results.ts";
 import { loadAcceptedState, rememberAccepted } from "./accepted-state.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, closeCheckout, type EngineDeps, materializeInto, openCheckout, scanLocal } from "./engine.ts";
+import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, openCheckout, scanLocal } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees } from "./tree-merge.ts";
@@ -44,7 +44,8 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
     }
     // Protected paths take the remote's side before the merge, so they never
     // conflict: the process may not change them anyway.
-    const local = takeAcceptedSide(checkout.local, accepted.files, checkout.deps.pathSets);
+    const protect = (files: FlatTree) => takeAcceptedSide(files, accepted.files, checkout.deps.pathSets);
+    const local = protect(checkout.local);
     let merge;
     try {
       merge = await mergeTrees(checkout.git, baselineTree, local, accepted.files, checkout.localContents);
@@ -54,7 +55,7 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
       // cache was forgotten), and merge against nothing if the baseline's
       // files are what is missing.
       await scanLocal(checkout, false);
-      const again = takeAcceptedSide(checkout.local, accepted.files, checkout.deps.pathSets);
+      const again = protect(checkout.local);
       try {
         merge = await mergeTrees(checkout.git, baselineTree, again, accepted.files, checkout.localContents);
       } catch (e2) {
@@ -62,15 +63,12 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
         merge = await mergeTrees(checkout.git, new Map(), again, accepted.files, checkout.localContents);
       }
     }
-    await materializeInto(
-      checkout,
-      merge.result,
-      { generation: accepted.generation, head: accepted.head, tree: accepted.tree },
-      { operation: "pull", remoteAccepted: "no" },
-    );
-    if (merge.conflicts.length > 0) throw conflictError(merge.conflicts, "pull");
+    const target = { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
+    const scanned = checkout.local;
+    const done = await bringFiles(checkout, merge, target, accepted.files, { operation: "pull", remoteAccepted: "no" }, baselineTree, { prepare: protect, conflicts: "write" });
+    if (done.conflicts.length > 0) throw conflictError(done.conflicts, "pull");
     await checkout.deps.onStage("diffstat");
-    const files = await treeDiffStat(checkout.git, checkout.local, merge.result, checkout.lineCounts);
+    const files = await treeDiffStat(checkout.git, scanned, done.result, checkout.lineCounts);
     return { path: checkout.dir, generation: accepted.generation, files };
   } finally {
     closeCheckout(checkout);

@@ -107,7 +107,13 @@ export async function restore(deps: EngineDeps, path: string, from: number, name
         const oid = target.get(p);
         if (oid !== undefined && !(await checkout.git.has(oid))) await checkout.git.writeBlob(await readHistoryBlob(history, oid));
       }
-      await materializeInto(checkout, to, checkout.baseline, { operation: "restore", remoteAccepted: "no" });
+      // A file written to since the scan is left as written (materialize.ts): not restored, and not counted.
+      const { left } = await materializeInto(checkout, to, checkout.baseline, { operation: "restore", remoteAccepted: "no" }, (p) => baseline.get(p) ?? null);
+      for (const p of left) {
+        const oid = local.get(p);
+        if (oid === undefined) to.delete(p);
+        else to.set(p, oid);
+      }
       const files = await treeDiffStat(checkout.git, local, to, checkout.lineCounts);
       return { path: checkout.dir, from, generation: checkout.baseline.generation, files, skipped };
     } finally {

@@ -42,9 +42,12 @@ export type NotebookFiles = Map<string, ScannedFile>;
 export type KnownFile = (path: string, stamp: FileStamp) => string | null;
 
 /**
- * Files this engine writes next to their destination before an atomic
- * rename. A crash can leave one behind; it is never notebook content and is
- * removed by recovery (see materialize.ts).
+ * The names of the temporary files this engine makes beside a visible file
+ * it rewrites (materialize.ts). The journal records each one before it is
+ * made, and recovery removes exactly those; so a file under such a name that
+ * the journal does not record is not ours, and since it cannot be told from
+ * one by its name, the scan refuses it by name rather than skip it (a
+ * skipped user file would never be published).
  */
 export const PARTIAL_FILE = /^\.slivingdoc-partial-[0-9a-f]{16}$/;
 
@@ -56,7 +59,7 @@ function isGitSegment(name: string): boolean {
 }
 
 /** Why an entry is refused: each kind has its own advice in the message. */
-type Violation = "content" | "unreadable" | "tooLong";
+type Violation = "content" | "unreadable" | "tooLong" | "reserved";
 
 /**
  * The violation an errno stands for, or null for an entry that is simply
@@ -83,9 +86,16 @@ const ADVICE: Record<Violation, (names: string) => string> = {
   unreadable: (names) => `These cannot be read: ${names}. Make them readable (chmod u+rX) or delete them, then call again.`,
   tooLong: (names) =>
     `These paths are too long for the file system (over 4,096 bytes from /): ${names}. Move or rename them to a shorter path, or delete them, then call again.`,
+  reserved: (names) =>
+    `These names are reserved for slivingdoc's temporary files (.slivingdoc-partial- and 16 hex digits): ${names}. Rename them, or delete them if they are leftovers, then call again.`,
 };
 
-export function scanNotebook(root: string, known: KnownFile = () => null): NotebookFiles {
+/**
+ * `ours`: notebook-relative paths of temporary files an interrupted call
+ * left, which the journal records (read only by a caller that repairs
+ * nothing: `status`); left out rather than refused.
+ */
+export function scanNotebook(root: string, known: KnownFile = () => null, ours: ReadonlySet<string> = new Set()): NotebookFiles {
   const files: NotebookFiles = new Map();
   const invalid: Array<ErrorFile & { why: Violation }> = [];
   const bad = (path: string, why: Violation = "content") => invalid.push({ path, reason: "INVALID_CONTENT", ranges: [], why });
@@ -126,9 +136,15 @@ export function scanNotebook(root: string, known: KnownFile = () => null): Noteb
     const entries: Array<{ name: string; key: string; st: Stats }> = [];
     for (const name of names) {
       // Hidden names are rare: test the cheap first character before the patterns.
-      if (name.charCodeAt(0) === 0x2e && (PARTIAL_FILE.test(name) || isGitSegment(name))) {
-        if (isGitSegment(name)) bad(relDir + name);
-        continue;
+      if (name.charCodeAt(0) === 0x2e) {
+        if (isGitSegment(name)) {
+          bad(relDir + name);
+          continue;
+        }
+        if (PARTIAL_FILE.test(name)) {
+          if (!ours.has(relDir + name)) bad(relDir + name, "reserved");
+          continue;
+        }
       }
       let st: Stats;
       try {

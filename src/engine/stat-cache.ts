@@ -19,15 +19,14 @@
  * An untrusted entry still names a blob the object cache holds, so a file
  * whose content hashes to it need not be stored again.
  */
-import { lstatSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { type FileStamp, type KnownFile, type NotebookFiles, stampOf } from "./scan.ts";
+import { readFileSync } from "node:fs";
+import type { FileStamp, KnownFile, NotebookFiles } from "./scan.ts";
 
 const RACY_FINE_MS = 100;
 const RACY_COARSE_MS = 2_000;
 
 /** How long after a file's change its stamp stays untrustworthy, from the ctime's resolution. */
-function racyWindow(stamp: FileStamp): number {
+export function racyWindow(stamp: FileStamp): number {
   return stamp.ctimeMs % 1_000 === 0 ? RACY_COARSE_MS : RACY_FINE_MS;
 }
 
@@ -126,18 +125,16 @@ export class StatCache {
     }
   }
 
-  /** Record files this process just wrote (or removed) in `root`, so the next scan need not store them again. */
-  recordWrites(root: string, writes: Array<{ path: string; after: string | null }>, takenMs: number): void {
+  /**
+   * Record files this process just wrote (or removed), each with the stamp
+   * taken right after its write and the time it was taken, so the next scan
+   * need not store them again. A write by someone else after that stamp
+   * changes it; one before it, in the same clock tick, makes it racy.
+   */
+  recordWrites(writes: Array<{ path: string; after: string | null; stamp: FileStamp | null; takenMs: number }>): void {
     for (const w of writes) {
-      if (w.after === null) {
-        this.entries.delete(w.path);
-        continue;
-      }
-      try {
-        this.entries.set(w.path, { stamp: stampOf(lstatSync(join(root, w.path))), oid: w.after, takenMs });
-      } catch {
-        this.entries.delete(w.path);
-      }
+      if (w.after === null || w.stamp === null) this.entries.delete(w.path);
+      else this.entries.set(w.path, { stamp: w.stamp, oid: w.after, takenMs: w.takenMs });
     }
   }
 

@@ -69,7 +69,8 @@ export const JournalSchema = z
  * One record of the journal's progress (CheckoutState.openJournalProgress):
  * a step of rewriting `path` to the journal's `side` of it, through the
  * temporary file `tmp` when there is one; `done` in the record written once
- * the step happened.
+ * the step happened, or `false` when it was given up before anything
+ * changed (the file was written to since the scan, materialize.ts).
  */
 export const ProgressStepSchema = z
   .object({
@@ -79,6 +80,16 @@ export const ProgressStepSchema = z
     done: z.boolean().optional(),
   })
   .strict();
+
+/**
+ * A temporary name (`dir/name`, notebook-relative) recorded before the file
+ * is made, so that whatever a call leaves behind is removed by name, never
+ * by a pattern a user's file could match.
+ */
+export const ScratchRecordSchema = z.object({ scratch: z.string() }).strict();
+
+/** Written once every step is settled: what remains is removing the scratch files, then the journal. */
+export const SettledRecordSchema = z.object({ settled: z.literal(true) }).strict();
 
 export type Baseline = z.infer<typeof BaselineSchema>;
 export type ProgressStep = z.infer<typeof ProgressStepSchema>;

@@ -446,7 +446,8 @@ describe("SIGKILL between a file's change and its progress record", () => {
       });
     expect(progress.length).toBe(1);
     const lines = readFileSync(progress[0]!, "utf8").split("\n").filter((l) => l !== "");
-    expect(lines.length).toBe(4);
+    // Two files, each a step and its record of being done (beside the temporary names recorded before they are made).
+    expect(lines.filter((l) => !l.includes('"scratch"')).length).toBe(4);
     writeFileSync(progress[0]!, `${lines.filter((l) => !l.includes('"done":true')).join("\n")}\n`);
     return world;
   }
@@ -471,6 +472,30 @@ describe("SIGKILL between a file's change and its progress record", () => {
     expect(committed.files).toEqual([{ path: "new.md", insertions: 1, deletions: 0 }]);
     expect(await published("new.md")).toBe("new from r\nand v\n");
   });
+});
+
+test("a user's file under the name of a temporary file: recovery leaves it, and every call refuses it by name", async () => {
+  const { v, run, crash } = await rAheadOfV("reserved-name", { "shared.md": shared(["r 2"]), "new.md": "new from r\n" });
+  await crash("pull", v, "write:1");
+  // Beside the files the dead pull was writing, before the call that repairs it.
+  const name = ".slivingdoc-partial-0123456789abcdef";
+  write(v, name, "the user's own notes\n");
+  for (const op of [(d: EngineDeps) => pull(d, v), (d: EngineDeps) => commit(d, v, "v")]) {
+    const e = await run(op).then(
+      () => null,
+      (err: { reason?: string; files?: Array<{ path: string }>; message: string }) => err,
+    );
+    expect(e?.reason).toBe("INVALID_CONTENT");
+    expect(e?.files?.map((f) => f.path)).toEqual([name]);
+    expect(e?.message).toContain("reserved for slivingdoc's temporary files");
+  }
+  expect(read(v, name)).toBe("the user's own notes\n");
+  // Renamed, it is notebook content like any other.
+  const { renameSync } = await import("node:fs");
+  renameSync(join(v, name), join(v, "notes.md"));
+  await run((d) => pull(d, v));
+  expect(read(v, "shared.md")).toBe(shared(["r 2"]));
+  expect(read(v, "notes.md")).toBe("the user's own notes\n");
 });
 
 test("a new file the dead pull wrote, deleted since: the deletion is published", async () => {

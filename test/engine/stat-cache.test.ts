@@ -126,7 +126,7 @@ test("the copy a process keeps is used only while the file on disk is the one it
     expect(loaded.recorded("f.md")).toBeNull();
     expect(loaded.recorded("g.md")).toBe("b".repeat(40));
     // A caller's changes to what it loaded never reach the kept copy.
-    loaded.recordWrites(a, [{ path: "g.md", after: null }], 0);
+    loaded.recordWrites([{ path: "g.md", after: null, stamp: null, takenMs: 0 }]);
     expect(state.loadStatCache().recorded("g.md")).toBe("b".repeat(40));
   } finally {
     state.release();

@@ -1,0 +1,176 @@
+/**
+ * A second writer in the checkout's directory — an editor, a script logging
+ * into a file, another agent — writes to a file while a pull or a commit is
+ * rewriting it. Whatever it wrote before the file is replaced is merged like
+ * any other local edit (or left for the next call), never overwritten
+ * (materialize.ts). Each test writes at one named stage of the call (the
+ * crash tests' hooks), or between the check of a file and its replacement.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { appendFileSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { DomainError } from "../../src/contract/errors.ts";
+import { commit } from "../../src/engine/commit.ts";
+import type { EngineDeps } from "../../src/engine/engine.ts";
+import { pull } from "../../src/engine/pull.ts";
+import { makeWorld, read, type World, write } from "../support/fixture.ts";
+
+let world: World;
+afterEach(async () => {
+  await world?.close();
+});
+
+const SEED = Array.from({ length: 20 }, (_, i) => `line ${i + 1}\n`).join("");
+
+/** a and b share a notebook; b changed the first line of shared.md since a pulled, and a has an unpublished edit of its own. */
+async function twoWriters(): Promise<{ a: string; b: string }> {
+  world = makeWorld();
+  const a = world.checkout("a");
+  const b = world.checkout("b");
+  await pull(world.deps(), a);
+  write(a, "shared.md", SEED);
+  write(a, "old.md", "to be removed by b\n");
+  await commit(world.deps(), a, "seed");
+  await pull(world.deps(), b);
+  write(b, "shared.md", SEED.replace("line 1\n", "line 1 by b\n"));
+  rmSync(join(b, "old.md"));
+  await commit(world.deps(), b, "b");
+  write(a, "mine.md", "a's own edit\n");
+  return { a, b };
+}
+
+type Hooks = Pick<EngineDeps, "onStage" | "afterWrite" | "beforeReplace">;
+
+/** The stages a call goes through, in order: the names its onStage hook is called with, and the file writes. */
+async function stagesOf(op: "pull" | "commit"): Promise<string[]> {
+  const { a } = await twoWriters();
+  const seen: string[] = [];
+  let writes = 0;
+  const hooks: Hooks = {
+    onStage: (stage) => void seen.push(stage),
+    afterWrite: () => void seen.push(`write:${++writes}`),
+    beforeReplace: (path) => void seen.push(`replace:${path}`),
+  };
+  if (op === "pull") await pull(world.deps(hooks), a);
+  else await commit(world.deps(hooks), a, "a");
+  await world.close();
+  return [...new Set(seen)];
+}
+
+/** Hooks that append one line to `file` in `dir` at the first moment named `at`. */
+function appendAt(dir: string, file: string, at: string, line: string): Hooks {
+  let done = false;
+  let writes = 0;
+  const maybe = (moment: string) => {
+    if (done || moment !== at) return;
+    done = true;
+    appendFileSync(join(dir, file), line);
+  };
+  return {
+    onStage: (stage) => maybe(stage),
+    afterWrite: () => maybe(`write:${++writes}`),
+    beforeReplace: (path) => maybe(`replace:${path}`),
+  };
+}
+
+function count(text: string | null, line: string): number {
+  return (text ?? "").split("\n").filter((l) => `${l}\n` === line).length;
+}
+
+/** The accepted state, as a fresh checkout pulls it. */
+async function accepted(name: string, path: string): Promise<string | null> {
+  const fresh = world.checkout(name);
+  await pull(world.deps(), fresh);
+  return read(fresh, path);
+}
+
+for (const op of ["pull", "commit"] as const) {
+  describe(`a line appended to a file while a ${op} rewrites it`, async () => {
+    const stages = await stagesOf(op);
+    test("the call goes through the stages it is tested at", () => {
+      expect(stages).toContain("merge");
+      expect(stages).toContain("materialize");
+      expect(stages).toContain("replace:shared.md");
+      expect(stages).toContain("write:1");
+    });
+    for (const at of stages) {
+      test(`at ${at}: kept on disk, then published once, with the other writer's change`, async () => {
+        const { a } = await twoWriters();
+        const line = `appended at ${at}\n`;
+        const hooks = appendAt(a, "shared.md", at, line);
+        if (op === "pull") await pull(world.deps(hooks), a);
+        else await commit(world.deps(hooks), a, "a");
+        // On disk at once, with b's change merged in beside it.
+        expect(count(read(a, "shared.md"), line)).toBe(1);
+        expect(count(read(a, "shared.md"), "line 1 by b\n")).toBe(1);
+        // A local edit like any other: the next commit publishes it, once.
+        await commit(world.deps(), a, "after");
+        const shared = await accepted("c", "shared.md");
+        expect(count(shared, line)).toBe(1);
+        expect(count(shared, "line 1 by b\n")).toBe(1);
+        expect(await accepted("d", "mine.md")).toBe("a's own edit\n");
+        expect(readdirSync(a).filter((n) => n.startsWith(".slivingdoc-partial-"))).toEqual([]);
+      });
+    }
+  });
+}
+
+test("a line appended to a file the pull removes, between the check and the removal: the file stays, and conflicts", async () => {
+  const { a } = await twoWriters();
+  const line = "appended to the file b removed\n";
+  const e = await pull(world.deps(appendAt(a, "old.md", "replace:old.md", line)), a).then(
+    () => null,
+    (err: DomainError) => err,
+  );
+  // Modified here, deleted there: git's modify/delete, shown as a conflict block that keeps the lines.
+  expect(e?.reason).toBe("MERGE_CONFLICT");
+  expect(e?.files.map((f) => f.path)).toEqual(["old.md"]);
+  expect(read(a, "old.md")).toContain(line);
+});
+
+test("a file created at a path the pull adds, after the scan: kept, and merged as an add on both sides", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  const b = world.checkout("b");
+  await pull(world.deps(), a);
+  await pull(world.deps(), b);
+  write(b, "notes/new.md", "from b\n");
+  write(b, "notes/other.md", "also from b\n");
+  await commit(world.deps(), b, "b");
+  const onStage = (stage: string) => {
+    if (stage === "materialize") write(a, "notes/new.md", "appeared meanwhile\n");
+  };
+  const e = await pull(world.deps({ onStage }), a).then(
+    () => null,
+    (err: DomainError) => err,
+  );
+  expect(e?.reason).toBe("MERGE_CONFLICT");
+  expect(read(a, "notes/new.md")).toContain("appeared meanwhile\n");
+  expect(read(a, "notes/new.md")).toContain("from b\n");
+  expect(read(a, "notes/other.md")).toBe("also from b\n");
+  expect(readdirSync(join(a, "notes")).sort()).toEqual(["new.md", "other.md"]);
+});
+
+test("a file that keeps changing through every round is left for the next call, which merges it", async () => {
+  const { a } = await twoWriters();
+  let n = 0;
+  // Every check finds it written to again: the pull gives up on it after its rounds.
+  const beforeReplace = (path: string) => {
+    if (path === "shared.md") appendFileSync(join(a, "shared.md"), `busy ${++n}\n`);
+  };
+  const r = await pull(world.deps({ beforeReplace }), a);
+  expect(r.generation).toBe(2);
+  expect(n).toBeGreaterThan(1);
+  const text = read(a, "shared.md")!;
+  for (let i = 1; i <= n; i++) expect(count(text, `busy ${i}\n`)).toBe(1);
+  // Not brought up to date, and not reported as changed by the pull.
+  expect(count(text, "line 1 by b\n")).toBe(0);
+  expect(r.files.map((f) => f.path)).not.toContain("shared.md");
+  // The next call merges it: b's change arrives, the lines stay local edits and publish once.
+  await pull(world.deps(), a);
+  expect(count(read(a, "shared.md"), "line 1 by b\n")).toBe(1);
+  await commit(world.deps(), a, "after");
+  const shared = await accepted("c", "shared.md");
+  for (let i = 1; i <= n; i++) expect(count(shared, `busy ${i}\n`)).toBe(1);
+  expect(count(shared, "line 1 by b\n")).toBe(1);
+});
