@@ -15,6 +15,8 @@ export interface ProcessIdentity {
   isAlive(pid: number): boolean;
   /** When the process with this id started, as the system tells it; null where it cannot. */
   startTime?(pid: number): string | null;
+  /** Whether the process with this id is stopped (SIGSTOP, a debugger); undefined where the system does not say. */
+  isStopped?(pid: number): boolean | undefined;
 }
 
 export interface Holder {

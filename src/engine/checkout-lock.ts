@@ -10,65 +10,110 @@
  * A lock is taken over when its holder is provably gone:
  * - on this host, its process no longer runs, or a process with that id
  *   runs but started at another time (the id was reused);
+ * - on this host, its process is stopped (SIGSTOP, a debugger, Ctrl-Z) and
+ *   has not refreshed the lock for STALE_MS. A holder that runs keeps its
+ *   lock however long it takes (a long merge holds the heartbeat's timer
+ *   back): the caller waits until its own deadline and answers LOCAL_STATE;
  * - from anywhere (another host, another container sharing the private root
- *   through a volume, where process ids mean nothing): its holder stopped
+ *   through a volume, where process ids mean nothing; or where the system
+ *   does not say whether a process is stopped): its holder stopped
  *   refreshing it. A holder touches the lock every few seconds while it
  *   holds it; one untouched for STALE_MS is dead;
  * - a holder line that cannot be read at all (left by an older version that
  *   created the file before writing it) once it is a moment old.
+ *
+ * A holder whose lock was taken over may still resume (a stopped process
+ * continued, a container unfrozen). Each acquisition is its own file, known
+ * by its inode and birth time, so the holder can tell its lock from its
+ * successor's even when both name the same process: before every change to
+ * the checkout's state or visible files (HeldLock.check), and before it
+ * refreshes or removes the lock, it looks, and a lock that is no longer its
+ * own stops it there with LOCAL_STATE — it changes nothing more, and never
+ * removes its successor's lock.
  */
-import { closeSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, type Stats, statSync, utimesSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { hostname } from "node:os";
 import { DomainError } from "../contract/errors.ts";
 import { type Holder, holderName, parseHolder, type ProcessIdentity, processGone } from "../contract/process-holder.ts";
 import { randomHex } from "../contract/random-hex.ts";
 
 export type { ProcessIdentity };
 
-/** A holder silent this long is dead, wherever it ran. */
+/** A holder silent this long is dead, wherever it ran (and, on this host, stopped). */
 export const STALE_MS = 30_000;
 /** How often a holder touches its lock: well within STALE_MS, even on a busy machine. */
 const HEARTBEAT_MS = 5_000;
 /** A holder line that does not parse is taken over once it is this old. */
 const UNREADABLE_GRACE_MS = 2_000;
+/** How long a holder's look at its lock holds good (HeldLock.check): far below STALE_MS. */
+const CHECK_AGAIN_MS = 1_000;
 
 export interface HeldLock {
   /** Refresh the lock's time if the last refresh is a while ago; cheap enough to call per file written. */
   heartbeat(): void;
+  /** Throws LOCAL_STATE when the lock is no longer this holder's (taken over while it was stopped). */
+  check(): void;
+  /** Remove the lock, if it is still this holder's. */
   release(): void;
 }
 
 /** Whether the holder is provably gone; `age` is how long since the lock was last touched. */
 function isStale(holder: Holder | null, ageMs: number, self: ProcessIdentity): boolean {
   if (holder === null) return ageMs > UNREADABLE_GRACE_MS;
-  return ageMs > STALE_MS || processGone(holder, self);
+  if (processGone(holder, self)) return true;
+  if (ageMs <= STALE_MS) return false;
+  // Silent for long: on this host, only a stopped process gives its lock up.
+  const stopped = holder.host === hostname() ? self.isStopped?.(holder.pid) : undefined;
+  return stopped ?? true;
 }
 
-/** Write `content` under a private name beside `file`, then link it to `file`: false if `file` exists. */
-function createWhole(file: string, content: string): boolean {
+/** One acquisition of a lock: the file it made, which no other acquisition's file can be. */
+interface LockFile {
+  dev: number;
+  ino: number;
+  birthtimeMs: number;
+}
+
+function lockFileOf(st: Stats): LockFile {
+  return { dev: st.dev, ino: st.ino, birthtimeMs: st.birthtimeMs };
+}
+
+/** Whether `st` is the file `mine` names. Where there are no birth times (0), an inode reused at once passes: the holder line is then the last guard. */
+function isFile(st: Stats, mine: LockFile): boolean {
+  return st.dev === mine.dev && st.ino === mine.ino && st.birthtimeMs === mine.birthtimeMs;
+}
+
+/** Write `content` under a private name beside `file`, then link it to `file`: the file made, or null if `file` exists. */
+function createWhole(file: string, content: string): LockFile | null {
   const tmp = `${file}-${randomHex(8)}.new`;
   const fd = openSync(tmp, "wx", 0o600);
+  let made: LockFile;
   try {
     writeSync(fd, content);
+    made = lockFileOf(fstatSync(fd));
   } finally {
     closeSync(fd);
   }
   try {
     linkSync(tmp, file);
-    return true;
+    return made;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") return false;
+    if (code === "EEXIST") return null;
     if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "ENOSYS") throw e;
     // A file system without hard links: an exclusive create, written at once.
     // A kill between the two leaves an empty lock, which UNREADABLE_GRACE_MS covers.
     try {
       const fd = openSync(file, "wx", 0o600);
-      writeSync(fd, content);
-      closeSync(fd);
-      return true;
+      try {
+        writeSync(fd, content);
+        return lockFileOf(fstatSync(fd));
+      } finally {
+        closeSync(fd);
+      }
     } catch (again) {
-      if ((again as NodeJS.ErrnoException).code === "EEXIST") return false;
+      if ((again as NodeJS.ErrnoException).code === "EEXIST") return null;
       throw again;
     }
   } finally {
@@ -106,29 +151,57 @@ export function lockHeld(file: string, self: ProcessIdentity): boolean {
   }
 }
 
+/**
+ * Take a judged-stale lock away: renamed aside first, so that of two
+ * processes taking over one lock, one wins; and if what was renamed is not
+ * the file judged (a successor made its own lock meanwhile), it goes back.
+ */
+function takeOver(file: string, judged: LockFile, self: ProcessIdentity): void {
+  const aside = `${file}-${randomHex(8)}.stale-${self.pid}`;
+  try {
+    renameSync(file, aside);
+  } catch {
+    return; // another process took it over first
+  }
+  try {
+    if (!isFile(statSync(aside), judged)) {
+      try {
+        linkSync(aside, file);
+      } catch {
+        /* another lock is there already: that one decides */
+      }
+    }
+  } finally {
+    rmSync(aside, { force: true });
+  }
+}
+
+/** The lock is no longer this call's: another call took the checkout over while this one was stopped. */
+function lockLost(): DomainError {
+  return new DomainError(
+    "LOCAL_STATE",
+    "This call was stopped for longer than a checkout's lock lasts, and another call took the checkout over; this one changed nothing more. Pull to see where the checkout stands, then call again.",
+  );
+}
+
 export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs: number): Promise<HeldLock> {
   const me = holderName(self);
   const deadline = Date.now() + timeoutMs;
   let cleaned = false;
+  let mine: LockFile | null;
   for (;;) {
-    if (createWhole(file, me)) break;
+    mine = createWhole(file, me);
+    if (mine !== null) break;
     let holder: Holder | null;
-    let ageMs: number;
+    let st: Stats;
     try {
       holder = parseHolder(readFileSync(file, "utf8"));
-      ageMs = Date.now() - statSync(file).mtimeMs;
+      st = statSync(file);
     } catch {
       continue; // Released between our attempt and the read: try again.
     }
-    if (isStale(holder, ageMs, self)) {
-      // Rename first, so that of two processes taking over one lock, one wins.
-      const aside = `${file}-${randomHex(8)}.stale-${self.pid}`;
-      try {
-        renameSync(file, aside);
-        rmSync(aside, { force: true });
-      } catch {
-        /* another process took it over first */
-      }
+    if (isStale(holder, Date.now() - st.mtimeMs, self)) {
+      takeOver(file, lockFileOf(st), self);
       if (!cleaned) removeLeftovers(file);
       cleaned = true;
       continue;
@@ -138,11 +211,27 @@ export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs
     }
     await Bun.sleep(20 + Math.random() * 30);
   }
+  const held = mine;
+  /** Whether the lock file is still the one this acquisition made. */
+  const ours = () => {
+    try {
+      return isFile(statSync(file), held);
+    } catch {
+      return false;
+    }
+  };
+  // A look per change would cost a stat per file of a cold pull. A lock is
+  // only taken over after STALE_MS of silence, so a holder that looked less
+  // than a second ago still held it; one stopped meanwhile finds the
+  // monotonic clock moved on by the time it stood still, and looks again.
+  let lookedAt = performance.now();
   let touched = Date.now();
   const heartbeat = () => {
     const now = Date.now();
     if (now - touched < HEARTBEAT_MS) return;
     touched = now;
+    // Never the successor's: its time says whether it is alive.
+    if (!ours()) return;
     try {
       utimesSync(file, now / 1000, now / 1000);
     } catch {
@@ -155,9 +244,14 @@ export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs
   timer.unref?.();
   return {
     heartbeat,
+    check: () => {
+      if (performance.now() - lookedAt < CHECK_AGAIN_MS) return;
+      if (!ours()) throw lockLost();
+      lookedAt = performance.now();
+    },
     release: () => {
       clearInterval(timer);
-      rmSync(file, { force: true });
+      if (ours()) rmSync(file, { force: true });
     },
   };
 }

@@ -248,6 +248,7 @@ export class CheckoutState {
    * object cache stays: it only ever holds objects, checked as they are read.
    */
   forgetDamaged(): void {
+    this.checkLock();
     for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
     this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
     this.damage = null;
@@ -261,6 +262,7 @@ export class CheckoutState {
   }
 
   private writeState(state: CheckoutStateFile): void {
+    this.checkLock();
     writeStateFile(this.stateDir, state);
   }
 
@@ -304,6 +306,16 @@ export class CheckoutState {
     this.lock.heartbeat();
   }
 
+  /**
+   * Before any change to this checkout's state or visible files: LOCAL_STATE
+   * when the lock is no longer this call's — it was stopped, and another
+   * call took the checkout over — so that it changes nothing more
+   * (checkout-lock.ts).
+   */
+  checkLock(): void {
+    this.lock.check();
+  }
+
   readJournal(): Journal | null {
     if (this.damage !== null) return null;
     const read = readStateJson(join(this.stateDir, "journal.json"), JournalSchema);
@@ -312,10 +324,12 @@ export class CheckoutState {
   }
 
   writeJournal(journal: Journal): void {
+    this.checkLock();
     writeAtomic(join(this.stateDir, "journal.json"), `${JSON.stringify(journal)}\n`);
   }
 
   clearJournal(): void {
+    this.checkLock();
     rmSync(join(this.stateDir, "journal.json"), { force: true });
     rmSync(join(this.stateDir, JOURNAL_DONE), { force: true });
   }
@@ -331,6 +345,7 @@ export class CheckoutState {
    * a killed process, as the visible files it describes do.
    */
   openJournalProgress(append: boolean): JournalProgressLog {
+    this.checkLock();
     const fd = openSync(join(this.stateDir, JOURNAL_DONE), append ? "a" : "w", 0o600);
     const write = (record: object) => {
       writeSync(fd, `${JSON.stringify(record)}\n`);

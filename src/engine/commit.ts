@@ -204,6 +204,7 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
       if (posted !== null && chain === null) {
         // Our proposal no longer moves cleanly onto the accepted state: take
         // it back, and merge as a fresh commit would (which writes a conflict).
+        checkout.state.checkLock();
         const taken = await withdraw(deps.store, posted.proposal);
         if (taken.landed === "unknown") throw unprovenProposal();
         if (taken.landed !== null) return await proposalLanded(checkout, posted, taken.landed, turn);
@@ -232,6 +233,7 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
           // Take the proposal back before answering, or learn it landed after all.
           // When that cannot be proved, its record stays: the next call on the
           // checkout settles it before anything else (publication.ts).
+          checkout.state.checkLock();
           const taken: Withdrawn = await withdraw(deps.store, posted.proposal).catch((e) => {
             if (e instanceof DomainError && e.reason === "PUBLICATION_UNPROVEN") return { landed: "unknown" };
             throw e;
@@ -447,6 +449,8 @@ async function tryPublication(
   }
   // The turn ends as soon as the write is visible to the other writers,
   // before the store flushes it (sqlite.ts): the next turn overlaps that flush.
+  // A call stopped and taken over since it read `current` publishes nothing (checkout-lock.ts).
+  checkout.state.checkLock();
   const written = await conditionalReplace(deps.store, accepted, manifest, uploaded.along, () => turn.end());
   if (!written.landed) {
     const own = merged !== null && record !== null ? { uploaded, record, merged } : null;
@@ -513,6 +517,7 @@ async function offer(checkout: OpenCheckout, own: Prepared, alone: FlatTree, par
   } catch {
     // Then no one can combine it; it expires unused.
   }
+  checkout.state.checkLock();
   await postProposal(deps.store, proposal);
   // The baseline's tree once it lands. What lands is a moved copy of our
   // commit, so no accepted pack holds this tree, and our pack may be

@@ -91,6 +91,8 @@ interface Writer {
   beforeReplace?: (path: string) => void;
   /** The clock that file times are compared with. */
   now: () => number;
+  /** Before each file: LOCAL_STATE once the checkout's lock is no longer this call's (CheckoutState.checkLock). */
+  checkLock: () => void;
 }
 
 function other(side: "after" | "before"): "after" | "before" {
@@ -331,6 +333,7 @@ async function apply(
     let c = first;
     for (let tries = 0; ; tries++) {
       const bytes = c.target === null ? null : await w.git.readBlob(c.target);
+      w.checkLock();
       if (applyOne(w, c, bytes)) {
         done.push(stamped(w, c, join(w.root, c.path)));
         if (c.target !== null && bytes !== null) hooks.written?.(c.target, bytes);
@@ -416,7 +419,7 @@ export async function materialize(
       await hooks.onStage("materialize");
       const progress = state.openJournalProgress(false);
       const now = hooks.now ?? (() => new Date());
-      const writer: Writer = { root: state.dir, git: state.git, side: "after", progress, made: new Set(), beforeReplace: hooks.beforeReplace, now: () => now().getTime() };
+      const writer: Writer = { root: state.dir, git: state.git, side: "after", progress, made: new Set(), beforeReplace: hooks.beforeReplace, now: () => now().getTime(), checkLock: () => state.checkLock() };
       try {
         const changes = writes.map((w) => ({ path: w.path, expected: w.before, target: w.after }));
         done = await apply(writer, changes, hooks);
@@ -597,7 +600,7 @@ export async function recoverInterrupted(
     }
     const log = state.openJournalProgress(true);
     try {
-      const writer: Writer = { root: state.dir, git: state.git, side: "before", progress: log, made: new Set(), now: () => now().getTime() };
+      const writer: Writer = { root: state.dir, git: state.git, side: "before", progress: log, made: new Set(), now: () => now().getTime(), checkLock: () => state.checkLock() };
       const { left } = await apply(writer, rollback, { afterWrite });
       // Written to since the look above: an edit, like the others.
       edited.push(...left);
@@ -621,6 +624,7 @@ export async function recoverInterrupted(
     overrides,
     finish() {
       // Recorded first: from here on, a missing temporary file no longer means its rename happened (stepTaken).
+      // (Opening the progress checks the lock is still this call's: a call stopped and taken over removes nothing.)
       const log = state.openJournalProgress(true);
       try {
         log.settled();

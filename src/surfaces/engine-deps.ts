@@ -9,7 +9,7 @@ import type { EngineDeps } from "../engine/engine.ts";
 import type { ProcessMemory } from "../engine/process-memory.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import type { RuntimeConfig } from "./config.ts";
-import { isProcessAlive, processStartTime } from "./process-identity.ts";
+import { isProcessAlive, isProcessStopped, processStartTime } from "./process-identity.ts";
 import { storeIdentity } from "./stores.ts";
 
 /** The user and host name of this process, as an agent name (contract/agent.ts). */
@@ -53,7 +53,7 @@ export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDep
     store,
     storeId: storeIdentity(config.store),
     privateRoot,
-    self: { pid: process.pid, isAlive: isProcessAlive, startTime: processStartTime },
+    self: { pid: process.pid, isAlive: isProcessAlive, startTime: processStartTime, isStopped: isProcessStopped },
     memory,
     commitRetries: config.commitRetries ?? DEFAULT_COMMIT_RETRIES,
     pathSets: config.pathSets,

@@ -40,6 +40,16 @@ function processState(pid: number): string | null {
 }
 
 /**
+ * Whether process `pid` is stopped — by SIGSTOP, a terminal's Ctrl-Z or a
+ * debugger (Linux's /proc states "T" and "t") — and so cannot act until it
+ * is continued; undefined where there is no /proc to say.
+ */
+export function isProcessStopped(pid: number): boolean | undefined {
+  const state = processState(pid);
+  return state === null ? undefined : state === "T" || state === "t";
+}
+
+/**
  * When process `pid` started, as Linux tells it (field 22 of
  * /proc/PID/stat, in clock ticks since boot): with the id, it names one
  * process, so a lock held by a process whose id was reused is known stale.

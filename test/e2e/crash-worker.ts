@@ -1,9 +1,12 @@
 /**
  * Runs one pull or commit on the real engine and SIGKILLs itself at a named
  * stage, or after the Nth visible file write ("write:N"): what a crash, an
- * OOM kill or a host shutting down the agent does at that point.
+ * OOM kill or a host shutting down the agent does at that point. With
+ * "stop:" before the stage it stops itself there instead (SIGSTOP, as a
+ * debugger or Ctrl-Z does), to go on when continued; with "sleep:", it
+ * waits there for a minute, running.
  *
- *   crash-worker.ts pull|commit DIR STAGE [RACE_FROM_DIR]
+ *   crash-worker.ts pull|commit DIR [stop:|sleep:]STAGE [RACE_FROM_DIR]
  */
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
@@ -11,7 +14,9 @@ import { resolveConfig } from "../../src/surfaces/config.ts";
 import { engineDeps } from "../../src/surfaces/engine-deps.ts";
 import { openStore } from "../../src/surfaces/stores.ts";
 
-const [op, dir, killAt, raceFrom] = process.argv.slice(2) as ["pull" | "commit", string, string, string | undefined];
+const [op, dir, point, raceFrom] = process.argv.slice(2) as ["pull" | "commit", string, string, string | undefined];
+const how = /^(stop|sleep):/.exec(point)?.[1] ?? "kill";
+const killAt = how === "kill" ? point : point.slice(how.length + 1);
 const config = resolveConfig({}, process.env, process.cwd());
 const opened = await openStore(config.store);
 // SLIVINGDOC_TEST_RACING=1: the embedded store without its writer queue, so that writers race as on S3.
@@ -19,22 +24,24 @@ const store = process.env.SLIVINGDOC_TEST_RACING === "1" ? { ...opened, queue: u
 // `raceFrom`: a checkout whose commit lands inside this one's window (at its
 // first publish stage), so that this one loses the race.
 let raced = raceFrom === undefined;
-const die = () => {
-  process.kill(process.pid, "SIGKILL");
+const die = async () => {
+  if (how === "stop") process.kill(process.pid, "SIGSTOP");
+  else if (how === "sleep") await Bun.sleep(60_000);
+  else process.kill(process.pid, "SIGKILL");
 };
 let writes = 0;
 const deps = {
   ...engineDeps(config, store),
   onStage: async (stage: string) => {
-    if (stage === killAt) die();
+    if (stage === killAt) await die();
     if (stage === "publish" && !raced) {
       raced = true;
       await commit({ ...engineDeps(config, store) }, raceFrom!, "the other writer");
     }
   },
-  afterWrite: () => {
+  afterWrite: async () => {
     writes++;
-    if (killAt === `write:${writes}`) die();
+    if (killAt === `write:${writes}`) await die();
   },
 };
 if (op === "pull") await pull(deps, dir);
