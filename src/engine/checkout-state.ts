@@ -39,6 +39,7 @@ import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
 import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./checkout-registry.ts";
 import { directoryIdentity } from "./directory-identity.ts";
+import { diskFullBeforeChange, isDiskFull } from "./disk-full.ts";
 import {
   type Baseline,
   type CheckoutStateFile,
@@ -87,6 +88,12 @@ export interface CheckoutStateOptions {
   lockTimeoutMs?: number;
   /** What this process keeps between calls. */
   memory: ProcessMemory;
+}
+
+/** The private state could not be opened: LOCAL_STATE, saying so when the disk is full (disk-full.ts). */
+function unopened(cause: unknown, dir: string, stateDir: string): DomainError {
+  if (isDiskFull(cause)) return diskFullBeforeChange(cause, { notebook: dir, privateState: stateDir });
+  return new DomainError("LOCAL_STATE", "The private state of this checkout could not be opened.", { cause });
 }
 
 /** Beside journal.json: the journal's progress (openJournalProgress). */
@@ -221,7 +228,7 @@ export class CheckoutState {
       }
     } catch (cause) {
       if (cause instanceof DomainError) throw cause;
-      throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be opened.", { cause });
+      throw unopened(cause, options.dir, stateDir);
     }
     try {
       directory = directoryIdentity(options.dir);
@@ -238,7 +245,7 @@ export class CheckoutState {
     } catch (cause) {
       lock.release();
       if (cause instanceof DomainError) throw cause;
-      throw new DomainError("LOCAL_STATE", "The private state of this checkout could not be opened.", { cause });
+      throw unopened(cause, options.dir, stateDir);
     }
   }
 

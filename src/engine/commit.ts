@@ -24,6 +24,7 @@ import {
   localBytes,
   type OpenCheckout,
   openCheckout,
+  localFailure,
   privateStateMissing,
   pullRequired,
   scanLocal,
@@ -53,7 +54,7 @@ export async function commit(deps: EngineDeps, path: string, message: string): P
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
     if (e instanceof MissingObjectError) throw privateStateMissing(e);
-    throw e;
+    throw localFailure(checkout, e);
   } finally {
     closeCheckout(checkout);
   }

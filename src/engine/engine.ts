@@ -17,6 +17,7 @@ import { registeredCheckouts } from "./checkout-registry.ts";
 import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from "./checkout-state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
+import { diskFullBeforeChange, isDiskFull } from "./disk-full.ts";
 import { materialize, type RecoveryContext, type Remerge, recoverInterrupted, type WrittenFile } from "./materialize.ts";
 import { settlePublication } from "./publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
@@ -215,6 +216,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     try {
       mkdirSync(path, { recursive: true }); // synchronous: see ObjectCache.open
     } catch (cause) {
+      if (isDiskFull(cause)) throw diskFullBeforeChange(cause, { notebook: requested, privateState: full.privateRoot });
       throw new DomainError("LOCAL_STATE", "The notebook directory could not be created.", { cause });
     }
   }
@@ -428,6 +430,16 @@ export async function localBytes(checkout: OpenCheckout, path: string): Promise<
 /** Before the process ends: write out what only its memory holds (stat caches). */
 export function flushKeptState(memory: ProcessMemory): void {
   memory.flush();
+}
+
+/**
+ * What an operation answers for `e`, thrown outside the writing of visible
+ * files (which reports its own failures, materialize.ts): a full disk is
+ * LOCAL_STATE saying so, where it would otherwise be an unrecognised error.
+ */
+export function localFailure(checkout: OpenCheckout, e: unknown): unknown {
+  if (e instanceof DomainError || !isDiskFull(e)) return e;
+  return diskFullBeforeChange(e, { notebook: checkout.dir, privateState: checkout.state.stateDir });
 }
 
 export function closeCheckout(checkout: OpenCheckout): void {

@@ -42,6 +42,7 @@ import { DomainError, type RecoveryReport } from "../contract/errors.ts";
 import { randomHex } from "../contract/random-hex.ts";
 import type { Baseline, CheckoutState, JournalProgressLog, ProgressStep } from "./checkout-state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { diskFullBeforeChange, diskFullWhileWriting, isDiskFull } from "./disk-full.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
 import { type FileStamp, stampOf } from "./scan.ts";
 import { racyWindow } from "./stat-cache.ts";
@@ -436,8 +437,10 @@ export async function materialize(
     return { ...done, baseline };
   } catch (cause) {
     if (cause instanceof DomainError) throw cause;
+    const places = { notebook: state.dir, privateState: state.stateDir };
     if (stage === "journal") {
       // Nothing visible changed yet: a plain local-state failure.
+      if (isDiskFull(cause)) throw diskFullBeforeChange(cause, places);
       throw new DomainError("LOCAL_STATE", "The private state could not be written; no file was changed.", { cause });
     }
     let resynchronized = false;
@@ -451,9 +454,11 @@ export async function materialize(
     }
     throw new DomainError(
       "LOCAL_MUTATION_FAILED",
-      resynchronized
-        ? "Writing the notebook files failed part-way; the files were put back as they were before this call."
-        : "Writing the notebook files failed part-way, and putting them back failed too; the next call retries the repair.",
+      isDiskFull(cause)
+        ? diskFullWhileWriting(places, resynchronized)
+        : resynchronized
+          ? "Writing the notebook files failed part-way; the files were put back as they were before this call."
+          : "Writing the notebook files failed part-way, and putting them back failed too; the next call retries the repair.",
       {
         recovery: { stage: recovery.stage ?? `${recovery.operation}.${stage}`, remoteAccepted: recovery.remoteAccepted, resynchronized },
         cause,

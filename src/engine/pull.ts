@@ -7,7 +7,7 @@
 import type { OperationOutcome } from "../contract/results.ts";
 import { loadAcceptedState, rememberAccepted } from "./accepted-state.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, openCheckout, scanLocal } from "./engine.ts";
+import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, openCheckout, scanLocal } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees } from "./tree-merge.ts";
@@ -70,6 +70,8 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
     await checkout.deps.onStage("diffstat");
     const files = await treeDiffStat(checkout.git, scanned, done.result, checkout.lineCounts);
     return { path: checkout.dir, generation: accepted.generation, files };
+  } catch (e) {
+    throw localFailure(checkout, e);
   } finally {
     closeCheckout(checkout);
   }

@@ -20,7 +20,7 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
 import type { FileStat } from "../contract/results.ts";
 import { treeDiffStat } from "./diffstat.ts";
-import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, materializeInto, openCheckout, privateStateMissing, pullRequired, scanLocal } from "./engine.ts";
+import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localFailure, materializeInto, openCheckout, privateStateMissing, pullRequired, scanLocal } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { closeHistory, openHistory, readGenerationTree, readHistoryBlob } from "./history/read.ts";
@@ -121,7 +121,7 @@ export async function restore(deps: EngineDeps, path: string, from: number, name
     }
   } catch (e) {
     if (e instanceof MissingObjectError) throw privateStateMissing(e);
-    throw e;
+    throw localFailure(checkout, e);
   } finally {
     closeCheckout(checkout);
   }
