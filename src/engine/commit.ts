@@ -31,7 +31,7 @@ import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
 import { type Chain, combine, dropProposal, fateOf, type Withdrawn, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./combine.ts";
 import { commitEnded, contentionOf, measuredWindow, noteOthersWaiting, retrySpread } from "./contention.ts";
-import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
+import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newNotebookId, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
 import { decodeText } from "./text.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
@@ -359,7 +359,8 @@ async function synchronise(checkout: OpenCheckout, accepted: AcceptedState, merg
 }
 
 function targetOf(accepted: AcceptedState): Baseline {
-  return { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
+  const notebook = accepted.manifest?.notebook;
+  return { generation: accepted.generation, head: accepted.head, tree: accepted.tree, ...(notebook !== undefined ? { notebook } : {}) };
 }
 
 /** `current` as read: the manifest (null when absent) and its ETag. */
@@ -419,8 +420,11 @@ async function tryPublication(
   const { packs, history } = await packList(checkout, accepted, uploaded);
   const generation = parent.generation + (merged === null ? 0 : 1);
   const combined = combinedList(accepted.manifest, generation, chain?.combined ?? []);
+  // Minted with generation 1, and by this version's first commit to a store that has none.
+  const notebook = accepted.manifest?.notebook ?? newNotebookId();
   const manifest: Manifest = {
-    format: formatFor(history, combined),
+    format: formatFor(history, combined, notebook),
+    notebook,
     generation,
     head: uploaded.head,
     publication: newPublicationId(),
@@ -530,7 +534,10 @@ async function proposalLanded(checkout: OpenCheckout, posted: Posted, at: Combin
   const { generation, head } = at;
   turn.end();
   dropProposal(deps.store, posted.proposal.publication);
-  await materializeInto(checkout, posted.merged, { generation, head, tree: posted.tree }, { operation: "commit", remoteAccepted: "yes" });
+  // The same notebook as the baseline's: the proposal was offered to the store the baseline came from.
+  const notebook = checkout.baseline?.notebook;
+  const target = { generation, head, tree: posted.tree, ...(notebook !== undefined ? { notebook } : {}) };
+  await materializeInto(checkout, posted.merged, target, { operation: "commit", remoteAccepted: "yes" });
   await deps.onStage("diffstat");
   const files = await treeDiffStat(git, posted.parentFiles, posted.merged, checkout.lineCounts);
   return { path: checkout.dir, generation, files };
@@ -656,7 +663,7 @@ async function landedOutcome(
     // Accepted all the same; the next call finds our pack missing from
     // the cache and downloads it like any other.
   }
-  const next = { generation: manifest.generation, head, tree: built.tree };
+  const next = { generation: manifest.generation, head, tree: built.tree, notebook: manifest.notebook };
   await materializeInto(checkout, merged, next, { operation: "commit", remoteAccepted: "yes" });
   await deps.onStage("diffstat");
   const files = await treeDiffStat(git, accepted.files, merged, checkout.lineCounts);

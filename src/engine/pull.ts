@@ -62,10 +62,11 @@ export async function pull(deps: EngineDeps, path: string): Promise<OperationOut
         merge = await mergeTrees(checkout.git, new Map(), again, accepted.files, checkout.localContents);
       }
     }
+    const notebook = accepted.manifest?.notebook;
     await materializeInto(
       checkout,
       merge.result,
-      { generation: accepted.generation, head: accepted.head, tree: accepted.tree },
+      { generation: accepted.generation, head: accepted.head, tree: accepted.tree, ...(notebook !== undefined ? { notebook } : {}) },
       { operation: "pull", remoteAccepted: "no" },
     );
     if (merge.conflicts.length > 0) throw conflictError(merge.conflicts, "pull");
