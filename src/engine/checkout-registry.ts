@@ -8,7 +8,7 @@ import { lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { randomHex } from "../contract/random-hex.ts";
 import { readJson } from "./atomic-file.ts";
-import { StateSchema } from "./state-files.ts";
+import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
 import { fileIdentity } from "./kept.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 
@@ -94,4 +94,30 @@ function forgetCheckout(base: string, id: string): void {
  */
 export function forgetCheckoutState(privateRoot: string, storeId: string, dir: string): void {
   forgetCheckout(join(privateRoot, "checkouts"), checkoutId(storeId, dir));
+}
+
+/**
+ * The state of every checkout registered under the private root, whatever
+ * its store: what each was brought to, for a store that went backwards
+ * (went-backwards.ts) and for gc. A state that does not parse is left out.
+ */
+export function checkoutStates(privateRoot: string): CheckoutStateFile[] {
+  const base = join(privateRoot, "checkouts");
+  let ids: string[];
+  try {
+    ids = readdirSync(base);
+  } catch {
+    return [];
+  }
+  const states: CheckoutStateFile[] = [];
+  for (const id of ids) {
+    if (id.startsWith(".")) continue; // being removed
+    try {
+      const parsed = StateSchema.safeParse(readJson(join(base, id, "state.json")));
+      if (parsed.success) states.push(parsed.data);
+    } catch {
+      /* unreadable state is the business of its own checkout */
+    }
+  }
+  return states;
 }

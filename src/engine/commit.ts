@@ -32,6 +32,7 @@ import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts"
 import { type Chain, combine, dropProposal, fateOf, type Withdrawn, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./combine.ts";
 import { commitEnded, contentionOf, measuredWindow, noteOthersWaiting, retrySpread } from "./contention.ts";
 import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newNotebookId, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
+import { refuseWentBackwards, storeWentBackwards } from "./went-backwards.ts";
 import { decodeText } from "./text.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
@@ -220,6 +221,8 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
       if (chain !== null && posted === null) merged = chain.merged;
       const outcome = await tryPublication(checkout, accepted, chain, merged, message, turn, posted);
       if (outcome.landed) return outcome.outcome;
+      // What the lost write read back is built on, and offered to, below: not a store that went backwards.
+      refuseWentBackwards(checkout.baseline, outcome.current.manifest);
       const windowMs = measuredWindow(deps.memory, deps.storeId, performance.now() - started);
       if (!turn.ordered) proved = outcome.current;
       if (guess !== null) {
@@ -327,13 +330,28 @@ async function pause(checkout: OpenCheckout, spread: number): Promise<void> {
   if (spread > 0) await deps.sleep(deps.random() * spread);
 }
 
-/** The guess, `current` as a lost race's read-back proved it, or the accepted state read from the store as the turn reads it (and remembered as the process's latest). */
+/**
+ * The guess, `current` as a lost race's read-back proved it, or the accepted
+ * state read from the store as the turn reads it (and remembered as the
+ * process's latest). Whichever it is, one that went backwards from the
+ * checkout's baseline is refused (went-backwards.ts): a commit never builds
+ * on, and so never publishes over, a state older than the one its checkout
+ * saw. A guess is at the baseline by construction (lastAccepted), and the
+ * conditional write proves it current, but is checked all the same.
+ */
 async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null, proved: Current | null, turn: Turn): Promise<AcceptedState> {
   const { deps } = checkout;
   await deps.onStage("fetch");
-  if (guess !== null) return guess;
-  const accepted = await loadAcceptedState(turn.store, checkout.git, proved ?? undefined);
-  rememberAccepted(deps.memory, deps.storeId, accepted);
+  let accepted = guess;
+  if (accepted === null) {
+    const read = proved ?? (await readManifest(turn.store));
+    // What `current` alone says of a store that went backwards is refused before any pack is read.
+    refuseWentBackwards(checkout.baseline, read.manifest);
+    accepted = await loadAcceptedState(turn.store, checkout.git, read);
+  }
+  const backwards = await storeWentBackwards(checkout, accepted);
+  if (backwards !== null) throw backwards;
+  if (guess === null) rememberAccepted(deps.memory, deps.storeId, accepted);
   return accepted;
 }
 
@@ -534,7 +552,7 @@ async function proposalLanded(checkout: OpenCheckout, posted: Posted, at: Combin
   const { generation, head } = at;
   turn.end();
   dropProposal(deps.store, posted.proposal.publication);
-  // The same notebook as the baseline's: the proposal was offered to the store the baseline came from.
+  // The same notebook as the baseline's: the store was checked before the proposal was offered.
   const notebook = checkout.baseline?.notebook;
   const target = { generation, head, tree: posted.tree, ...(notebook !== undefined ? { notebook } : {}) };
   await materializeInto(checkout, posted.merged, target, { operation: "commit", remoteAccepted: "yes" });

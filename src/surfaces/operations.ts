@@ -29,6 +29,9 @@ import type { Operation } from "./operation.ts";
 
 const PATH_HELP = "The notebook directory (default: the current directory)";
 
+/** How a pull's result reads (and an attach's that found the store had not gone backwards). */
+const PULLED = { verb: "pulled", upToDate: (dir: string, g: number) => `pulled ${dir}: up to date at generation ${g}` };
+
 /** An entry, with its input and result types inferred from it. */
 function defineOperation<I, R>(operation: Operation<I, R>): Operation<I, R> {
   return operation;
@@ -56,7 +59,29 @@ export const OPERATIONS: readonly Operation[] = [
       const path = ctx.notebookPath(input.path);
       return successResult(await pull(ctx.engine(), path), ctx.sets);
     },
-    render: (r) => renderDiffstat(r, { verb: "pulled", upToDate: (dir, g) => `pulled ${dir}: up to date at generation ${g}` }),
+    render: (r) => renderDiffstat(r, PULLED),
+  }),
+
+  defineOperation({
+    cli: {
+      name: "attach",
+      summary: "After the store went backwards: attach PATH to the store as it is, keeping its files as local edits to publish (operators)",
+      usage: "attach [PATH]",
+      flags: {},
+      path: true,
+      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+    },
+    input: objectInput("attach", { path: PATH_FIELD }),
+    async run(ctx, input) {
+      const { attach } = await import("../engine/pull.ts");
+      const { outcome, attached } = await attach(ctx.engine(), ctx.notebookPath(input.path));
+      return { ...successResult(outcome, ctx.sets), attached };
+    },
+    render(r) {
+      if (!r.attached) return `the store holds what this checkout was brought to: nothing to attach; pulled as usual\n${renderDiffstat(r, PULLED)}`;
+      const head = `attached ${quotePath(r.path)} to the store as it is, at generation ${r.generation}: its files are local edits against it; review them with slivingdoc status, publish them with slivingdoc commit`;
+      return `${head}\n${renderDiffstat(r, { verb: "merged the store's files into", upToDate: () => "no file changed on disk" })}`;
+    },
   }),
 
   defineOperation({
