@@ -122,27 +122,40 @@ export const OPERATIONS: readonly Operation[] = [
     cli: {
       name: "gc",
       summary: "Remove packs no manifest references, older than a grace period (maintenance)",
-      usage: "gc [--grace DURATION] [--dry-run]",
+      usage: "gc [--grace DURATION] [--dry-run] [--delete-lost]",
       flags: {
         grace: { type: "string", description: "Keep unreferenced packs younger than this: 90s, 30m, 1h, 2d (default 1h)", valueHint: "DURATION" },
         "dry-run": { type: "boolean", description: "Report what would be removed; change nothing" },
+        "delete-lost": {
+          type: "boolean",
+          description: "After the store went backwards and its checkouts were attached to it as it is: delete the packs of the generations it lost too",
+        },
       },
       path: false,
       toInput: (flags) => ({
         ...(typeof flags.grace === "string" ? { graceMs: parseDuration("grace", flags.grace) } : {}),
         dryRun: flags["dry-run"] === true,
+        ...(flags["delete-lost"] === true ? { deleteLost: true } : {}),
       }),
     },
-    input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField() }),
+    input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField(), deleteLost: optional(booleanField()) }),
     async run(ctx, input) {
       const { collectGarbage, DEFAULT_GRACE_MS } = await import("../engine/gc.ts");
-      const report = await collectGarbage({ store: ctx.store, graceMs: input.graceMs ?? DEFAULT_GRACE_MS, dryRun: input.dryRun });
+      const { privateRoot, storeId, memory } = ctx.engine();
+      const report = await collectGarbage({
+        store: ctx.store,
+        graceMs: input.graceMs ?? DEFAULT_GRACE_MS,
+        dryRun: input.dryRun,
+        local: { privateRoot, storeId, memory },
+        deleteLost: input.deleteLost === true,
+      });
       // Counts, not keys: no S3 key appears in any output (a server's log has them if needed).
       return {
         generation: report.generation,
         referenced: report.referenced,
         deleted: report.deleted.length,
         young: report.young.length,
+        onHead: report.onHead.length,
         proposals: report.proposals?.length ?? 0,
         dryRun: input.dryRun,
         ...(report.reason !== undefined ? { reason: report.reason } : {}),
@@ -153,7 +166,8 @@ export const OPERATIONS: readonly Operation[] = [
       const verb = s.dryRun ? "would remove" : "removed";
       const busy = s.reason === "busy" ? " (publications kept winning; run again)" : "";
       const proposals = s.proposals > 0 ? `; ${verb} ${s.proposals} abandoned proposals` : "";
-      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${proposals}${busy}\n`;
+      const onHead = s.onHead > 0 ? ` and ${s.onHead} holding a commit on the accepted head (one in flight or one that died before publishing, or a generation the store lost)` : "";
+      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${onHead}${proposals}${busy}\n`;
     },
   }),
 

@@ -4,7 +4,7 @@
  * the store deleted, truncated or put back from an older copy; the S3
  * prefix emptied or an older `current` put back; a wrong --store. Every
  * command that would act on it — pull, commit, status, `serve`'s first
- * call — answers STORAGE_INTEGRITY · HISTORY_INVALID (exit 6) and
+ * call, gc — answers STORAGE_INTEGRITY · HISTORY_INVALID (exit 6) and
  * leaves every visible file byte for byte as it was; `attach` then keeps
  * every file, and the next commit publishes it for a fresh checkout to pull.
  */
@@ -176,7 +176,7 @@ else {
 
 for (const [name, make] of WHERE) {
   describe(`the binary on a store that went backwards (${name})`, () => {
-    test("an older copy put back, then the store deleted (the prefix emptied), then the copy again: pull, commit, status and serve's first call refuse; attach, commit, and a fresh checkout has every file", async () => {
+    test("an older copy put back, then the store deleted (the prefix emptied), then the copy again: pull, commit, status, gc and serve's first call refuse; attach, commit, and a fresh checkout has every file", async () => {
       const where = make(`${name === "S3" ? "s3" : "sqlite"}-rewound`);
       const a = join(root, `${name}-a`);
       const putBack = await atGenerationThree(where, a);
@@ -186,6 +186,10 @@ for (const [name, make] of WHERE) {
       await refused(a, where.env, ["pull", a], "The store went backwards: this checkout was brought to generation 3 of notebook", "but the store shows generation 1.", "slivingdoc attach");
       await refused(a, where.env, ["commit", "-m", "over generation 1", a], "shows generation 1.");
       await refused(a, where.env, ["status", a], "shows generation 1.");
+      // gc: on S3 the later generations' packs are still there, and none is deleted.
+      const packs = (await where.store().list("packs/")).map((o) => o.key).sort();
+      await refused(a, where.env, ["gc", "--grace", "0s"], "The store went backwards", "gc deleted nothing");
+      expect((await where.store().list("packs/")).map((o) => o.key).sort()).toEqual(packs);
       // serve's first call, on a checkout that saw generation 3.
       const session = await connect(where.env, ["--workspace-root", a]);
       try {

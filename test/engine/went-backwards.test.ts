@@ -7,8 +7,8 @@
  * place; a wrong --store. On the embedded store and on S3 (Ceph RGW under
  * `npm test`): every refusal is STORAGE_INTEGRITY · HISTORY_INVALID ·
  * OPERATOR, says what was expected and what was found, and leaves every
- * visible file byte for byte as it was; `attach` keeps every file and the
- * next commit publishes it.
+ * visible file byte for byte as it was; gc deletes none of the lost packs;
+ * `attach` keeps every file and the next commit publishes it.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, truncateSync } from "node:fs";
@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { readManifest } from "../../src/engine/accepted-state.ts";
 import { checkoutStateDir } from "../../src/engine/checkout-registry.ts";
 import { commit } from "../../src/engine/commit.ts";
+import { collectGarbage } from "../../src/engine/gc.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
 import { MANIFEST_KEY, type Manifest, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { attach, pull } from "../../src/engine/pull.ts";
@@ -26,6 +27,9 @@ import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { filesOf, makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
+
+const HOUR = 60 * 60 * 1000;
+const later = () => new Date(Date.now() + 2 * HOUR);
 
 /** The closing numbers: how often a store went backwards under a checkout, and how often that was refused. */
 const counts = { swapped: 0, refused: 0 };
@@ -245,17 +249,36 @@ for (const [name, make] of PLACES) {
       expect(filesOf(fresh)).toEqual(files);
     });
 
-    test("an older `current` put back, the later packs still there: pull and commit refuse; then others publish on it, and the checkout still refuses; attach merges, losing nothing", async () => {
+    test("an older `current` put back, the later packs still there: pull and commit refuse; gc deletes none of them; then others publish on it, and the checkout still refuses; attach merges, losing nothing", async () => {
       const { deps } = open(make());
       const a = world.checkout("a");
       const b = world.checkout("b");
       const bodies = await threeGenerations(deps, a);
       await pull(deps(), b); // b saw generation 3 as well
+      const packKeys = async () => (await place.store.list("packs/")).map((o) => o.key).sort();
+      const allPacks = await packKeys();
+
+      // Put back by one generation, the lost pack holds one commit on the
+      // accepted head, as a commit in flight does: gc keeps it, and refuses nothing.
+      await place.putBackCurrent(bodies[1]!);
+      const kept = await collectGarbage({ store: place.store, now: later });
+      expect(kept.onHead.length).toBe(1);
+      expect(kept.deleted).toEqual([]);
+      expect(await packKeys()).toEqual(allPacks);
 
       await place.putBackCurrent(bodies[0]!);
       await refusedBackwards(a, () => pull(deps(), a), "this checkout was brought to generation 3", "the store shows generation 1");
       write(a, "plan.md", "# plan\nship monday\n");
       await refusedBackwards(a, () => commit(deps(), a, "edit"), "shows generation 1");
+      // gc finds the later generations' packs, two built one on another: with
+      // the checkouts under its private root, and without them.
+      const packs = await packKeys();
+      const local = { privateRoot: world.privateRoot, storeId: place.storeId, memory: world.memory };
+      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later, local }), "a checkout under this private root was brought to generation 3");
+      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later }), "commits built one on another onto the retained history");
+      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later, dryRun: true }), "built one on another");
+      expect(await packKeys()).toEqual(packs);
+
       // Others, who saw only generation 1, publish on it: generation 2 and 3 again, then 4.
       const c = world.checkout("c");
       await pull(deps(), c);
@@ -269,6 +292,9 @@ for (const [name, make] of PLACES) {
       await commit(deps(), c, "c: longer");
       await refusedBackwards(a, () => pull(deps(), a), "shows generation 4, whose history does not pass through the generation 3");
       await refusedBackwards(b, () => pull(deps(), b), "does not pass through");
+      // Generations 2 and 3 the store lost are two packs built one on another onto its history.
+      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later }), "commits built one on another onto the retained history");
+      for (const key of allPacks) expect(await place.store.get(key)).not.toBeNull();
 
       // Attach: the store's history does not pass through a's, so the merge has
       // no base: a file both hold differently comes back as a conflict block
@@ -286,13 +312,17 @@ for (const [name, make] of PLACES) {
       const fresh = world.checkout("fresh");
       await pull(deps(), fresh);
       expect(filesOf(fresh)).toEqual(filesOf(a));
+      // Once its checkouts were attached, the operator lets gc delete what the store lost.
+      const report = await collectGarbage({ store: place.store, now: later, deleteLost: true });
+      expect(report.deleted.length).toBeGreaterThan(0);
     });
 
-    test("another notebook begun at the same place (`current` deleted, a new checkout commits): refused as another notebook", async () => {
+    test("another notebook begun at the same place (`current` deleted, a new checkout commits): refused as another notebook; gc keeps the old notebook's packs", async () => {
       const { deps } = open(make());
       const a = world.checkout("a");
       await threeGenerations(deps, a);
       const first = (await manifestOf(place.store))!.notebook!;
+      const oldPacks = (await place.store.list("packs/")).map((o) => o.key);
 
       await place.deleteCurrent();
       const other = world.checkout("other");
@@ -306,6 +336,8 @@ for (const [name, make] of PLACES) {
       await refusedBackwards(a, () => pull(deps(), a), `generation 3 of notebook ${first.slice(0, 8)}`, `holds another notebook (${second.slice(0, 8)}, at generation 2)`);
       write(a, "plan.md", "# plan\nour edit\n");
       await refusedBackwards(a, () => commit(deps(), a, "ours"), "holds another notebook");
+      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later }), "the history of another notebook");
+      for (const key of oldPacks) expect(await place.store.get(key)).not.toBeNull();
     });
 
     test("a wrong --store naming another notebook: the directory's first pull from it is refused", async () => {
