@@ -36,7 +36,7 @@ import { MissingObjectError } from "./git/objects.ts";
 import type { BaselineOverride } from "./materialize.ts";
 import { withdraw } from "./combine.ts";
 import type { Manifest } from "./manifest.ts";
-import { wentBackwards, wentBackwardsError } from "./went-backwards.ts";
+import { commitBack, wentBackwards, wentBackwardsError } from "./went-backwards.ts";
 
 export type Landed = "yes" | "no" | "unknown";
 
@@ -91,14 +91,9 @@ async function publicationLanded(state: CheckoutState, store: ObjectStore, pendi
   if (manifest.packs.some((p) => p.key === pending.pack.key)) return "yes";
   if (manifest.generation === pending.generation) return "no";
   const accepted = await loadAcceptedState(store, state.git);
-  let commit: string | null = accepted.head;
-  try {
-    for (let g = accepted.generation; g > pending.generation && commit !== null; g--) commit = await state.git.commitParent(commit);
-  } catch (e) {
-    if (e instanceof MissingObjectError) return "unknown"; // beyond the retained history
-    throw e;
-  }
-  return commit === pending.head ? "yes" : "no";
+  const at = await commitBack(state.git, accepted.head!, accepted.generation - pending.generation);
+  if (at === null) return "unknown"; // beyond the retained history
+  return at === pending.head ? "yes" : "no";
 }
 
 /** The tree the visible files held when the landed commit scanned them, stored in the cache; null if it cannot be built. */
