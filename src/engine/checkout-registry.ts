@@ -22,7 +22,7 @@ import { randomHex } from "../contract/random-hex.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./checkout-lock.ts";
 import { directoryIdentity, isUnique } from "./directory-identity.ts";
-import { StateSchema } from "./state-files.ts";
+import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
 import { fileIdentity } from "./kept.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 
@@ -283,4 +283,33 @@ export function forgetCheckoutState(privateRoot: string, storeId: string, dir: s
   const base = join(privateRoot, "checkouts");
   const id = checkoutId(storeId, dir);
   if (!exists(join(base, id, "lock"))) removeDir(join(base, id), base);
+}
+
+/**
+ * The state of every checkout registered under the private root, whatever
+ * its store, and of those set aside for a directory that may come back:
+ * what each was brought to, for a store that went backwards
+ * (went-backwards.ts) and for gc. A state that does not parse is left out.
+ */
+export function checkoutStates(privateRoot: string): CheckoutStateFile[] {
+  const states: CheckoutStateFile[] = [];
+  for (const area of ["checkouts", "set-aside"]) {
+    const base = join(privateRoot, area);
+    let ids: string[];
+    try {
+      ids = readdirSync(base);
+    } catch {
+      continue;
+    }
+    for (const id of ids) {
+      if (id.startsWith(".")) continue; // being removed
+      try {
+        const parsed = StateSchema.safeParse(readJson(join(base, id, "state.json")));
+        if (parsed.success) states.push(parsed.data);
+      } catch {
+        /* unreadable state is the business of its own checkout */
+      }
+    }
+  }
+  return states;
 }

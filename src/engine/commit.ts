@@ -35,7 +35,8 @@ import { MissingObjectError } from "./git/objects.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
 import { type Chain, combine, dropProposal, fateOf, type Withdrawn, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./combine.ts";
 import { commitEnded, contentionOf, measuredWindow, noteOthersWaiting, retrySpread } from "./contention.ts";
-import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
+import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newNotebookId, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
+import { refuseWentBackwards, storeWentBackwards } from "./went-backwards.ts";
 import { decodeText } from "./text.ts";
 import { mergeTrees, sameTree } from "./tree-merge.ts";
 import { findMarkerBlocks } from "./xdiff/index.ts";
@@ -218,6 +219,8 @@ async function attempts(checkout: OpenCheckout, baselineTree: FlatTree, message:
       if (chain !== null && posted === null) merged = chain.merged;
       const outcome = await tryPublication(checkout, accepted, chain, merged, message, turn, posted);
       if (outcome.landed) return outcome.outcome;
+      // What the lost write read back is built on, and offered to, below: not a store that went backwards.
+      refuseWentBackwards(checkout.baseline, outcome.current.manifest);
       const windowMs = measuredWindow(deps.memory, deps.storeId, performance.now() - started);
       if (!turn.ordered) proved = outcome.current;
       if (guess !== null) {
@@ -330,13 +333,28 @@ async function pause(checkout: OpenCheckout, spread: number): Promise<void> {
   if (spread > 0) await sleepWithin(deps, deps.random() * spread);
 }
 
-/** The guess, `current` as a lost race's read-back proved it, or the accepted state read from the store as the turn reads it (and remembered as the process's latest). */
+/**
+ * The guess, `current` as a lost race's read-back proved it, or the accepted
+ * state read from the store as the turn reads it (and remembered as the
+ * process's latest). Whichever it is, one that went backwards from the
+ * checkout's baseline is refused (went-backwards.ts): a commit never builds
+ * on, and so never publishes over, a state older than the one its checkout
+ * saw. A guess is at the baseline by construction (lastAccepted), and the
+ * conditional write proves it current, but is checked all the same.
+ */
 async function acceptedState(checkout: OpenCheckout, guess: AcceptedState | null, proved: Current | null, turn: Turn): Promise<AcceptedState> {
   const { deps } = checkout;
   await deps.onStage("fetch");
-  if (guess !== null) return guess;
-  const accepted = await loadAcceptedState(turn.store, checkout.git, proved ?? undefined);
-  rememberAccepted(deps.memory, deps.storeId, accepted);
+  let accepted = guess;
+  if (accepted === null) {
+    const read = proved ?? (await readManifest(turn.store));
+    // What `current` alone says of a store that went backwards is refused before any pack is read.
+    refuseWentBackwards(checkout.baseline, read.manifest);
+    accepted = await loadAcceptedState(turn.store, checkout.git, read);
+  }
+  const backwards = await storeWentBackwards(checkout, accepted);
+  if (backwards !== null) throw backwards;
+  if (guess === null) rememberAccepted(deps.memory, deps.storeId, accepted);
   return accepted;
 }
 
@@ -364,7 +382,8 @@ async function synchronise(checkout: OpenCheckout, accepted: AcceptedState, merg
 }
 
 function targetOf(accepted: AcceptedState): Baseline {
-  return { generation: accepted.generation, head: accepted.head, tree: accepted.tree };
+  const notebook = accepted.manifest?.notebook;
+  return { generation: accepted.generation, head: accepted.head, tree: accepted.tree, ...(notebook !== undefined ? { notebook } : {}) };
 }
 
 /** `current` as read: the manifest (null when absent) and its ETag. */
@@ -424,8 +443,11 @@ async function tryPublication(
   const { packs, history } = await packList(checkout, accepted, uploaded);
   const generation = parent.generation + (merged === null ? 0 : 1);
   const combined = combinedList(accepted.manifest, generation, chain?.combined ?? []);
+  // Minted with generation 1, and by this version's first commit to a store that has none.
+  const notebook = accepted.manifest?.notebook ?? newNotebookId();
   const manifest: Manifest = {
-    format: formatFor(history, combined),
+    format: formatFor(history, combined, notebook),
+    notebook,
     generation,
     head: uploaded.head,
     publication: newPublicationId(),
@@ -538,7 +560,9 @@ async function proposalLanded(checkout: OpenCheckout, posted: Posted, at: Combin
   const { generation, head } = at;
   turn.end();
   dropProposal(deps.store, posted.proposal.publication);
-  const target = { generation, head, tree: posted.tree };
+  // The same notebook as the baseline's: the store was checked before the proposal was offered.
+  const notebook = checkout.baseline?.notebook;
+  const target = { generation, head, tree: posted.tree, ...(notebook !== undefined ? { notebook } : {}) };
   await bringFiles(checkout, { result: posted.merged, conflicts: [] }, target, posted.merged, { operation: "commit", remoteAccepted: "yes" }, checkout.local, { conflicts: "leave" });
   await deps.onStage("diffstat");
   const files = await treeDiffStat(git, posted.parentFiles, posted.merged, checkout.lineCounts);
@@ -665,7 +689,7 @@ async function landedOutcome(
     // Accepted all the same; the next call finds our pack missing from
     // the cache and downloads it like any other.
   }
-  const next = { generation: manifest.generation, head, tree: built.tree };
+  const next = { generation: manifest.generation, head, tree: built.tree, notebook: manifest.notebook };
   // The published tree holds the scanned files' edits: a file left as someone wrote it since keeps its scanned content as baseline.
   await bringFiles(checkout, { result: merged, conflicts: [] }, next, merged, { operation: "commit", remoteAccepted: "yes" }, checkout.local, { conflicts: "leave" });
   await deps.onStage("diffstat");

@@ -205,9 +205,11 @@ export function sleepWithin(deps: Pick<OpenCheckout["deps"], "deadline" | "sleep
 /**
  * Open a checkout for one operation: resolve it, take its lock, repair an
  * interrupted earlier operation, and scan the visible files. The caller must
- * `closeCheckout` it.
+ * `closeCheckout` it. `attach`: the operation attaches the checkout to the
+ * store as it is (pull.ts), so a publication recorded against a store that
+ * went backwards is settled as not landed rather than refused.
  */
-export async function openCheckout(deps: EngineDeps, path: string, create: boolean): Promise<OpenCheckout> {
+export async function openCheckout(deps: EngineDeps, path: string, create: boolean, options: { attach?: boolean } = {}): Promise<OpenCheckout> {
   const full = withDefaults(deps);
   // Refuse a nested checkout before creating anything for it.
   const requested = resolve(path);
@@ -256,7 +258,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     // A commit that died after its publication, before its baseline moved
     // (publication.ts); its journal stays until then, so a kill in between
     // finds the same repair to make.
-    await settlePublication(state, full.store, recovered?.overrides ?? []);
+    await settlePublication(state, full.store, recovered?.overrides ?? [], options.attach === true);
     recovered?.finish();
     const baseline = state.readBaseline();
     return {

@@ -63,11 +63,20 @@
  *
  * With no `current` at all gc deletes nothing: the first writer publishes
  * create-only, which no fence can stop, so its pack must stay.
+ *
+ * ## A store that went backwards
+ *
+ * A store put back to an older `current` (or begun again after `current`
+ * was deleted) still holds the packs of what it lost, and no manifest names
+ * them. gc looks for them among its candidates before the fence: it refuses
+ * when they show the store went backwards, and keeps those it cannot tell
+ * from a commit in flight (lost-generations.ts).
  */
 import { DomainError } from "../contract/errors.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { readManifest, rewriteCurrent } from "./accepted-state.ts";
 import { PROPOSALS_PREFIX } from "./combine.ts";
+import { checkoutBaselines, type GcLocal, lostGenerations } from "./lost-generations.ts";
 import type { Manifest, PackDescriptor } from "./manifest.ts";
 
 export const DEFAULT_GRACE_MS = 60 * 60 * 1000;
@@ -92,6 +101,14 @@ export interface GcOptions {
   compact?: (manifest: Manifest) => Promise<PackDescriptor[] | null>;
   /** Test hook: called after the candidates are chosen, before the fence. */
   beforeFence?: () => Promise<void> | void;
+  /**
+   * Where gc reads the retained history and finds the checkouts it knows of,
+   * to tell packs of generations the store lost (lost-generations.ts);
+   * without it, a throwaway cache and no checkouts.
+   */
+  local?: GcLocal;
+  /** Delete packs of generations the store lost too: an operator decided that the store as it is stands. */
+  deleteLost?: boolean;
 }
 
 export interface GcReport {
@@ -101,6 +118,12 @@ export interface GcReport {
   referenced: number;
   /** Unlisted packs spared because they are younger than the grace period. */
   young: string[];
+  /**
+   * Unlisted packs spared because they hold a commit built on the accepted
+   * head: a commit in flight or one that died before its publication — or a
+   * generation the store lost, which gc cannot tell (lost-generations.ts).
+   */
+  onHead: string[];
   /** Deleted packs (dry run: would be deleted). */
   deleted: string[];
   /** Packs listed before and after a compaction published with the fence. */
@@ -155,17 +178,22 @@ async function collectPacks(options: GcOptions, graceMs: number): Promise<GcRepo
       // fallback (MANIFEST_READ means that `current` could not be read).
       throw new DomainError("INTERNAL", "The store's packs could not be listed; nothing was deleted.", { cause });
     }
+    // Before `current`: a checkout cannot have seen more than the manifest read after it.
+    const baselines = options.deleteLost === true ? [] : checkoutBaselines(options.local);
     // Strict, fails closed: an invalid manifest throws MANIFEST_INVALID and nothing is deleted.
     const { manifest, etag } = await readManifest(store);
-    if (manifest === null || etag === null) return { generation: null, referenced: 0, young: [], deleted: [], reason: "no notebook" };
+    if (manifest === null || etag === null) return { generation: null, referenced: 0, young: [], onHead: [], deleted: [], reason: "no notebook" };
     // History packs are referenced too: only a compaction drops them from the list.
     const referenced = new Set([...manifest.packs, ...(manifest.history ?? [])].map((p) => p.key));
     const at = now().getTime();
     const unlisted = listed.filter((o) => !referenced.has(o.key));
     // A modification time in the future (clock skew) counts as young.
-    const old = unlisted.filter((o) => at - o.modified.getTime() > graceMs).map((o) => o.key);
-    const young = unlisted.filter((o) => !old.includes(o.key)).map((o) => o.key);
-    const report: GcReport = { generation: manifest.generation, referenced: referenced.size, young, deleted: [] };
+    const aged = unlisted.filter((o) => at - o.modified.getTime() > graceMs).map((o) => o.key);
+    const young = unlisted.filter((o) => !aged.includes(o.key)).map((o) => o.key);
+    // Never the packs of generations the store lost, should it have gone backwards.
+    const onHead = options.deleteLost === true ? new Set<string>() : await lostGenerations(store, manifest, aged, baselines, options.local);
+    const old = aged.filter((key) => !onHead.has(key));
+    const report: GcReport = { generation: manifest.generation, referenced: referenced.size, young, onHead: [...onHead], deleted: [] };
     if (options.dryRun) return { ...report, deleted: old, reason: "dry run" };
     const packs = (await options.compact?.(manifest)) ?? null;
     if (packs !== null) report.compacted = { from: manifest.packs.length, to: packs.length };

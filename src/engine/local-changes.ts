@@ -37,6 +37,7 @@ import { StatCache } from "./stat-cache.ts";
 import { decodeText } from "./text.ts";
 import { type ChangeStatus, diffFlatTrees } from "./tree-diff.ts";
 import { diffStat, findMarkerBlocks } from "./xdiff/index.ts";
+import { refuseWentBackwards } from "./went-backwards.ts";
 
 export type Change = ChangeStatus;
 
@@ -180,7 +181,10 @@ export async function readLocalChanges(deps: EngineDeps, path: string): Promise<
   let accepted: number | null = null;
   let behindUnknown: string | null = null;
   try {
-    accepted = (await readManifest(deps.store)).manifest?.generation ?? 0;
+    const { manifest } = await readManifest(deps.store);
+    // What a commit would publish, and how far behind, would be false against a store that went backwards: refused, as pull and commit refuse it.
+    refuseWentBackwards(baseline, manifest);
+    accepted = manifest?.generation ?? 0;
   } catch (e) {
     // An untrusted manifest is an operator's matter, reported as such; a store out of reach is not an error here.
     if (e instanceof DomainError && e.reason !== "MANIFEST_READ") throw e;

@@ -21,10 +21,17 @@ export const MANIFEST_KEY = "current";
  * (docs/storage-protocol.md, "Combining"); it is carried exactly when that
  * list is, with or without history packs, and binaries that know formats 1
  * and 2 only refuse it the same way.
+ * Format 4 adds `notebook`, the notebook's id: minted with generation 1 and
+ * carried by every later manifest, so that a checkout can tell another
+ * notebook from an older state of its own (went-backwards.ts). Every manifest
+ * this version writes carries it, whatever else it lists; binaries that know
+ * formats 1 to 3 only refuse it, so they fail closed on a store this version
+ * wrote to.
  */
 export const FORMAT_VERSION = 1;
 export const FORMAT_WITH_HISTORY = 2;
 export const FORMAT_WITH_COMBINED = 3;
+export const FORMAT_WITH_NOTEBOOK = 4;
 
 /**
  * How many generations a combined publication stays listed: its writer,
@@ -64,7 +71,9 @@ const CombinedSchema = z
 
 const ManifestSchema = z
   .object({
-    format: z.union([z.literal(FORMAT_VERSION), z.literal(FORMAT_WITH_HISTORY), z.literal(FORMAT_WITH_COMBINED)]),
+    format: z.union([z.literal(FORMAT_VERSION), z.literal(FORMAT_WITH_HISTORY), z.literal(FORMAT_WITH_COMBINED), z.literal(FORMAT_WITH_NOTEBOOK)]),
+    /** The notebook's id (format 4); absent in manifests written before it existed. */
+    notebook: hex(32).optional(),
     generation: z.number().int().positive(),
     head: hex(40),
     publication: hex(32),
@@ -74,8 +83,11 @@ const ManifestSchema = z
   })
   .strict()
   .superRefine((m, ctx) => {
-    if (m.format !== formatFor(m.history, m.combined)) {
-      ctx.addIssue({ code: "custom", message: "format 3 exactly when combined publications are listed, else 2 exactly when history packs are" });
+    if (m.format !== formatFor(m.history, m.combined, m.notebook)) {
+      ctx.addIssue({
+        code: "custom",
+        message: "format 4 exactly when the notebook id is given, else 3 exactly when combined publications are listed, else 2 exactly when history packs are",
+      });
     }
     const combined = new Set<string>();
     for (const c of m.combined ?? []) {
@@ -105,6 +117,11 @@ export function newPublicationId(): string {
   return randomHex(16);
 }
 
+/** A new notebook's id, minted with its generation 1 (or by the first commit of this version to a store without one). */
+export function newNotebookId(): string {
+  return randomHex(16);
+}
+
 export function parseManifest(body: Uint8Array): Manifest {
   let json: unknown;
   try {
@@ -121,8 +138,13 @@ export function parseManifest(body: Uint8Array): Manifest {
   return parsed.data;
 }
 
-/** The format a manifest with (or without) history packs and combined publications carries. */
-export function formatFor(history: readonly HistoryPackDescriptor[] | undefined, combined?: readonly CombinedPublication[]): 1 | 2 | 3 {
+/** The format a manifest with (or without) history packs, combined publications and a notebook id carries. */
+export function formatFor(
+  history: readonly HistoryPackDescriptor[] | undefined,
+  combined?: readonly CombinedPublication[],
+  notebook?: string,
+): 1 | 2 | 3 | 4 {
+  if (notebook !== undefined) return FORMAT_WITH_NOTEBOOK;
   if (combined !== undefined && combined.length > 0) return FORMAT_WITH_COMBINED;
   return history !== undefined && history.length > 0 ? FORMAT_WITH_HISTORY : FORMAT_VERSION;
 }
@@ -139,7 +161,8 @@ export function serializeManifest(m: Manifest): Uint8Array {
   const history = m.history !== undefined && m.history.length > 0 ? m.history : undefined;
   const combined = m.combined !== undefined && m.combined.length > 0 ? m.combined : undefined;
   const ordered: Manifest = {
-    format: formatFor(history, combined),
+    format: formatFor(history, combined, m.notebook),
+    ...(m.notebook !== undefined ? { notebook: m.notebook } : {}),
     generation: m.generation,
     head: m.head,
     publication: m.publication,

@@ -23,6 +23,10 @@
  * - cannot tell (its commit fell out of the retained history, 32 commits):
  *   the baseline stays, the safe side: nothing unpublished can be lost, and
  *   at worst a line deleted since comes back from the store.
+ * - the store went backwards (went-backwards.ts): it holds neither the
+ *   baseline nor, built on it, this publication, so it can settle nothing —
+ *   the record stays for the right store, and the call is refused. Only an
+ *   attach settles it: not landed in the store it attaches to.
  */
 import { createHash } from "node:crypto";
 import type { ObjectStore } from "../store/object-store.ts";
@@ -31,20 +35,32 @@ import type { CheckoutState, Publication } from "./checkout-state.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import type { BaselineOverride } from "./materialize.ts";
 import { withdraw } from "./combine.ts";
+import type { Manifest } from "./manifest.ts";
+import { commitBack, wentBackwards, wentBackwardsError } from "./went-backwards.ts";
 
 export type Landed = "yes" | "no" | "unknown";
 
 /** Settle a publication a dead call left recorded; nothing to do when none is. */
 /** `overrides`: what recovering its journal kept (materialize.ts recoverInterrupted), which the moved baseline keeps too. */
-export async function settlePublication(state: CheckoutState, store: ObjectStore, overrides: BaselineOverride[] = []): Promise<Landed | null> {
+/** `attaching`: the call attaches the checkout to the store as it is, should it have gone backwards. */
+export async function settlePublication(state: CheckoutState, store: ObjectStore, overrides: BaselineOverride[] = [], attaching = false): Promise<Landed | null> {
   const pending = state.readPublication();
   if (pending === null) return null;
   const baseline = state.readBaseline();
   if (baseline === null) return null; // cannot happen: a commit needs a baseline; and the next write drops the record
-  const { landed, generation, head } = pending.proposal ? await proposalLanded(state, store, pending) : { landed: await publicationLanded(state, store, pending), generation: pending.generation, head: pending.head };
+  const { manifest } = await readManifest(store);
+  const found = wentBackwards(baseline, manifest);
+  if (found !== null) {
+    if (!attaching) throw wentBackwardsError(baseline, found);
+    state.writeBaseline(baseline);
+    return "no";
+  }
+  const { landed, generation, head } = pending.proposal
+    ? await proposalLanded(state, store, pending)
+    : { landed: await publicationLanded(state, store, pending, manifest), generation: pending.generation, head: pending.head };
   const tree = landed === "yes" && head !== null ? await publishedTree(state, store, pending, overrides) : null;
   if (tree === null || head === null) state.writeBaseline(baseline);
-  else state.writeBaseline({ generation, head, tree });
+  else state.writeBaseline({ generation, head, tree, ...(manifest?.notebook !== undefined ? { notebook: manifest.notebook } : {}) });
   return tree === null && landed === "yes" ? "unknown" : landed;
 }
 
@@ -64,26 +80,20 @@ async function proposalLanded(state: CheckoutState, store: ObjectStore, pending:
 }
 
 /**
- * Whether `pending` is in the accepted history. Generations count
+ * Whether `pending` is in the accepted history (`manifest`, as read). Generations count
  * publications one by one, and every commit's parent is the head before it,
  * so the commit at our generation is found by walking back from the head.
  */
-async function publicationLanded(state: CheckoutState, store: ObjectStore, pending: Publication): Promise<Landed> {
-  const { manifest } = await readManifest(store);
+async function publicationLanded(state: CheckoutState, store: ObjectStore, pending: Publication, manifest: Manifest | null): Promise<Landed> {
   if (manifest === null || manifest.generation < pending.generation) return "no";
   if (manifest.publication === pending.publication) return "yes";
   // Every later manifest lists our pack until a compaction folds it in.
   if (manifest.packs.some((p) => p.key === pending.pack.key)) return "yes";
   if (manifest.generation === pending.generation) return "no";
   const accepted = await loadAcceptedState(store, state.git);
-  let commit: string | null = accepted.head;
-  try {
-    for (let g = accepted.generation; g > pending.generation && commit !== null; g--) commit = await state.git.commitParent(commit);
-  } catch (e) {
-    if (e instanceof MissingObjectError) return "unknown"; // beyond the retained history
-    throw e;
-  }
-  return commit === pending.head ? "yes" : "no";
+  const at = await commitBack(state.git, accepted.head!, accepted.generation - pending.generation);
+  if (at === null) return "unknown"; // beyond the retained history
+  return at === pending.head ? "yes" : "no";
 }
 
 /** The tree the visible files held when the landed commit scanned them, stored in the cache; null if it cannot be built. */

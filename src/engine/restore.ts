@@ -24,6 +24,7 @@ import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localFailure, ma
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { closeHistory, openHistory, readGenerationTree, readHistoryBlob } from "./history/read.ts";
+import { historyWentBackwards } from "./went-backwards.ts";
 
 export interface RestoreOutcome {
   /** The checkout's real path. */
@@ -60,6 +61,10 @@ export async function restore(deps: EngineDeps, path: string, from: number, name
     await checkout.deps.onStage("fetch");
     const history = await openHistory(checkout.deps);
     try {
+      // Restoring from a store that went backwards would write its older files over ones it lost.
+      const at = history.publications.find((p) => p.generation === checkout.baseline!.generation)?.commit ?? null;
+      const backwards = historyWentBackwards(checkout.baseline, history.manifest, at);
+      if (backwards !== null) throw backwards;
       const target = await readGenerationTree(history, from);
       const local = checkout.local;
       const selected = (p: string) => entries.length === 0 || entries.some((e) => isAtOrBelowEntry(e, p));

@@ -12,6 +12,13 @@ const BaselineSchema = z
     generation: z.number().int().nonnegative(),
     head: hex40.nullable(),
     tree: hex40.nullable(),
+    /**
+     * The id of the notebook whose generation this is (manifest.ts, format
+     * 4): a store showing another is refused (went-backwards.ts). Absent
+     * before generation 1, for a notebook without one, and in states
+     * written before ids existed.
+     */
+    notebook: z.string().regex(/^[0-9a-f]{32}$/).optional(),
   })
   .strict();
 

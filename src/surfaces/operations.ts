@@ -29,6 +29,9 @@ import type { Operation } from "./operation.ts";
 
 const PATH_HELP = "The notebook directory (default: the current directory)";
 
+/** How a pull's result reads (and an attach's that found the store had not gone backwards). */
+const PULLED = { verb: "pulled", upToDate: (dir: string, g: number) => `pulled ${dir}: up to date at generation ${g}` };
+
 /** An entry, with its input and result types inferred from it. */
 function defineOperation<I, R>(operation: Operation<I, R>): Operation<I, R> {
   return operation;
@@ -56,7 +59,29 @@ export const OPERATIONS: readonly Operation[] = [
       const path = ctx.notebookPath(input.path);
       return successResult(await pull(ctx.engine(), path), ctx.sets);
     },
-    render: (r) => renderDiffstat(r, { verb: "pulled", upToDate: (dir, g) => `pulled ${dir}: up to date at generation ${g}` }),
+    render: (r) => renderDiffstat(r, PULLED),
+  }),
+
+  defineOperation({
+    cli: {
+      name: "attach",
+      summary: "After the store went backwards: attach PATH to the store as it is, keeping its files as local edits to publish (operators)",
+      usage: "attach [PATH]",
+      flags: {},
+      path: true,
+      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+    },
+    input: objectInput("attach", { path: PATH_FIELD }),
+    async run(ctx, input) {
+      const { attach } = await import("../engine/pull.ts");
+      const { outcome, attached } = await attach(ctx.engine(), ctx.notebookPath(input.path));
+      return { ...successResult(outcome, ctx.sets), attached };
+    },
+    render(r) {
+      if (!r.attached) return `the store holds what this checkout was brought to: nothing to attach; pulled as usual\n${renderDiffstat(r, PULLED)}`;
+      const head = `attached ${quotePath(r.path)} to the store as it is, at generation ${r.generation}: its files are local edits against it; review them with slivingdoc status, publish them with slivingdoc commit`;
+      return `${head}\n${renderDiffstat(r, { verb: "merged the store's files into", upToDate: () => "no file changed on disk" })}`;
+    },
   }),
 
   defineOperation({
@@ -97,27 +122,40 @@ export const OPERATIONS: readonly Operation[] = [
     cli: {
       name: "gc",
       summary: "Remove packs no manifest references, older than a grace period (maintenance)",
-      usage: "gc [--grace DURATION] [--dry-run]",
+      usage: "gc [--grace DURATION] [--dry-run] [--delete-lost]",
       flags: {
         grace: { type: "string", description: "Keep unreferenced packs younger than this: 90s, 30m, 1h, 2d (default 1h)", valueHint: "DURATION" },
         "dry-run": { type: "boolean", description: "Report what would be removed; change nothing" },
+        "delete-lost": {
+          type: "boolean",
+          description: "After the store went backwards and its checkouts were attached to it as it is: delete the packs of the generations it lost too",
+        },
       },
       path: false,
       toInput: (flags) => ({
         ...(typeof flags.grace === "string" ? { graceMs: parseDuration("grace", flags.grace) } : {}),
         dryRun: flags["dry-run"] === true,
+        ...(flags["delete-lost"] === true ? { deleteLost: true } : {}),
       }),
     },
-    input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField() }),
+    input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField(), deleteLost: optional(booleanField()) }),
     async run(ctx, input) {
       const { collectGarbage, DEFAULT_GRACE_MS } = await import("../engine/gc.ts");
-      const report = await collectGarbage({ store: ctx.store, graceMs: input.graceMs ?? DEFAULT_GRACE_MS, dryRun: input.dryRun });
+      const { privateRoot, storeId, memory } = ctx.engine();
+      const report = await collectGarbage({
+        store: ctx.store,
+        graceMs: input.graceMs ?? DEFAULT_GRACE_MS,
+        dryRun: input.dryRun,
+        local: { privateRoot, storeId, memory },
+        deleteLost: input.deleteLost === true,
+      });
       // Counts, not keys: no S3 key appears in any output (a server's log has them if needed).
       return {
         generation: report.generation,
         referenced: report.referenced,
         deleted: report.deleted.length,
         young: report.young.length,
+        onHead: report.onHead.length,
         proposals: report.proposals?.length ?? 0,
         dryRun: input.dryRun,
         ...(report.reason !== undefined ? { reason: report.reason } : {}),
@@ -128,7 +166,8 @@ export const OPERATIONS: readonly Operation[] = [
       const verb = s.dryRun ? "would remove" : "removed";
       const busy = s.reason === "busy" ? " (publications kept winning; run again)" : "";
       const proposals = s.proposals > 0 ? `; ${verb} ${s.proposals} abandoned proposals` : "";
-      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${proposals}${busy}\n`;
+      const onHead = s.onHead > 0 ? ` and ${s.onHead} holding a commit on the accepted head (one in flight or one that died before publishing, or a generation the store lost)` : "";
+      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${onHead}${proposals}${busy}\n`;
     },
   }),
 

@@ -109,7 +109,8 @@ test("a commit that lost a race is published by the next writer, before that wri
   expect(cOut!.generation).toBe(4);
   expect(cOut!.files).toEqual([{ path: "c.md", insertions: 1, deletions: 0 }]);
   const { manifest } = await readCurrent(world.store);
-  expect(manifest.format).toBe(3);
+  // Format 4: every manifest this version writes carries the notebook id, combined list or not.
+  expect(manifest.format).toBe(4);
   expect(manifest.combined?.map((x) => x.generation)).toEqual([3]);
   // A's commit kept its message and author, and its parent is B's.
   const history = await openHistory(processDeps(world));

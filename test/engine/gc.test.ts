@@ -2,9 +2,11 @@
  * Garbage collection of orphaned packs on the real embedded store (and on
  * S3 when the suite has one): only unlisted packs past the grace period go,
  * nothing is touched without a valid manifest, and a writer stalled between
- * its upload and its conditional write — whose pack gc deletes — wakes, loses
- * to gc's fence and publishes a pack that exists. The same race without the
- * fence corrupts the notebook, which is why the fence is there.
+ * its upload and its conditional write — whose pack gc keeps (built on the
+ * accepted head, it may be a generation the store lost), and deletes only
+ * when told to — wakes, loses to gc's fence and publishes a pack that
+ * exists. The same race without the fence corrupts the notebook, which is
+ * why the fence is there.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
@@ -250,12 +252,16 @@ async function stalledWriter(interfere: (orphanKey: string) => Promise<void>): P
 
 function stalledWriterTests(name: string, open: () => { store?: ObjectStore; storeId?: string; cleanup?: () => Promise<void> }) {
   describe(`a writer stalled past the grace period (${name})`, () => {
-    test("gc deletes its pack after fencing; the writer wakes, loses, re-uploads, and its commit lands intact", async () => {
+    test("gc keeps its pack (built on the accepted head, as a generation the store lost would be); told to delete it, it fences first: the writer wakes, loses, re-uploads, and its commit lands intact", async () => {
       const o = open();
       world = makeWorld(o.store, o.storeId);
       try {
         const { generation } = await stalledWriter(async (orphanKey) => {
-          const report = await collectGarbage({ store: world.store, now: later });
+          const kept = await collectGarbage({ store: world.store, now: later });
+          expect(kept.onHead).toEqual([orphanKey]);
+          expect(kept.deleted).toEqual([]);
+          expect(await world.store.get(orphanKey)).not.toBeNull();
+          const report = await collectGarbage({ store: world.store, now: later, deleteLost: true });
           expect(report.deleted).toEqual([orphanKey]);
           expect(await world.store.get(orphanKey)).toBeNull();
         });

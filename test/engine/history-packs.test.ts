@@ -3,14 +3,14 @@
  * base go into history packs, listed in the manifest's `history` (format 2),
  * which pulls never download and the history commands do; a history pack
  * past the period is dropped from the list, oldest first; a period of 0
- * keeps only the base's commits and a format 1 manifest, as before.
+ * keeps only the base's commits and lists no history packs, as before.
  */
 import { afterEach, expect, test } from "bun:test";
 import { commit } from "../../src/engine/commit.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
 import { historyLog } from "../../src/engine/history/log.ts";
 import { closeHistory, openHistory, readGenerationTree } from "../../src/engine/history/read.ts";
-import { MANIFEST_KEY, type Manifest, parseManifest } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, type Manifest, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { makeWorld, read, type World, write } from "../support/fixture.ts";
@@ -41,7 +41,8 @@ test("within the period every commit stays retained; pulls download only the bas
   const start = Date.now() - 2 * DAY;
   await commits(a, 100, start, 60_000);
   const raw = await rawManifest(world.store);
-  expect(raw.format).toBe(2);
+  // Format 4, for the notebook id this version always writes (format 2 is a manifest with history packs and without the id).
+  expect(raw.format).toBe(4);
   expect(raw.history.length).toBeGreaterThan(0);
   for (const h of raw.history) expect(Object.keys(h).sort()).toEqual(["key", "newest", "sha256", "size"]);
   const manifest = await manifestOf(world.store);
@@ -119,13 +120,13 @@ test("history packs past the period leave the list, oldest first; what remains r
   }
 });
 
-test("a period of 0 keeps only the base's commits and writes format 1, as before history packs", async () => {
+test("a period of 0 keeps only the base's commits and lists no history packs, as before them", async () => {
   world = makeWorld();
   const a = world.checkout("a");
   await pull(world.deps(), a);
   await commits(a, 40, Date.now() - DAY, 60_000, { compaction: { periodMs: 0 } });
   const raw = await rawManifest(world.store);
-  expect(raw.format).toBe(1);
+  expect(raw.format).toBe(4);
   expect(raw.history).toBeUndefined();
   const history = await openHistory(world.deps());
   try {
@@ -137,9 +138,9 @@ test("a period of 0 keeps only the base's commits and writes format 1, as before
   }
   // Turning the period back on starts keeping history again; turning it off drops the history packs.
   await commits(a, 30, Date.now() - DAY / 2, 60_000);
-  expect((await rawManifest(world.store)).format).toBe(2);
+  expect((await rawManifest(world.store)).history.length).toBeGreaterThan(0);
   await commits(a, 30, Date.now() - DAY / 4, 60_000, { compaction: { periodMs: 0 } });
-  expect((await rawManifest(world.store)).format).toBe(1);
+  expect((await rawManifest(world.store)).history).toBeUndefined();
 });
 
 test("manifest validation: format 2 exactly with history packs; history keys checked like pack keys", async () => {
@@ -163,4 +164,30 @@ test("manifest validation: format 2 exactly with history packs; history keys che
   expect(parse({ format: 2, ...base, history: [{ ...hist, key: pack.key, sha256: pack.sha256 }] })).toBe("MANIFEST_INVALID");
   expect(parse({ format: 2, ...base, history: [{ ...hist, extra: 1 }] })).toBe("MANIFEST_INVALID");
   expect(parse({ format: 3, ...base, history: [hist] })).toBe("MANIFEST_INVALID");
+});
+
+test("manifest validation: format 4 exactly with the notebook id; binaries that know formats 1 to 3 fail closed on it", () => {
+  const base = { generation: 1, head: "c".repeat(40), publication: "d".repeat(32), packs: [{ key: `packs/${"a".repeat(64)}.pack`, size: 1, sha256: "a".repeat(64) }] };
+  const hist = { key: `packs/${"b".repeat(64)}.pack`, size: 1, sha256: "b".repeat(64), newest: 5 };
+  const parse = (m: unknown) => {
+    try {
+      parseManifest(new TextEncoder().encode(JSON.stringify(m)));
+      return "OK";
+    } catch (e) {
+      return (e as { reason?: string }).reason;
+    }
+  };
+  const notebook = "e".repeat(32);
+  expect(parse({ format: 4, notebook, ...base })).toBe("OK");
+  expect(parse({ format: 4, notebook, ...base, history: [hist] })).toBe("OK");
+  expect(parse({ format: 4, ...base })).toBe("MANIFEST_INVALID");
+  expect(parse({ format: 1, notebook, ...base })).toBe("MANIFEST_INVALID");
+  expect(parse({ format: 2, notebook, ...base, history: [hist] })).toBe("MANIFEST_INVALID");
+  expect(parse({ format: 4, notebook: "not hex", ...base })).toBe("MANIFEST_INVALID");
+  // What a binary that knows formats 1 to 3 does with it: its strict schema knows neither the format nor the field.
+  expect(parse({ format: 5, notebook, ...base })).toBe("MANIFEST_INVALID");
+  expect(parse({ format: 1, ...base, extra: notebook })).toBe("MANIFEST_INVALID");
+  // What this version writes: format 4, the id first after it.
+  const written = new TextDecoder().decode(serializeManifest({ format: 4, notebook, ...base }));
+  expect(Object.keys(JSON.parse(written))).toEqual(["format", "notebook", "generation", "head", "publication", "packs"]);
 });

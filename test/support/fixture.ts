@@ -2,9 +2,9 @@
  * A temporary world for engine tests: a real SQLite store file, a private
  * root, and checkout directories, all removed afterwards.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
@@ -91,4 +91,18 @@ export async function readCurrent(store: ObjectStore): Promise<{ manifest: impor
   const { MANIFEST_KEY, parseManifest } = await import("../../src/engine/manifest.ts");
   const got = await store.get(MANIFEST_KEY);
   return { manifest: parseManifest(got!.body), etag: got!.etag };
+}
+
+/** Every file below `dir`, by relative path, byte for byte (base64): to prove a refusal left every visible file as it was. */
+export function filesOf(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const full = join(d, e.name);
+      if (e.isDirectory()) walk(full);
+      else out[relative(dir, full)] = readFileSync(full).toString("base64");
+    }
+  };
+  walk(dir);
+  return out;
 }

@@ -201,7 +201,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     return exitCodeFor(envelope.code);
   }
   const progress = terminalProgress(io);
-  // Made only for an operation that runs the engine (gc does not): it makes the private root and loads the engine.
+  // Made only for an operation that runs the engine or reads the private root (generation does not): it makes the private root and loads the engine.
   let deps: EngineDeps | undefined;
   try {
     const outcome = await runOperation(
