@@ -14,10 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MANIFEST_KEY } from "../../src/engine/manifest.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
-import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { filesOf, write } from "../support/fixture.ts";
 import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
+import { emptyStore, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-backwards-"));
 const counts = { swapped: 0, refused: 0 };
@@ -28,8 +28,6 @@ afterAll(async () => {
   console.log(`went-backwards (binary): ${counts.swapped} stores swapped, rewound or emptied under a checkout; ${counts.refused} refusals, every visible file byte for byte as it was`);
 });
 
-const bucket = process.env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL;
 
 /** One store location as the binary is pointed at it, and the test's own handle on what it holds. */
 interface Where {
@@ -90,22 +88,14 @@ function embedded(name: string): Where & { file: string } {
 
 function s3(name: string): Where {
   const prefix = `slivingdoc-test/e2e-backwards-${crypto.randomUUID().slice(0, 8)}-${name}`;
-  const store = createS3Store({
-    bucket: bucket!,
-    prefix,
-    ...(process.env.AWS_REGION ? { region: process.env.AWS_REGION } : {}),
-    ...(endpoint ? { endpoint } : {}),
-    forcePathStyle: process.env.S3_FORCE_PATH_STYLE === "1",
-  });
-  const empty = async () => {
-    for (const o of await store.list("")) await store.delete(o.key);
-  };
+  const store = testS3Store(prefix);
+  const empty = () => emptyStore(store);
   cleanups.push(async () => {
     await empty();
     await store.close();
   });
   return {
-    env: { ...base(name), SLIVINGDOC_STORE: `s3://${bucket}/${prefix}` },
+    env: { ...base(name), SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}` },
     store: () => store,
     async wipe() {
       await empty();
@@ -167,7 +157,7 @@ async function atGenerationThree(where: Where, a: string): Promise<() => Promise
 }
 
 const WHERE: Array<[string, (name: string) => Where]> = [["the embedded store", embedded]];
-if (bucket) WHERE.push(["S3", s3]);
+if (testBucket) WHERE.push(["S3", s3]);
 else {
   test("a store that went backwards, on S3: the S3 test server is configured", () => {
     throw new Error("SLIVINGDOC_TEST_S3_BUCKET is not set: run `npm test` (it starts Ceph RGW) or see docs/s3.md");

@@ -143,18 +143,20 @@ test("a period of 0 keeps only the base's commits and lists no history packs, as
   expect((await rawManifest(world.store)).history).toBeUndefined();
 });
 
+/** "OK" when `m` parses as a manifest, else the reason it is refused. */
+function parse(m: unknown): string | undefined {
+  try {
+    parseManifest(new TextEncoder().encode(JSON.stringify(m)));
+    return "OK";
+  } catch (e) {
+    return (e as { reason?: string }).reason;
+  }
+}
+
 test("manifest validation: format 2 exactly with history packs; history keys checked like pack keys", async () => {
   const pack = { key: `packs/${"a".repeat(64)}.pack`, size: 1, sha256: "a".repeat(64) };
   const hist = { key: `packs/${"b".repeat(64)}.pack`, size: 1, sha256: "b".repeat(64), newest: 5 };
   const base = { generation: 1, head: "c".repeat(40), publication: "d".repeat(32), packs: [pack] };
-  const parse = (m: unknown) => {
-    try {
-      parseManifest(new TextEncoder().encode(JSON.stringify(m)));
-      return "OK";
-    } catch (e) {
-      return (e as { reason?: string }).reason;
-    }
-  };
   expect(parse({ format: 1, ...base })).toBe("OK");
   expect(parse({ format: 2, ...base, history: [hist] })).toBe("OK");
   expect(parse({ format: 1, ...base, history: [hist] })).toBe("MANIFEST_INVALID");
@@ -169,14 +171,6 @@ test("manifest validation: format 2 exactly with history packs; history keys che
 test("manifest validation: format 4 exactly with the notebook id; binaries that know formats 1 to 3 fail closed on it", () => {
   const base = { generation: 1, head: "c".repeat(40), publication: "d".repeat(32), packs: [{ key: `packs/${"a".repeat(64)}.pack`, size: 1, sha256: "a".repeat(64) }] };
   const hist = { key: `packs/${"b".repeat(64)}.pack`, size: 1, sha256: "b".repeat(64), newest: 5 };
-  const parse = (m: unknown) => {
-    try {
-      parseManifest(new TextEncoder().encode(JSON.stringify(m)));
-      return "OK";
-    } catch (e) {
-      return (e as { reason?: string }).reason;
-    }
-  };
   const notebook = "e".repeat(32);
   expect(parse({ format: 4, notebook, ...base })).toBe("OK");
   expect(parse({ format: 4, notebook, ...base, history: [hist] })).toBe("OK");

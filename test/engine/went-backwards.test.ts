@@ -23,10 +23,10 @@ import { MANIFEST_KEY, type Manifest, parseManifest, serializeManifest } from ".
 import { attach, pull } from "../../src/engine/pull.ts";
 import { restore } from "../../src/engine/restore.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
-import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { filesOf, makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
+import { emptyStore, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
 
 const HOUR = 60 * 60 * 1000;
 const later = () => new Date(Date.now() + 2 * HOUR);
@@ -45,11 +45,20 @@ interface Place {
   storeId: string;
   /** Delete the embedded store's file; on S3, empty the prefix. */
   wipe(): Promise<void>;
-  /** Delete `current` only: the packs stay (a lifecycle rule, a mistaken delete). */
-  deleteCurrent(): Promise<void>;
-  /** Put `body` back as `current` over whatever is there: the later packs stay. */
-  putBackCurrent(body: Uint8Array): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Delete `current` only: the packs stay (a lifecycle rule, a mistaken delete). */
+async function deleteCurrent(place: Place): Promise<void> {
+  await place.store.delete(MANIFEST_KEY);
+  counts.swapped++;
+}
+
+/** Put `body` back as `current` over whatever is there: the later packs stay. */
+async function putBackCurrent(place: Place, body: Uint8Array): Promise<void> {
+  await place.store.delete(MANIFEST_KEY);
+  expect((await place.store.putIfAbsent(MANIFEST_KEY, body)).ok).toBe(true);
+  counts.swapped++;
 }
 
 function sqlitePlace(): Place & { file: string; truncate(): Promise<void>; copy(): Promise<string>; putBackCopy(copy: string): Promise<void> } {
@@ -80,15 +89,6 @@ function sqlitePlace(): Place & { file: string; truncate(): Promise<void>; copy(
       return copy;
     },
     putBackCopy: (copy) => reopen(() => copyFileSync(join(copy, "store.db"), file)),
-    async deleteCurrent() {
-      await store.delete(MANIFEST_KEY);
-      counts.swapped++;
-    },
-    async putBackCurrent(body) {
-      await store.delete(MANIFEST_KEY);
-      expect((await store.putIfAbsent(MANIFEST_KEY, body)).ok).toBe(true);
-      counts.swapped++;
-    },
     async close() {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
@@ -96,36 +96,17 @@ function sqlitePlace(): Place & { file: string; truncate(): Promise<void>; copy(
   };
 }
 
-const bucket = process.env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL;
 
 function s3Place(): Place {
   const prefix = `slivingdoc-test/backwards-${crypto.randomUUID().slice(0, 8)}`;
-  const store = createS3Store({
-    bucket: bucket!,
-    prefix,
-    ...(process.env.AWS_REGION ? { region: process.env.AWS_REGION } : {}),
-    ...(endpoint ? { endpoint } : {}),
-    forcePathStyle: process.env.S3_FORCE_PATH_STYLE === "1",
-  });
-  const empty = async () => {
-    for (const o of await store.list("")) await store.delete(o.key);
-  };
+  const store = testS3Store(prefix);
+  const empty = () => emptyStore(store);
   return {
     kind: "s3",
     store,
-    storeId: `s3://${bucket}/${prefix}/@${endpoint ?? "aws"}`,
+    storeId: `s3://${testBucket}/${prefix}/@${testEndpoint ?? "aws"}`,
     async wipe() {
       await empty();
-      counts.swapped++;
-    },
-    async deleteCurrent() {
-      await store.delete(MANIFEST_KEY);
-      counts.swapped++;
-    },
-    async putBackCurrent(body) {
-      await store.delete(MANIFEST_KEY);
-      expect((await store.putIfAbsent(MANIFEST_KEY, body)).ok).toBe(true);
       counts.swapped++;
     },
     async close() {
@@ -136,7 +117,7 @@ function s3Place(): Place {
 }
 
 const PLACES: Array<[string, () => Place]> = [["the embedded store", sqlitePlace]];
-if (bucket) PLACES.push(["S3", s3Place]);
+if (testBucket) PLACES.push(["S3", s3Place]);
 else {
   // A skipped S3 test is not a passing one.
   test("a store that went backwards on S3: the S3 test server is configured", () => {
@@ -260,13 +241,13 @@ for (const [name, make] of PLACES) {
 
       // Put back by one generation, the lost pack holds one commit on the
       // accepted head, as a commit in flight does: gc keeps it, and refuses nothing.
-      await place.putBackCurrent(bodies[1]!);
+      await putBackCurrent(place, bodies[1]!);
       const kept = await collectGarbage({ store: place.store, now: later });
       expect(kept.onHead.length).toBe(1);
       expect(kept.deleted).toEqual([]);
       expect(await packKeys()).toEqual(allPacks);
 
-      await place.putBackCurrent(bodies[0]!);
+      await putBackCurrent(place, bodies[0]!);
       await refusedBackwards(a, () => pull(deps(), a), "this checkout was brought to generation 3", "the store shows generation 1");
       write(a, "plan.md", "# plan\nship monday\n");
       await refusedBackwards(a, () => commit(deps(), a, "edit"), "shows generation 1");
@@ -324,7 +305,7 @@ for (const [name, make] of PLACES) {
       const first = (await manifestOf(place.store))!.notebook!;
       const oldPacks = (await place.store.list("packs/")).map((o) => o.key);
 
-      await place.deleteCurrent();
+      await deleteCurrent(place);
       const other = world.checkout("other");
       await pull(deps(), other);
       write(other, "plan.md", "another team's plan\n");
@@ -420,7 +401,7 @@ describe("only on the embedded store", () => {
     const a = world.checkout("a");
     const bodies = await threeGenerations(deps, a);
     const { notebook: _id, ...legacy } = parseManifest(bodies[2]!);
-    await p.putBackCurrent(serializeManifest(legacy as Manifest));
+    await putBackCurrent(p, serializeManifest(legacy as Manifest));
     expect((await manifestOf(p.store))!.format).toBe(1);
     await refusedBackwards(a, () => pull(deps(), a), "shows generation 3 without a notebook id");
   });
