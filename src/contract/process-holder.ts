@@ -1,6 +1,6 @@
 /**
  * How a process names itself where others must later judge whether it is
- * gone — a checkout's lock (engine/checkout-lock.ts) and a ticket in the
+ * gone — a checkout's lock (engine/checkout/lock.ts) and a ticket in the
  * embedded store's writer queue (store/sqlite-queue.ts): "pid host start",
  * with its start time where the system tells it ("-" where not). On this
  * host, a holder is provably gone when its process no longer runs, or a

@@ -10,11 +10,11 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import type { Baseline, Publication } from "./checkout-state.ts";
-import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
-import { conflictError } from "./conflict.ts";
+import type { Baseline, Publication } from "./checkout/state.ts";
+import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./publish/accepted-state.ts";
+import { conflictError } from "./merge/conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
-import { treeDiffStat } from "./diffstat.ts";
+import { treeDiffStat } from "./merge/diffstat.ts";
 import {
   baselineFilesOrRefuse,
   bringFiles,
@@ -32,14 +32,14 @@ import {
 } from "./engine.ts";
 import type { BuiltTree, FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
-import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
-import { type Chain, combine, dropProposal, fateOf, type Withdrawn, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./combine.ts";
-import { commitEnded, contentionOf, measuredWindow, noteOthersWaiting, retrySpread } from "./contention.ts";
-import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newNotebookId, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
-import { refuseWentBackwards, storeWentBackwards } from "./went-backwards.ts";
-import { decodeText } from "./text.ts";
-import { mergeTrees, sameTree } from "./tree-merge.ts";
-import { findMarkerBlocks } from "./xdiff/index.ts";
+import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./publish/compact.ts";
+import { type Chain, combine, dropProposal, fateOf, type Withdrawn, type Listed, listProposals, othersWaiting, PROPOSAL_GENERATIONS, type Proposal, postProposal, withdraw } from "./publish/combine.ts";
+import { commitEnded, contentionOf, measuredWindow, noteOthersWaiting, retrySpread } from "./publish/contention.ts";
+import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newNotebookId, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./publish/manifest.ts";
+import { refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
+import { decodeText } from "./merge/text.ts";
+import { mergeTrees, sameTree } from "./merge/tree-merge.ts";
+import { findMarkerBlocks } from "./merge/xdiff/index.ts";
 
 export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
   validateMessage(message);
@@ -472,7 +472,7 @@ async function tryPublication(
   }
   // The turn ends as soon as the write is visible to the other writers,
   // before the store flushes it (sqlite.ts): the next turn overlaps that flush.
-  // A call stopped and taken over since it read `current` publishes nothing (checkout-lock.ts).
+  // A call stopped and taken over since it read `current` publishes nothing (checkout/lock.ts).
   checkout.state.checkLock();
   const written = await conditionalReplace(deps.store, accepted, manifest, uploaded.along, () => turn.end());
   if (!written.landed) {

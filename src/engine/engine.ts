@@ -8,23 +8,23 @@ import { DEFAULT_AGENT } from "../contract/agent.ts";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
-import type { CompactionPolicy } from "./compact.ts";
+import type { CompactionPolicy } from "./publish/compact.ts";
 import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
 import type { Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./git/objects.ts";
-import { registeredCheckouts } from "./checkout-registry.ts";
-import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from "./checkout-state.ts";
+import { registeredCheckouts } from "./checkout/registry.ts";
+import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from "./checkout/state.ts";
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
-import { diskFullBeforeChange, isDiskFull } from "./disk-full.ts";
-import { materialize, type RecoveryContext, type Remerge, recoverInterrupted, type WrittenFile } from "./materialize.ts";
-import { settlePublication } from "./publication.ts";
+import { diskFullBeforeChange, isDiskFull } from "./checkout/disk-full.ts";
+import { materialize, type RecoveryContext, type Remerge, recoverInterrupted, type WrittenFile } from "./checkout/materialize.ts";
+import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
-import { scanNotebook } from "./scan.ts";
-import { lineCount } from "./diffstat.ts";
-import { StatCache } from "./stat-cache.ts";
-import { mergeTrees, sameTree, type TreeMerge } from "./tree-merge.ts";
+import { scanNotebook } from "./checkout/scan.ts";
+import { lineCount } from "./merge/diffstat.ts";
+import { StatCache } from "./checkout/stat-cache.ts";
+import { mergeTrees, sameTree, type TreeMerge } from "./merge/tree-merge.ts";
 
 export interface EngineDeps {
   store: ObjectStore;
@@ -145,7 +145,7 @@ export interface OpenCheckout {
  */
 export type LostState = { why: "replaced" } | { why: "damaged"; cause: unknown };
 
-/** Why a checkout has no baseline, from what settling its state found (checkout-state.ts, settleState). */
+/** Why a checkout has no baseline, from what settling its state found (checkout/state.ts, settleState). */
 export function lostState(found: { replaced: boolean; damage: Damage | null }): LostState | null {
   if (found.damage !== null) return { why: "damaged", cause: found.damage.cause };
   return found.replaced ? { why: "replaced" } : null;
@@ -240,7 +240,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     lockTimeoutMs: lockWaitMs(full),
     memory: full.memory,
   });
-  // Long operations keep the lock fresh as they go (checkout-lock.ts).
+  // Long operations keep the lock fresh as they go (checkout/lock.ts).
   const { onStage, afterWrite } = full;
   full.onStage = (stage) => {
     state.heartbeat();

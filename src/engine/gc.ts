@@ -74,10 +74,10 @@
  */
 import { DomainError } from "../contract/errors.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import { readManifest, rewriteCurrent } from "./accepted-state.ts";
-import { PROPOSALS_PREFIX } from "./combine.ts";
+import { readManifest, rewriteCurrent } from "./publish/accepted-state.ts";
+import { PROPOSALS_PREFIX } from "./publish/combine.ts";
 import { checkoutBaselines, type GcLocal, lostGenerations } from "./lost-generations.ts";
-import type { Manifest, PackDescriptor } from "./manifest.ts";
+import type { Manifest, PackDescriptor } from "./publish/manifest.ts";
 
 export const DEFAULT_GRACE_MS = 60 * 60 * 1000;
 const PACK_KEY = /^packs\/[0-9a-f]{64}\.pack$/;

@@ -45,14 +45,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DomainError } from "../contract/errors.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import { checkoutStates } from "./checkout-registry.ts";
+import { checkoutStates } from "./checkout/registry.ts";
 import { ObjectCache } from "./git/object-cache.ts";
 import { BadPackError, decodeCommit } from "./git/objects.ts";
 import { closeHistory, openHistory } from "./history/read.ts";
-import type { Manifest } from "./manifest.ts";
+import type { Manifest } from "./publish/manifest.ts";
 import { ProcessMemory } from "./process-memory.ts";
-import type { Baseline } from "./state-files.ts";
-import { brought, wentBackwards } from "./went-backwards.ts";
+import type { Baseline } from "./checkout/state-files.ts";
+import { brought, wentBackwards } from "./publish/went-backwards.ts";
 
 /** Where gc reads the retained history (the history commands' cache) and finds the checkouts it knows of. */
 export interface GcLocal {

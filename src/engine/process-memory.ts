@@ -6,11 +6,14 @@
  * thing is checked before use and only ever a speed-up: a process that
  * starts empty gets the same answers.
  */
-import type { AcceptedState } from "./accepted-state.ts";
-import type { Contention } from "./contention.ts";
+import type { AcceptedState } from "./publish/accepted-state.ts";
+import type { Contention } from "./publish/contention.ts";
 import { KeptObjects } from "./git/kept-objects.ts";
-import { RecentMap } from "./kept.ts";
-import { KeptStatCaches } from "./kept-stat-caches.ts";
+import { RecentMap } from "./memory/kept.ts";
+import { KeptStatCaches } from "./checkout/kept-stat-caches.ts";
+import type { RegistryMemory } from "./checkout/registry.ts";
+import type { AcceptedMemory } from "./publish/accepted-state.ts";
+import type { ContentionMemory } from "./publish/contention.ts";
 
 export const KEPT_BOUNDS = {
   /** Checkouts whose stat cache is kept: as many as a server is likely to serve at once. */
@@ -27,22 +30,23 @@ export const KEPT_BOUNDS = {
   contention: 8,
 } as const;
 
-export class ProcessMemory {
+/** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, and the caches' below). */
+export class ProcessMemory implements AcceptedMemory, ContentionMemory, RegistryMemory {
   /** The stat cache of each checkout, written back when evicted or flushed. */
   readonly statCaches = new KeptStatCaches(KEPT_BOUNDS.statCaches);
   /** Pack readers, flat trees and commit trees of the object caches. */
   readonly objects = new KeptObjects({ readers: KEPT_BOUNDS.packReaders, trees: KEPT_BOUNDS.trees, commits: KEPT_BOUNDS.commits });
   /** The accepted state last seen of each store, by store identity (accepted-state.ts). */
-  readonly acceptedStates = new RecentMap<string, AcceptedState>(KEPT_BOUNDS.acceptedStates);
+  readonly acceptedStates: AcceptedMemory["acceptedStates"] = new RecentMap(KEPT_BOUNDS.acceptedStates);
   /** What this process saw of the races on each store, by store identity (contention.ts). */
-  readonly contention = new RecentMap<string, Contention>(KEPT_BOUNDS.contention);
+  readonly contention: ContentionMemory["contention"] = new RecentMap(KEPT_BOUNDS.contention);
   /**
    * The checkout directory, store and directory identity each registered
    * state file named when last parsed, with the file's identity then
-   * (checkout-registry.ts). One entry per checkout under the private root:
+   * (checkout/registry.ts). One entry per checkout under the private root:
    * no bound beyond theirs.
    */
-  readonly checkouts = new Map<string, { identity: string; checkout: string; store: string; directory?: string }>();
+  readonly checkouts: RegistryMemory["checkouts"] = new Map();
 
   /** Before the process ends: write out what only memory holds (stat caches). */
   flush(): void {

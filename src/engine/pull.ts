@@ -5,15 +5,15 @@
  * and the baseline moves to the accepted state.
  */
 import type { OperationOutcome } from "../contract/results.ts";
-import { loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
-import { treeDiffStat } from "./diffstat.ts";
+import { loadAcceptedState, readManifest, rememberAccepted } from "./publish/accepted-state.ts";
+import { treeDiffStat } from "./merge/diffstat.ts";
 import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, openCheckout, scanLocal } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
-import { mergeTrees } from "./tree-merge.ts";
-import { conflictError } from "./conflict.ts";
+import { mergeTrees } from "./merge/tree-merge.ts";
+import { conflictError } from "./merge/conflict.ts";
 import { takeAcceptedSide } from "./protect.ts";
-import { attachBase, refuseWentBackwards, storeWentBackwards } from "./went-backwards.ts";
+import { attachBase, refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
 
 export async function pull(deps: EngineDeps, path: string): Promise<OperationOutcome> {
   return (await pullOrAttach(deps, path, false)).outcome;

@@ -19,12 +19,12 @@
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
 import type { FileStat } from "../contract/results.ts";
-import { treeDiffStat } from "./diffstat.ts";
+import { treeDiffStat } from "./merge/diffstat.ts";
 import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localFailure, materializeInto, openCheckout, privateStateMissing, pullRequired, scanLocal } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { closeHistory, openHistory, readGenerationTree, readHistoryBlob } from "./history/read.ts";
-import { historyWentBackwards } from "./went-backwards.ts";
+import { historyWentBackwards } from "./publish/went-backwards.ts";
 
 export interface RestoreOutcome {
   /** The checkout's real path. */

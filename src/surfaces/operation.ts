@@ -15,7 +15,6 @@ import type { EngineDeps } from "../engine/engine.ts";
 import { boundedStore, type Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import type { Log } from "./log.ts";
-import { operationByTool } from "./operations.ts";
 import { namedPath, type PathContext, resolveNotebookPath } from "./paths.ts";
 
 export interface OperationContext {
@@ -143,15 +142,12 @@ class StageTimer {
 
 const round = (ms: number) => Math.round(ms * 10) / 10;
 
-export async function runOperation(ctx: OperationContext, tool: ToolName, args: unknown, requestId?: string | number): Promise<OperationResult<SuccessResult>>;
-export async function runOperation<R>(ctx: OperationContext, operation: Operation<any, R>, args: unknown, requestId?: string | number): Promise<OperationResult<R>>;
-export async function runOperation(
-  ctx: OperationContext,
-  operation: Operation | ToolName,
-  args: unknown,
-  requestId?: string | number,
-): Promise<OperationResult> {
-  const op = typeof operation === "string" ? operationByTool(operation) : operation;
+/**
+ * Run one call of `op` (an entry of the registry, operations.ts): decode,
+ * run, and log it; the result or the error envelope. Callers name it by
+ * run-operation.ts's runOperation, which also takes an MCP tool's name.
+ */
+export async function callOperation<R>(ctx: OperationContext, op: Operation<any, R>, args: unknown, requestId?: string | number): Promise<OperationResult<R>> {
   const tool = op.tool?.name ?? op.cli.name;
   const diagnosticId = newDiagnosticId();
   const timer = new StageTimer();

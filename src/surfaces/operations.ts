@@ -248,7 +248,7 @@ export const OPERATIONS: readonly Operation[] = [
       try {
         const { entry, changes } = await showGeneration(history, input.generation, input.paths !== undefined ? { paths: input.paths } : {});
         if (input.stat || changes === null) return entry as ShownEntry;
-        const { unifiedHunks } = await import("../engine/xdiff/unified.ts");
+        const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
         const patch = changes.map((c) => filePatch({ ...c, change: c.status, hunks: unifiedHunks(c.beforeText, c.afterText) })).join("");
         return { ...entry, patch } as ShownEntry;
       } finally {
@@ -366,7 +366,7 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("diff", { path: PATH_FIELD, stat: booleanField() }),
     async run(ctx, input) {
       const { readLocalChanges } = await import("../engine/local-changes.ts");
-      const { unifiedHunks } = await import("../engine/xdiff/unified.ts");
+      const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
       const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
       const files = r.changes.map((c) => ({ ...c, hunks: unifiedHunks(c.beforeText, c.afterText) }));
       const result = {

@@ -6,18 +6,18 @@
  * The commits are real engine commits (one checkout, each appending a line
  * to one file of the 1,000-file notebook), so the store holds exactly what
  * 1,000 publications leave. Compaction is not wired into commit yet, so the
- * scenario then applies src/engine/compact.ts the way gc would (same head,
+ * scenario then applies src/engine/publish/compact.ts the way gc would (same head,
  * one conditional write) and measures again: once keeping the whole history,
  * once keeping the newest 32 commits.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
+import { loadAcceptedState } from "../../src/engine/publish/accepted-state.ts";
 import { commit } from "../../src/engine/commit.ts";
-import { compactPacks, type CompactionPolicy } from "../../src/engine/compact.ts";
+import { compactPacks, type CompactionPolicy } from "../../src/engine/publish/compact.ts";
 import { ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
-import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import * as L from "./lib.ts";

@@ -16,7 +16,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
-import { MANIFEST_KEY, packKey } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, packKey } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";

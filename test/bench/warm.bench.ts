@@ -15,7 +15,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
-import { MANIFEST_KEY, parseManifest } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import * as L from "./lib.ts";
 import type { Row } from "./report.ts";
@@ -58,7 +58,7 @@ async function gitReference(files: Map<string, string>, reps: number): Promise<G
 
 let gitRefs: Promise<GitRefs> | null = null;
 
-/** Longer than the stat cache's racy window (src/engine/stat-cache.ts). */
+/** Longer than the stat cache's racy window (src/engine/checkout/stat-cache.ts). */
 export const RACY_PAUSE_MS = 250;
 
 export async function warmScenarios(loc: L.Location, reps: number): Promise<Row[]> {

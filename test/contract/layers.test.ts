@@ -32,7 +32,7 @@ test("the import finder sees every form of import", () => {
   expect(importsIn('import { a } from "./a.ts";\nimport "./d.ts";\nconst b = await import("./b.ts");\nconst c = require("./c.ts") as C;')).toEqual(["./a.ts", "./d.ts", "./b.ts", "./c.ts"]);
   // The lazy loads this test exists for are really seen.
   expect(imports("surfaces/engine-deps.ts")).toContain("../engine/engine.ts");
-  expect(imports("surfaces/mcp/serve.ts")).toContain("../../engine/discard.ts");
+  expect(imports("surfaces/mcp/serve.ts")).toContain("../../engine/checkout/discard.ts");
 });
 
 test("imports point down the layers only", () => {
@@ -47,6 +47,62 @@ test("imports point down the layers only", () => {
     }
   }
   expect(upward).toEqual([]);
+});
+
+/**
+ * The engine's parts, each a folder (its README says what it owns), from
+ * the bottom floor up; the files at the engine's root are the operations,
+ * on the top floor. A part imports its own floor and those below it only.
+ */
+const ENGINE_FLOORS = ["memory", "merge/xdiff", "git", "merge", "checkout", "publish", "history", "operations"] as const;
+
+function engineFloor(file: string): number {
+  const inside = file.slice("engine/".length);
+  const part = ENGINE_FLOORS.filter((f) => f !== "operations" && inside.startsWith(`${f}/`)).sort((a, b) => b.length - a.length)[0] ?? "operations";
+  return ENGINE_FLOORS.indexOf(part);
+}
+
+test("every engine file is in a part or among the operations, and every part has its README", () => {
+  const folders = new Set(files.filter((f) => f.startsWith("engine/")).map((f) => f.split("/").slice(1, -1).join("/")).filter((d) => d !== ""));
+  expect([...folders].filter((d) => !ENGINE_FLOORS.includes(d as (typeof ENGINE_FLOORS)[number])).sort()).toEqual([]);
+  const readmes = ENGINE_FLOORS.filter((f) => f !== "operations").filter((f) => {
+    try {
+      return statSync(join(src, "engine", f, "README.md")).isFile();
+    } catch {
+      return false;
+    }
+  });
+  expect(readmes).toEqual(ENGINE_FLOORS.filter((f) => f !== "operations"));
+});
+
+test("inside the engine, imports point down its floors only", () => {
+  const upward: string[] = [];
+  for (const file of files.filter((f) => f.startsWith("engine/"))) {
+    for (const spec of imports(file).filter((s) => s.startsWith("."))) {
+      const target = relative(src, join(src, file, "..", spec));
+      if (target.startsWith("engine/") && engineFloor(target) > engineFloor(file)) upward.push(`${file} → ${target}`);
+    }
+  }
+  expect(upward).toEqual([]);
+});
+
+test("no import circles, type-only imports counted", () => {
+  const edges = new Map(files.map((f) => [f, imports(f).filter((s) => s.startsWith(".")).map((s) => relative(src, join(src, f, "..", s)))]));
+  const circles: string[] = [];
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const visit = (f: string) => {
+    state.set(f, "open");
+    path.push(f);
+    for (const t of edges.get(f) ?? []) {
+      if (state.get(t) === "open") circles.push([...path.slice(path.indexOf(t)), t].join(" → "));
+      else if (!state.has(t)) visit(t);
+    }
+    path.pop();
+    state.set(f, "done");
+  };
+  for (const f of files) if (!state.has(f)) visit(f);
+  expect(circles).toEqual([]);
 });
 
 test("isomorphic-git in one engine file, the AWS SDK in one store file", () => {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
-import { parseManifest } from "../../src/engine/manifest.ts";
+import { parseManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";

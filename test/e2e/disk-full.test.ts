@@ -4,7 +4,7 @@
  * namespace), under the notebook directory or the private root, while
  * another checkout published a file larger than that. The answer keeps the
  * table's tokens, says that space ran out and where, and does not send the
- * caller to pull into the same full disk (src/engine/disk-full.ts).
+ * caller to pull into the same full disk (src/engine/checkout/disk-full.ts).
  */
 import { afterAll, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
-import { MANIFEST_KEY, parseManifest } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore, StoreOperation } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { checkoutId } from "../../src/engine/checkout-registry.ts";
+import { checkoutId } from "../../src/engine/checkout/registry.ts";
 import { isolatedGitEnv } from "../support/seeded.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 

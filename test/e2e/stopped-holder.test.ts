@@ -3,7 +3,7 @@
  * frozen container) while it holds the checkout's lock. Once it has been
  * silent for the lock's 30 s, another call takes the checkout over; when the
  * stopped one is continued, it must change nothing more — no state file, no
- * visible file, and not its successor's lock (checkout-lock.ts). A holder
+ * visible file, and not its successor's lock (checkout/lock.ts). A holder
  * that runs, however long it takes, keeps its lock.
  *
  * The 30 s of silence are not waited for: the test sets the lock's time
@@ -141,7 +141,7 @@ describe("a call stopped while it holds the checkout, taken over, then continued
         successorLock = readFileSync(lockOf(), "utf8");
         const before = statSync(lockOf()).ino;
         // Taken over only after 30 s of silence, a holder has not looked at its lock for at least that
-        // long (it looks again after a second: checkout-lock.ts); the test set the time back instead.
+        // long (it looks again after a second: checkout/lock.ts); the test set the time back instead.
         await Bun.sleep(1_100);
         process.kill(stopped.pid, "SIGCONT");
         answer = { code: await stopped.exited, stderr: await new Response(stopped.stderr).text() };

@@ -13,7 +13,7 @@ import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync,
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { MANIFEST_KEY, parseManifest } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { OPERATIONS } from "../../src/surfaces/operations.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, rmSync, truncateSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MANIFEST_KEY } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY } from "../../src/engine/publish/manifest.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { filesOf, write } from "../support/fixture.ts";

@@ -1,12 +1,12 @@
 /**
- * A checkout's private state follows its directory (checkout-registry.ts,
- * checkout-state.ts): set aside when the directory leaves its path, taken
+ * A checkout's private state follows its directory (checkout/registry.ts,
+ * checkout/state.ts): set aside when the directory leaves its path, taken
  * over where it turns up again, bounded; and damaged state counts as lost.
  */
 import { afterEach, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { checkoutStateDir } from "../../src/engine/checkout-registry.ts";
+import { checkoutStateDir } from "../../src/engine/checkout/registry.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
 import { pull } from "../../src/engine/pull.ts";

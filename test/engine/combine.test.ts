@@ -11,13 +11,13 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { proposalKey, PROPOSALS_PREFIX } from "../../src/engine/combine.ts";
+import { proposalKey, PROPOSALS_PREFIX } from "../../src/engine/publish/combine.ts";
 import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { openHistory } from "../../src/engine/history/read.ts";
-import { settlePublication } from "../../src/engine/publication.ts";
+import { settlePublication } from "../../src/engine/publish/publication.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
 

@@ -7,7 +7,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { commit } from "../../src/engine/commit.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
-import { MANIFEST_KEY, parseManifest } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { makeWorld, read, refusal, type World, write } from "../support/fixture.ts";

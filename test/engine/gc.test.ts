@@ -11,11 +11,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { commit } from "../../src/engine/commit.ts";
-import { compactPacks } from "../../src/engine/compact.ts";
+import { compactPacks } from "../../src/engine/publish/compact.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
 import { ObjectCache } from "../../src/engine/git/object-cache.ts";
-import { loadAcceptedState } from "../../src/engine/accepted-state.ts";
-import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
+import { loadAcceptedState } from "../../src/engine/publish/accepted-state.ts";
+import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, parseManifest, serializeManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { type ListedObject, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";

@@ -8,7 +8,7 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { commit } from "../../src/engine/commit.ts";
-import { newPublicationId, serializeManifest } from "../../src/engine/manifest.ts";
+import { newPublicationId, serializeManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { StoreOperation } from "../../src/store/object-store.ts";
 import { faultyStore } from "../support/faulty-store.ts";

@@ -10,7 +10,7 @@ import { commit } from "../../src/engine/commit.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
 import { historyLog } from "../../src/engine/history/log.ts";
 import { closeHistory, openHistory, readGenerationTree } from "../../src/engine/history/read.ts";
-import { MANIFEST_KEY, type Manifest, parseManifest, serializeManifest } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, type Manifest, parseManifest, serializeManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { makeWorld, read, type World, write } from "../support/fixture.ts";

@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { dirname } from "node:path";
 import { DomainError } from "../../src/contract/errors.ts";
 import { commit } from "../../src/engine/commit.ts";
-import { scanNotebook } from "../../src/engine/scan.ts";
+import { scanNotebook } from "../../src/engine/checkout/scan.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
 import { pull } from "../../src/engine/pull.ts";

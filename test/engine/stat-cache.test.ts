@@ -7,12 +7,12 @@ import { afterEach, expect, test } from "bun:test";
 import { lstatSync, realpathSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { blobId } from "../../src/engine/git/objects.ts";
-import { CheckoutState } from "../../src/engine/checkout-state.ts";
+import { CheckoutState } from "../../src/engine/checkout/state.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { type EngineDeps, flushKeptState } from "../../src/engine/engine.ts";
 import { pull } from "../../src/engine/pull.ts";
-import type { FileStamp } from "../../src/engine/scan.ts";
-import { StatCache } from "../../src/engine/stat-cache.ts";
+import type { FileStamp } from "../../src/engine/checkout/scan.ts";
+import { StatCache } from "../../src/engine/checkout/stat-cache.ts";
 import { makeWorld, read, type World, write } from "../support/fixture.ts";
 
 let world: World;

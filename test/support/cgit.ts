@@ -7,7 +7,7 @@ import { expect } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MANIFEST_KEY, type Manifest, parseManifest } from "../../src/engine/manifest.ts";
+import { MANIFEST_KEY, type Manifest, parseManifest } from "../../src/engine/publish/manifest.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 
 export function git(cwd: string, ...args: string[]): { code: number; out: string; err: string } {

@@ -87,8 +87,8 @@ export async function refusal(fn: () => Promise<unknown>): Promise<import("../..
 }
 
 /** The store's manifest and its ETag, as a test reads them. */
-export async function readCurrent(store: ObjectStore): Promise<{ manifest: import("../../src/engine/manifest.ts").Manifest; etag: string }> {
-  const { MANIFEST_KEY, parseManifest } = await import("../../src/engine/manifest.ts");
+export async function readCurrent(store: ObjectStore): Promise<{ manifest: import("../../src/engine/publish/manifest.ts").Manifest; etag: string }> {
+  const { MANIFEST_KEY, parseManifest } = await import("../../src/engine/publish/manifest.ts");
   const got = await store.get(MANIFEST_KEY);
   return { manifest: parseManifest(got!.body), etag: got!.etag };
 }

@@ -6,8 +6,8 @@
  * objects; the object cache forgets a cache's trees whenever its reader
  * starts over or its packs are dropped.
  */
-import { RecentMap } from "../kept.ts";
-import type { ReadTree } from "./object-cache.ts";
+import { RecentMap } from "../memory/kept.ts";
+import type { ReadTree } from "./trees.ts";
 import { PackReader } from "./pack-reader.ts";
 
 export interface SharedReader {

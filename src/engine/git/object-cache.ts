@@ -27,25 +27,13 @@ import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
 import { randomHex } from "../../contract/random-hex.ts";
 import type { KeptObjects, SharedReader } from "./kept-objects.ts";
+import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
 import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, sha1Hex, type TreeEntry, wrapObject } from "./objects.ts";
 import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
 
-/** Notebook-relative slash path → blob id. */
-export type FlatTree = Map<string, string>;
-
-export interface BuiltTree {
-  tree: string;
-  /** Every tree object id of the tree, root included. */
-  trees: Set<string>;
-  /** The tree id of each directory by its prefix ("" for the root, "a/b/" below). */
-  dirs: Map<string, string>;
-}
-
-export interface ReadTree extends BuiltTree {
-  files: FlatTree;
-}
+export type { BuiltTree, FlatTree, ReadTree };
 
 function copyOf(read: ReadTree): ReadTree {
   return { tree: read.tree, trees: new Set(read.trees), dirs: new Map(read.dirs), files: new Map(read.files) };

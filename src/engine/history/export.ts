@@ -34,11 +34,12 @@ import { join } from "node:path";
 import { DomainError } from "../../contract/errors.ts";
 import { isAtOrBelow } from "../../contract/path-containment.ts";
 import { randomHex } from "../../contract/random-hex.ts";
-import { registeredCheckouts } from "../checkout-registry.ts";
+import { registeredCheckouts } from "../checkout/registry.ts";
 import { MissingObjectError } from "../git/objects.ts";
 import { indexUndeltifiedPack, parsePackIndex, writePack } from "../git/pack.ts";
 import { walkTree } from "../git/walk.ts";
-import type { ProcessMemory } from "../process-memory.ts";
+import type { KeptObjects } from "../git/kept-objects.ts";
+import type { RegistryMemory } from "../checkout/registry.ts";
 import type { History } from "./read.ts";
 
 export interface ExportResult {
@@ -58,7 +59,7 @@ export interface ExportResult {
 
 export interface ExportDeps {
   privateRoot: string;
-  memory: ProcessMemory;
+  memory: { objects: KeptObjects } & RegistryMemory;
   /** Progress of long work, for a terminal (objects done of total). */
   progress?: (what: string, done: number, total: number) => void;
 }

@@ -11,9 +11,9 @@
  */
 import { DomainError } from "../../contract/errors.ts";
 import { MissingObjectError } from "../git/objects.ts";
-import { decodeText } from "../text.ts";
-import { diffStat } from "../xdiff/index.ts";
-import { type ChangeStatus, diffTrees, pathFilter, type TreeChange } from "../tree-diff.ts";
+import { decodeText } from "../merge/text.ts";
+import { diffStat } from "../merge/xdiff/index.ts";
+import { type ChangeStatus, diffTrees, pathFilter, type TreeChange } from "../merge/tree-diff.ts";
 import { type History, type Publication, publicationAt, readHistoryBlob } from "./read.ts";
 
 export interface FileChange {

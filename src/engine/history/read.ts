@@ -19,11 +19,11 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
-import { fetchPacks, PackMissing, readManifest } from "../accepted-state.ts";
+import { fetchPacks, PackMissing, readManifest } from "../publish/accepted-state.ts";
 import { type FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { MissingObjectError } from "../git/objects.ts";
-import { type Manifest, type PackDescriptor } from "../manifest.ts";
-import type { ProcessMemory } from "../process-memory.ts";
+import { type Manifest, type PackDescriptor } from "../publish/manifest.ts";
+import type { KeptObjects } from "../git/kept-objects.ts";
 
 /** One retained publication, as its commit records it. */
 export interface Publication {
@@ -62,7 +62,7 @@ export interface HistoryDeps {
   /** The store's identity (EngineDeps.storeId): which history cache to use. */
   storeId: string;
   privateRoot: string;
-  memory: ProcessMemory;
+  memory: { objects: KeptObjects };
 }
 
 /** The packs of a manifest that hold history: every listed pack, the pull's and the history's. */

@@ -121,7 +121,7 @@ export async function serve(options: ServeOptions): Promise<void> {
 function removeSession(root: { dir: string; session: string }, config: RuntimeConfig, store: ObjectStore): void {
   const { storeId, privateRoot } = engineDeps(config, store);
   // Loaded here, not at the top: the engine stays out of the handshake's path.
-  const { discardIfNothingUnpublished } = require("../../engine/discard.ts") as typeof import("../../engine/discard.ts");
+  const { discardIfNothingUnpublished } = require("../../engine/checkout/discard.ts") as typeof import("../../engine/checkout/discard.ts");
   try {
     if (discardIfNothingUnpublished({ privateRoot, storeId, dir: root.dir })) rmdirSync(root.session);
   } catch {

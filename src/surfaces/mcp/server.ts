@@ -16,7 +16,8 @@ import { type CallToolResult, ErrorCode, type JSONRPCMessage, JSONRPCMessageSche
 import { z } from "zod";
 import { errorText, type PathSets, successText } from "../../contract/results.ts";
 import { TOOL_NAMES, type ToolName } from "../../contract/tools.ts";
-import { type OperationContext, runOperation } from "../operation.ts";
+import type { OperationContext } from "../operation.ts";
+import { runOperation } from "../run-operation.ts";
 import { operationByTool, toolList } from "../operations.ts";
 import type { ServerIdentity } from "./handshake.ts";
 

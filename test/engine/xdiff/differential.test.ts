@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { mergeText } from "../../../src/engine/xdiff/index.ts";
+import { mergeText } from "../../../src/engine/merge/xdiff/index.ts";
 import { isolatedGitEnv, mulberry32 } from "../../support/seeded.ts";
 
 const SEED = Number(process.env.XDIFF_SEED ?? 0x5eed2390);

@@ -4,8 +4,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { lineCount } from "../../../src/engine/diffstat.ts";
-import { diffStat } from "../../../src/engine/xdiff/index.ts";
+import { lineCount } from "../../../src/engine/merge/diffstat.ts";
+import { diffStat } from "../../../src/engine/merge/xdiff/index.ts";
 import { mulberry32, isolatedGitEnv } from "../../support/seeded.ts";
 
 const SEED = Number(process.env.XDIFF_SEED ?? 0x5eed2390);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { findMarkerBlocks } from "../../../src/engine/xdiff/index.ts";
+import { findMarkerBlocks } from "../../../src/engine/merge/xdiff/index.ts";
 
 const lines = (...ls: string[]) => ls.join("\n") + "\n";
 

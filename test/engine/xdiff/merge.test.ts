@@ -4,7 +4,7 @@
  */
 
 import { describe, expect, test } from "bun:test";
-import { MARKER_LABELS, mergeText } from "../../../src/engine/xdiff/index.ts";
+import { MARKER_LABELS, mergeText } from "../../../src/engine/merge/xdiff/index.ts";
 
 describe("mergeText: hand-written cases confirmed with git", () => {
   test("labels", () => {

@@ -11,7 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { diffScript, splitLines, type XdChange } from "../../../src/engine/xdiff/diff.ts";
+import { diffScript, splitLines, type XdChange } from "../../../src/engine/merge/xdiff/diff.ts";
 import { mulberry32, isolatedGitEnv } from "../../support/seeded.ts";
 
 const SEED = Number(process.env.XDIFF_SEED ?? 0x5eed2390);

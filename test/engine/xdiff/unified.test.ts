@@ -9,7 +9,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { unifiedHunks } from "../../../src/engine/xdiff/unified.ts";
+import { unifiedHunks } from "../../../src/engine/merge/xdiff/unified.ts";
 import { isolatedGitEnv, mulberry32 } from "../../support/seeded.ts";
 
 const SEED = Number(process.env.UNIFIED_SEED ?? 0x0d1ff);

@@ -22,14 +22,14 @@
  * as far as the checkout's object cache reaches (the base pack holds the
  * newest 32 commits; history packs are not downloaded for this).
  */
-import { DomainError } from "../contract/errors.ts";
+import { DomainError } from "../../contract/errors.ts";
 import type { AcceptedState } from "./accepted-state.ts";
-import { checkoutStates } from "./checkout-registry.ts";
-import { directoryIdentity } from "./directory-identity.ts";
-import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
-import { decodeCommit } from "./git/objects.ts";
+import { checkoutStates } from "../checkout/registry.ts";
+import { directoryIdentity } from "../checkout/directory-identity.ts";
+import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
+import { decodeCommit } from "../git/objects.ts";
 import type { Manifest } from "./manifest.ts";
-import type { Baseline } from "./state-files.ts";
+import type { Baseline } from "../checkout/state-files.ts";
 
 /** A notebook id as a person reads it: its first 8 hex digits. */
 function short(notebook: string): string {

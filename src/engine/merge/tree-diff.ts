@@ -9,9 +9,9 @@
  *   maps (the baseline and a scan: status and diff; the diffstat of pull,
  *   commit and restore).
  */
-import { isAtOrBelowEntry } from "../contract/path-sets.ts";
-import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
-import { decodeTree, FILE_MODE, MissingObjectError, TREE_MODE } from "./git/objects.ts";
+import { isAtOrBelowEntry } from "../../contract/path-sets.ts";
+import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
+import { decodeTree, FILE_MODE, MissingObjectError, TREE_MODE } from "../git/objects.ts";
 
 export type ChangeStatus = "added" | "modified" | "deleted";
 

@@ -5,8 +5,8 @@
  * makes the whole store untrusted (STORAGE_INTEGRITY · MANIFEST_INVALID).
  */
 import { z } from "zod";
-import { DomainError } from "../contract/errors.ts";
-import { randomHex } from "../contract/random-hex.ts";
+import { DomainError } from "../../contract/errors.ts";
+import { randomHex } from "../../contract/random-hex.ts";
 
 export const MANIFEST_KEY = "current";
 /**

@@ -8,7 +8,7 @@
  * when the process ends (flush).
  */
 import { writeAtomic } from "./atomic-file.ts";
-import { fileIdentity, RecentMap } from "./kept.ts";
+import { fileIdentity, RecentMap } from "../memory/kept.ts";
 import { StatCache } from "./stat-cache.ts";
 
 interface KeptStatCache {

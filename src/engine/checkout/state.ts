@@ -18,7 +18,7 @@
  * (directory-identity.ts); a directory that is not that one is a new
  * checkout — else every file missing from it would count as a local
  * deletion, and the next commit would delete them for everyone. The old
- * state is set aside (checkout-registry.ts) for its directory to take back,
+ * state is set aside (checkout/registry.ts) for its directory to take back,
  * at this path or another: a volume mounted here again, a directory moved.
  * Every file is replaced
  * atomically (write a temporary file, fsync, rename), so a crash leaves the
@@ -34,10 +34,10 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { z } from "zod";
-import { DomainError } from "../contract/errors.ts";
+import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
-import { acquireLock, type HeldLock, type ProcessIdentity } from "./checkout-lock.ts";
-import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./checkout-registry.ts";
+import { acquireLock, type HeldLock, type ProcessIdentity } from "./lock.ts";
+import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./registry.ts";
 import { directoryIdentity } from "./directory-identity.ts";
 import { diskFullBeforeChange, isDiskFull } from "./disk-full.ts";
 import {
@@ -52,9 +52,9 @@ import {
   SettledRecordSchema,
   StateSchema,
 } from "./state-files.ts";
-import { ObjectCache } from "./git/object-cache.ts";
+import { ObjectCache } from "../git/object-cache.ts";
 import type { KeptStatCaches } from "./kept-stat-caches.ts";
-import type { ProcessMemory } from "./process-memory.ts";
+import type { KeptObjects } from "../git/kept-objects.ts";
 import type { StatCache } from "./stat-cache.ts";
 
 export type { Baseline, Journal, ProcessIdentity, ProgressStep, Publication };
@@ -87,7 +87,7 @@ export interface CheckoutStateOptions {
   /** How long to wait for another operation on the same checkout. */
   lockTimeoutMs?: number;
   /** What this process keeps between calls. */
-  memory: ProcessMemory;
+  memory: { objects: KeptObjects; statCaches: KeptStatCaches };
 }
 
 /** The private state could not be opened: LOCAL_STATE, saying so when the disk is full (disk-full.ts). */
@@ -308,7 +308,7 @@ export class CheckoutState {
     this.writeState({ ...state, baseline: { ...state.baseline, tree } });
   }
 
-  /** Refresh the lock (checkout-lock.ts): long operations call this as they go. */
+  /** Refresh the lock (checkout/lock.ts): long operations call this as they go. */
   heartbeat(): void {
     this.lock.heartbeat();
   }
@@ -317,7 +317,7 @@ export class CheckoutState {
    * Before any change to this checkout's state or visible files: LOCAL_STATE
    * when the lock is no longer this call's — it was stopped, and another
    * call took the checkout over — so that it changes nothing more
-   * (checkout-lock.ts).
+   * (checkout/lock.ts).
    */
   checkLock(): void {
     this.lock.check();

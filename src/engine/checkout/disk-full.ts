@@ -11,7 +11,7 @@
  */
 import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname } from "node:path";
-import { DomainError } from "../contract/errors.ts";
+import { DomainError } from "../../contract/errors.ts";
 
 /** Whether `e`, or a cause under it, is a write that found no space left. */
 export function isDiskFull(e: unknown): boolean {

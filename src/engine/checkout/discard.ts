@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { checkoutStateDir, forgetCheckoutState } from "./checkout-registry.ts";
+import { checkoutStateDir, forgetCheckoutState } from "./registry.ts";
 
 /** git's id of the empty tree: the baseline of a notebook whose every file was deleted and published. */
 const EMPTY_TREE = createHash("sha1").update("tree 0\0").digest("hex");

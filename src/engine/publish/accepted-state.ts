@@ -4,12 +4,12 @@
  * maps to its token here, and nothing is materialised when one occurs.
  */
 import { createHash } from "node:crypto";
-import { DomainError } from "../contract/errors.ts";
-import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
-import { BadPackError, MissingObjectError } from "./git/objects.ts";
+import { DomainError } from "../../contract/errors.ts";
+import { type ObjectStore, StoreError } from "../../store/object-store.ts";
+import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
+import { BadPackError, MissingObjectError } from "../git/objects.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
-import type { ProcessMemory } from "./process-memory.ts";
+import type { RecentMap } from "../memory/kept.ts";
 
 export interface AcceptedState {
   /** null when the store holds no notebook yet (generation 0). */
@@ -71,18 +71,23 @@ export async function rewriteCurrent(
  * current (commit.ts).
  */
 
+/** What a process keeps of the accepted state of each store (process-memory.ts), by store identity. */
+export interface AcceptedMemory {
+  acceptedStates: RecentMap<string, AcceptedState>;
+}
+
 /** A copy whose maps the caller may not change and the kept one cannot. */
 function copyOf(state: AcceptedState): AcceptedState {
   return { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) };
 }
 
-export function rememberAccepted(memory: ProcessMemory, storeId: string, state: AcceptedState): void {
+export function rememberAccepted(memory: AcceptedMemory, storeId: string, state: AcceptedState): void {
   if (state.manifest === null || state.etag === null) return;
   memory.acceptedStates.set(storeId, copyOf(state));
 }
 
 /** The state last seen of `storeId` if its head is `head` and this cache holds all its packs; else null. */
-export function lastAccepted(memory: ProcessMemory, storeId: string, head: string | null, git: ObjectCache): AcceptedState | null {
+export function lastAccepted(memory: AcceptedMemory, storeId: string, head: string | null, git: ObjectCache): AcceptedState | null {
   const state = memory.acceptedStates.get(storeId);
   if (!state || state.head === null || state.head !== head || !state.manifest) return null;
   if (!state.manifest.packs.every((p) => git.hasPack(p.sha256))) return null;

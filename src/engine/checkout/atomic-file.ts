@@ -4,7 +4,7 @@
  * one; and read as JSON, absent being no error.
  */
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
-import { randomHex } from "../contract/random-hex.ts";
+import { randomHex } from "../../contract/random-hex.ts";
 
 /** `durable: false` skips the fsync, for a file that is only a speed-up (a torn one does not parse). */
 export function writeAtomic(file: string, data: string, durable = true): void {

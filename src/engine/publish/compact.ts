@@ -34,12 +34,12 @@
  *   that gc removes after the grace period.
  */
 import { createHash } from "node:crypto";
-import { randomHex } from "../contract/random-hex.ts";
-import type { ObjectStore } from "../store/object-store.ts";
-import type { ObjectCache } from "./git/object-cache.ts";
-import { decodeCommit, MissingObjectError } from "./git/objects.ts";
-import { packEntry, writePack } from "./git/pack.ts";
-import { walkTree } from "./git/walk.ts";
+import { randomHex } from "../../contract/random-hex.ts";
+import type { ObjectStore } from "../../store/object-store.ts";
+import type { ObjectCache } from "../git/object-cache.ts";
+import { decodeCommit, MissingObjectError } from "../git/objects.ts";
+import { packEntry, writePack } from "../git/pack.ts";
+import { walkTree } from "../git/walk.ts";
 import { type HistoryPackDescriptor, type PackDescriptor, packKey } from "./manifest.ts";
 
 export interface CompactionPolicy {

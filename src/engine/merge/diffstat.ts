@@ -1,6 +1,6 @@
 /** Per-file line counts between two trees, as `git diff --numstat` would count them. */
-import type { FileStat } from "../contract/results.ts";
-import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import type { FileStat } from "../../contract/results.ts";
+import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { decodeText } from "./text.ts";
 import { diffFlatTrees } from "./tree-diff.ts";
 import { diffStat } from "./xdiff/index.ts";

@@ -1,5 +1,5 @@
 /**
- * What a checkout's state files hold (checkout-state.ts): `state.json`, the
+ * What a checkout's state files hold (checkout/state.ts): `state.json`, the
  * baseline and a publication in flight; `journal.json`, the visible files
  * being rewritten.
  */

@@ -34,9 +34,9 @@
 import { closeSync, fstatSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, type Stats, statSync, utimesSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { hostname } from "node:os";
-import { DomainError } from "../contract/errors.ts";
-import { type Holder, holderName, parseHolder, type ProcessIdentity, processGone } from "../contract/process-holder.ts";
-import { randomHex } from "../contract/random-hex.ts";
+import { DomainError } from "../../contract/errors.ts";
+import { type Holder, holderName, parseHolder, type ProcessIdentity, processGone } from "../../contract/process-holder.ts";
+import { randomHex } from "../../contract/random-hex.ts";
 
 export type { ProcessIdentity };
 

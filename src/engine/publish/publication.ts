@@ -29,11 +29,11 @@
  *   attach settles it: not landed in the store it attaches to.
  */
 import { createHash } from "node:crypto";
-import type { ObjectStore } from "../store/object-store.ts";
+import type { ObjectStore } from "../../store/object-store.ts";
 import { loadAcceptedState, readManifest } from "./accepted-state.ts";
-import type { CheckoutState, Publication } from "./checkout-state.ts";
-import { MissingObjectError } from "./git/objects.ts";
-import type { BaselineOverride } from "./materialize.ts";
+import type { CheckoutState, Publication } from "../checkout/state.ts";
+import { MissingObjectError } from "../git/objects.ts";
+import type { BaselineOverride } from "../checkout/materialize.ts";
 import { withdraw } from "./combine.ts";
 import type { Manifest } from "./manifest.ts";
 import { commitBack, wentBackwards, wentBackwardsError } from "./went-backwards.ts";

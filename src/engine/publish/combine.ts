@@ -25,13 +25,13 @@
  *   — landed at generation g, or not — is final.
  */
 import { z } from "zod";
-import { DomainError } from "../contract/errors.ts";
-import type { ObjectStore } from "../store/object-store.ts";
+import { DomainError } from "../../contract/errors.ts";
+import type { ObjectStore } from "../../store/object-store.ts";
 import { type AcceptedState, fetchPacks, readManifest, rewriteCurrent } from "./accepted-state.ts";
-import type { FlatTree, ObjectCache, ReadTree } from "./git/object-cache.ts";
-import { MissingObjectError } from "./git/objects.ts";
+import type { FlatTree, ObjectCache, ReadTree } from "../git/object-cache.ts";
+import { MissingObjectError } from "../git/objects.ts";
 import { COMBINED_WINDOW, type CombinedPublication, type Manifest, packKey } from "./manifest.ts";
-import { mergeTrees, sameTree } from "./tree-merge.ts";
+import { mergeTrees, sameTree } from "../merge/tree-merge.ts";
 
 export const PROPOSALS_PREFIX = "proposals/";
 /**

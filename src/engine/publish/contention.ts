@@ -15,7 +15,7 @@
  * remembers: its memory is likely stale, and it is how a winner kept
  * winning.
  */
-import type { ProcessMemory } from "./process-memory.ts";
+import type { RecentMap } from "../memory/kept.ts";
 
 /** The writers a first loser spreads its wait over, in windows (when it cannot offer its publication: a turn of the embedded store's line). */
 const CROWD = 16;
@@ -37,12 +37,17 @@ export interface Contention {
   othersWaiting?: boolean;
 }
 
-export function contentionOf(memory: ProcessMemory, storeId: string): Contention {
+/** What a process keeps of the races on each store (process-memory.ts), by store identity. */
+export interface ContentionMemory {
+  contention: RecentMap<string, Contention>;
+}
+
+export function contentionOf(memory: ContentionMemory, storeId: string): Contention {
   return memory.contention.get(storeId) ?? { level: 0, windowMs: FIRST_WINDOW_MS };
 }
 
 /** A window measured: from reading `current` to the answer of the conditional write. */
-export function measuredWindow(memory: ProcessMemory, storeId: string, ms: number): number {
+export function measuredWindow(memory: ContentionMemory, storeId: string, ms: number): number {
   const seen = contentionOf(memory, storeId);
   const windowMs = Math.min(MAX_WINDOW_MS, Math.max(MIN_WINDOW_MS, ms));
   memory.contention.set(storeId, { ...seen, windowMs });
@@ -60,12 +65,12 @@ export function retrySpread(lost: number, windowMs: number): number {
 }
 
 /** What a commit that built on what it remembered listed: whether others wait to be carried. */
-export function noteOthersWaiting(memory: ProcessMemory, storeId: string, waiting: boolean): void {
+export function noteOthersWaiting(memory: ContentionMemory, storeId: string, waiting: boolean): void {
   memory.contention.set(storeId, { ...contentionOf(memory, storeId), othersWaiting: waiting });
 }
 
 /** A commit ended (published, found nothing to publish, or gave up) after losing `lost` races. */
-export function commitEnded(memory: ProcessMemory, storeId: string, lost: number): void {
+export function commitEnded(memory: ContentionMemory, storeId: string, lost: number): void {
   const seen = contentionOf(memory, storeId);
   const level = lost > 0 ? Math.min(MAX_LEVEL, Math.max(1, seen.level * 2)) : Math.floor(seen.level / 2);
   memory.contention.set(storeId, { ...seen, level });

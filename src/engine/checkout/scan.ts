@@ -12,8 +12,8 @@
  * is not there.
  */
 import { lstatSync, readdirSync, readFileSync, type Stats } from "node:fs";
-import { DomainError, type ErrorFile } from "../contract/errors.ts";
-import { decodeText } from "./text.ts";
+import { DomainError, type ErrorFile } from "../../contract/errors.ts";
+import { decodeText } from "../merge/text.ts";
 
 /**
  * What identifies one version of a file on disk without reading it (like

@@ -38,12 +38,12 @@
  */
 import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, type Stats, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { DomainError, type RecoveryReport } from "../contract/errors.ts";
-import { randomHex } from "../contract/random-hex.ts";
-import type { Baseline, CheckoutState, JournalProgressLog, ProgressStep } from "./checkout-state.ts";
-import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { DomainError, type RecoveryReport } from "../../contract/errors.ts";
+import { randomHex } from "../../contract/random-hex.ts";
+import type { Baseline, CheckoutState, JournalProgressLog, ProgressStep } from "./state.ts";
+import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { diskFullBeforeChange, diskFullWhileWriting, isDiskFull } from "./disk-full.ts";
-import { blobId, MissingObjectError } from "./git/objects.ts";
+import { blobId, MissingObjectError } from "../git/objects.ts";
 import { type FileStamp, stampOf } from "./scan.ts";
 import { racyWindow } from "./stat-cache.ts";
 

@@ -1,6 +1,6 @@
 /**
  * The checkouts registered under a private root: each has a state directory
- * `<privateRoot>/checkouts/<id>/` (checkout-state.ts), found here for the
+ * `<privateRoot>/checkouts/<id>/` (checkout/state.ts), found here for the
  * nesting check. A state whose directory left its path — removed, moved,
  * or another directory (a volume) in its place — is set aside here:
  *
@@ -18,13 +18,12 @@
 import { createHash } from "node:crypto";
 import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
-import { randomHex } from "../contract/random-hex.ts";
+import { randomHex } from "../../contract/random-hex.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
-import { lockHeld, type ProcessIdentity } from "./checkout-lock.ts";
+import { lockHeld, type ProcessIdentity } from "./lock.ts";
 import { directoryIdentity, isUnique } from "./directory-identity.ts";
 import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
-import { fileIdentity } from "./kept.ts";
-import type { ProcessMemory } from "./process-memory.ts";
+import { fileIdentity } from "../memory/kept.ts";
 
 /** How many set-aside states are kept, and for how long: the newest, none older. */
 const SET_ASIDE = { count: 16, maxAgeMs: 30 * 24 * 3600 * 1000 } as const;
@@ -54,6 +53,15 @@ function setAsideDir(privateRoot: string, storeId: string, directory: string): s
 }
 
 /**
+ * What a process keeps of the registered checkouts (process-memory.ts): the
+ * checkout directory, store and directory identity each state file named
+ * when last parsed, with the file's identity then, by state file.
+ */
+export interface RegistryMemory {
+  checkouts: Map<string, { identity: string; checkout: string; store: string; directory?: string }>;
+}
+
+/**
  * Real paths of every checkout registered under the private root, for the
  * nesting check. A checkout whose directory left its path is no checkout
  * there: its state is set aside on the way (unless an operation holds it),
@@ -64,7 +72,7 @@ function setAsideDir(privateRoot: string, storeId: string, directory: string): s
  * the caller is about to open, whose own state it judges itself, under its
  * lock.
  */
-export function registeredCheckouts(privateRoot: string, memory: ProcessMemory, options: { self?: ProcessIdentity; opening?: string } = {}): string[] {
+export function registeredCheckouts(privateRoot: string, memory: RegistryMemory, options: { self?: ProcessIdentity; opening?: string } = {}): string[] {
   const knownCheckouts = memory.checkouts;
   const base = join(privateRoot, "checkouts");
   let ids: string[];

@@ -10,8 +10,8 @@
  * and nothing is dropped silently. A file-versus-directory clash keeps the
  * directory and moves the file aside (`name~local` or `name~accepted`).
  */
-import type { ErrorFile } from "../contract/errors.ts";
-import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import type { ErrorFile } from "../../contract/errors.ts";
+import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { decodeText, encodeText } from "./text.ts";
 import { mergeText } from "./xdiff/index.ts";
 

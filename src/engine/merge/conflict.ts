@@ -1,4 +1,4 @@
-import { DomainError, type ErrorFile } from "../contract/errors.ts";
+import { DomainError, type ErrorFile } from "../../contract/errors.ts";
 
 /** CONTENT_CONFLICT · MERGE_CONFLICT after the merged result, markers included, was written. */
 export function conflictError(files: ErrorFile[], operation: "pull" | "commit"): DomainError {
