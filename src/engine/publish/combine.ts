@@ -101,7 +101,7 @@ export async function postProposal(store: ObjectStore, proposal: Proposal): Prom
 }
 
 /** The state after the proposals a publication combines, and what its pack must carry for them. */
-export interface Chain {
+export interface Carried {
   /** The state the proposals lead to: the parent of the combiner's own commit. */
   state: AcceptedState;
   /** Objects the accepted packs lack: the moved commits, their new trees and merged blobs. */
@@ -121,10 +121,10 @@ export async function combine(
   accepted: AcceptedState,
   own: Proposal | null,
   listed?: Listed,
-): Promise<Chain> {
-  const chain: Chain = { state: accepted, objects: [], combined: [] };
+): Promise<Carried> {
+  const carried: Carried = { state: accepted, objects: [], combined: [] };
   const proposals = await waitingProposals(store, git, accepted, own, listed ?? (await listProposals(store)));
-  if (proposals.length === 0) return chain;
+  if (proposals.length === 0) return carried;
   const knownTrees = new Set(accepted.trees);
   const knownBlobs = new Set(accepted.files.values());
   let state = accepted;
@@ -134,15 +134,15 @@ export async function combine(
       throw e;
     });
     if (moved === null) continue;
-    for (const t of moved.read.trees) if (!knownTrees.has(t)) (knownTrees.add(t), chain.objects.push(t));
-    for (const b of moved.read.files.values()) if (!knownBlobs.has(b)) (knownBlobs.add(b), chain.objects.push(b));
-    chain.objects.push(moved.head);
+    for (const t of moved.read.trees) if (!knownTrees.has(t)) (knownTrees.add(t), carried.objects.push(t));
+    for (const b of moved.read.files.values()) if (!knownBlobs.has(b)) (knownBlobs.add(b), carried.objects.push(b));
+    carried.objects.push(moved.head);
     const generation = state.generation + 1;
-    chain.combined.push({ publication: proposal.publication, generation, head: moved.head });
+    carried.combined.push({ publication: proposal.publication, generation, head: moved.head });
     state = { ...state, generation, head: moved.head, tree: moved.read.tree, files: moved.read.files, trees: moved.read.trees, dirs: moved.read.dirs };
   }
-  chain.state = state;
-  return chain;
+  carried.state = state;
+  return carried;
 }
 
 /** The proposals worth trying on `accepted`, `own` first, then oldest first; their packs imported. */

@@ -35,6 +35,12 @@ export interface Contention {
   windowMs: number;
   /** Whether the last commit that built on what it remembered listed proposals waiting to be carried (combine.ts). */
   othersWaiting?: boolean;
+  /**
+   * That listing while it is answered: the commit did not wait for it (it
+   * built on what it remembered to be quick), and the next commit of the
+   * process, which needs its answer, does (settledContention).
+   */
+  listing?: Promise<void>;
 }
 
 /** What a process keeps of the races on each store (process-memory.ts), by store identity. */
@@ -67,6 +73,21 @@ export function retrySpread(lost: number, windowMs: number): number {
 /** What a commit that built on what it remembered listed: whether others wait to be carried. */
 export function noteOthersWaiting(memory: ContentionMemory, storeId: string, waiting: boolean): void {
   memory.contention.set(storeId, { ...contentionOf(memory, storeId), othersWaiting: waiting });
+}
+
+/** A listing a commit started and did not wait for: what it finds is noted when it is answered. */
+export function noteListing(memory: ContentionMemory, storeId: string, waiting: Promise<boolean>): void {
+  const listing = waiting.then(
+    (found) => noteOthersWaiting(memory, storeId, found),
+    () => {}, // unanswered: nothing learned
+  );
+  memory.contention.set(storeId, { ...contentionOf(memory, storeId), listing });
+}
+
+/** What this process saw of the races on the store, once a listing still being answered is in. */
+export async function settledContention(memory: ContentionMemory, storeId: string): Promise<Contention> {
+  await contentionOf(memory, storeId).listing;
+  return contentionOf(memory, storeId);
 }
 
 /** A commit ended (published, found nothing to publish, or gave up) after losing `lost` races. */

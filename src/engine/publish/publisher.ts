@@ -1,0 +1,41 @@
+/**
+ * What publishing needs of the commit it publishes and of the call making
+ * it: the store, the checkout's object cache, state and baseline, the
+ * files it scanned, and the call's clock, randomness and hooks. The
+ * operation (src/engine/commit.ts) makes one from its open checkout, so
+ * that publish/ depends on no operation above it.
+ */
+import type { ObjectStore } from "../../store/object-store.ts";
+import type { Baseline, CheckoutState } from "../checkout/state.ts";
+import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
+import type { KnownContents } from "../merge/tree-merge.ts";
+import type { AcceptedMemory } from "./accepted-state.ts";
+import type { CompactionPolicy } from "./compact.ts";
+import type { ContentionMemory } from "./contention.ts";
+
+export interface Publisher {
+  store: ObjectStore;
+  /** The store's secret-free identity: what the process memory is keyed by. */
+  storeId: string;
+  memory: AcceptedMemory & ContentionMemory;
+  git: ObjectCache;
+  state: Pick<CheckoutState, "recordPublication" | "writeBaseline" | "checkLock">;
+  /** The checkout's baseline (a commit needs one), and its files. */
+  baseline: Baseline;
+  baselineTree: FlatTree;
+  /** The visible files as the commit scanned them, and the contents it read. */
+  local: FlatTree;
+  localContents: KnownContents;
+  /** The author and committer of a commit, and its time. */
+  agent(): string;
+  now(): Date;
+  /** Milliseconds on a clock that only goes forward (performance.now), for the windows measured. */
+  monotonic(): number;
+  random(): number;
+  /** Sleep, no longer than the call's deadline allows. */
+  sleep(ms: number): Promise<void>;
+  /** Whether the call's deadline has passed. */
+  outOfTime(): boolean;
+  onStage(stage: string): Promise<void> | void;
+  compaction: Partial<CompactionPolicy> | false;
+}
