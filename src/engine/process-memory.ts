@@ -9,7 +9,7 @@
 import type { AcceptedState } from "./publish/accepted-state.ts";
 import type { Contention } from "./publish/contention.ts";
 import { KeptObjects } from "./git/kept-objects.ts";
-import { RecentMap } from "./memory/kept.ts";
+import { RecentMap } from "./memory/recent-map.ts";
 import { KeptStatCaches } from "./checkout/kept-stat-caches.ts";
 import type { RegistryMemory } from "./checkout/registry.ts";
 import type { AcceptedMemory } from "./publish/accepted-state.ts";

@@ -8,7 +8,8 @@
  * when the process ends (flush).
  */
 import { writeAtomic } from "./atomic-file.ts";
-import { fileIdentity, RecentMap } from "../memory/kept.ts";
+import { fileIdentity } from "../memory/file-identity.ts";
+import { RecentMap } from "../memory/recent-map.ts";
 import { StatCache } from "./stat-cache.ts";
 
 interface KeptStatCache {

@@ -23,7 +23,7 @@ import { readJson, writeAtomic } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./lock.ts";
 import { directoryIdentity, isUnique } from "./directory-identity.ts";
 import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
-import { fileIdentity } from "../memory/kept.ts";
+import { fileIdentity } from "../memory/file-identity.ts";
 
 /** How many set-aside states are kept, and for how long: the newest, none older. */
 const SET_ASIDE = { count: 16, maxAgeMs: 30 * 24 * 3600 * 1000 } as const;

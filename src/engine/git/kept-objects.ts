@@ -6,7 +6,7 @@
  * objects; the object cache forgets a cache's trees whenever its reader
  * starts over or its packs are dropped.
  */
-import { RecentMap } from "../memory/kept.ts";
+import { RecentMap } from "../memory/recent-map.ts";
 import type { ReadTree } from "./trees.ts";
 import { PackReader } from "./pack-reader.ts";
 

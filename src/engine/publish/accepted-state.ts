@@ -9,7 +9,7 @@ import { type ObjectStore, StoreError } from "../../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { BadPackError, MissingObjectError } from "../git/objects.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
-import type { RecentMap } from "../memory/kept.ts";
+import type { RecentMap } from "../memory/recent-map.ts";
 
 export interface AcceptedState {
   /** null when the store holds no notebook yet (generation 0). */

@@ -15,7 +15,7 @@
  * remembers: its memory is likely stale, and it is how a winner kept
  * winning.
  */
-import type { RecentMap } from "../memory/kept.ts";
+import type { RecentMap } from "../memory/recent-map.ts";
 
 /** The writers a first loser spreads its wait over, in windows (when it cannot offer its publication: a turn of the embedded store's line). */
 const CROWD = 16;
