@@ -8,7 +8,7 @@
  */
 import type { AcceptedState } from "./publish/accepted-state.ts";
 import type { Contention } from "./publish/contention.ts";
-import { KeptObjects } from "./git/kept-objects.ts";
+import { ObjectMemory } from "./git/object-memory.ts";
 import { RecentMap } from "./memory/recent-map.ts";
 import { KeptStatCaches } from "./checkout/kept-stat-caches.ts";
 import type { RegistryMemory } from "./checkout/registry.ts";
@@ -35,7 +35,7 @@ export class ProcessMemory implements AcceptedMemory, ContentionMemory, Registry
   /** The stat cache of each checkout, written back when evicted or flushed. */
   readonly statCaches = new KeptStatCaches(KEPT_BOUNDS.statCaches);
   /** Pack readers, flat trees and commit trees of the object caches. */
-  readonly objects = new KeptObjects({ readers: KEPT_BOUNDS.packReaders, trees: KEPT_BOUNDS.trees, commits: KEPT_BOUNDS.commits });
+  readonly objects = new ObjectMemory({ readers: KEPT_BOUNDS.packReaders, trees: KEPT_BOUNDS.trees, commits: KEPT_BOUNDS.commits });
   /** The accepted state last seen of each store, by store identity (accepted-state.ts). */
   readonly acceptedStates: AcceptedMemory["acceptedStates"] = new RecentMap(KEPT_BOUNDS.acceptedStates);
   /** What this process saw of the races on each store, by store identity (contention.ts). */

@@ -54,7 +54,7 @@ import {
 } from "./state-files.ts";
 import { ObjectCache } from "../git/object-cache.ts";
 import type { KeptStatCaches } from "./kept-stat-caches.ts";
-import type { KeptObjects } from "../git/kept-objects.ts";
+import type { ObjectMemory } from "../git/object-memory.ts";
 import type { StatCache } from "./stat-cache.ts";
 
 export type { Baseline, Journal, ProcessIdentity, ProgressStep, Publication };
@@ -87,7 +87,7 @@ export interface CheckoutStateOptions {
   /** How long to wait for another operation on the same checkout. */
   lockTimeoutMs?: number;
   /** What this process keeps between calls. */
-  memory: { objects: KeptObjects; statCaches: KeptStatCaches };
+  memory: { objects: ObjectMemory; statCaches: KeptStatCaches };
 }
 
 /** The private state could not be opened: LOCAL_STATE, saying so when the disk is full (disk-full.ts). */

@@ -23,7 +23,7 @@ import { fetchPacks, PackMissing, readManifest } from "../publish/accepted-state
 import { type FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { MissingObjectError } from "../git/objects.ts";
 import { type Manifest, type PackDescriptor } from "../publish/manifest.ts";
-import type { KeptObjects } from "../git/kept-objects.ts";
+import type { ObjectMemory } from "../git/object-memory.ts";
 
 /** One retained publication, as its commit records it. */
 export interface Publication {
@@ -62,7 +62,7 @@ export interface HistoryDeps {
   /** The store's identity (EngineDeps.storeId): which history cache to use. */
   storeId: string;
   privateRoot: string;
-  memory: { objects: KeptObjects };
+  memory: { objects: ObjectMemory };
 }
 
 /** The packs of a manifest that hold history: every listed pack, the pull's and the history's. */
