@@ -315,7 +315,7 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true): Promis
   // Nothing new: the cache, in memory and on disk, already says all of this.
   if (!reread && changed === 0) return;
   cache.recordScan(scanned, local, takenMs);
-  keepOrSave(checkout, changed);
+  rememberOrSave(checkout, changed);
 }
 
 /**
@@ -326,8 +326,8 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true): Promis
  * once; the rest when the process ends (flushKeptState). The file on disk is
  * right either way — an older one only trusts fewer entries.
  */
-function keepOrSave(checkout: OpenCheckout, changed: number): void {
-  if (changed <= FEW_CHANGES) checkout.state.keepStatCache(checkout.statCache);
+function rememberOrSave(checkout: OpenCheckout, changed: number): void {
+  if (changed <= FEW_CHANGES) checkout.state.rememberStatCache(checkout.statCache);
   else checkout.state.saveStatCache(checkout.statCache);
 }
 
@@ -358,7 +358,7 @@ export async function materializeInto(
   if (done.written.length > 0) {
     checkout.statCache.recordWrites(done.written);
     try {
-      keepOrSave(checkout, done.written.length);
+      rememberOrSave(checkout, done.written.length);
     } catch {
       /* only a speed-up: the next scan reads those files instead */
     }

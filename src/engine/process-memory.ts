@@ -10,7 +10,7 @@ import type { AcceptedState } from "./publish/accepted-state.ts";
 import type { Contention } from "./publish/contention.ts";
 import { ObjectMemory } from "./git/object-memory.ts";
 import { RecentMap } from "./memory/recent-map.ts";
-import { KeptStatCaches } from "./checkout/kept-stat-caches.ts";
+import { StatCacheMemory } from "./checkout/stat-cache-memory.ts";
 import type { RegistryMemory } from "./checkout/registry.ts";
 import type { AcceptedMemory } from "./publish/accepted-state.ts";
 import type { ContentionMemory } from "./publish/contention.ts";
@@ -33,7 +33,7 @@ export const KEPT_BOUNDS = {
 /** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, and the caches' below). */
 export class ProcessMemory implements AcceptedMemory, ContentionMemory, RegistryMemory {
   /** The stat cache of each checkout, written back when evicted or flushed. */
-  readonly statCaches = new KeptStatCaches(KEPT_BOUNDS.statCaches);
+  readonly statCaches = new StatCacheMemory(KEPT_BOUNDS.statCaches);
   /** Pack readers, flat trees and commit trees of the object caches. */
   readonly objects = new ObjectMemory({ readers: KEPT_BOUNDS.packReaders, trees: KEPT_BOUNDS.trees, commits: KEPT_BOUNDS.commits });
   /** The accepted state last seen of each store, by store identity (accepted-state.ts). */

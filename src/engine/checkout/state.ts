@@ -53,7 +53,7 @@ import {
   StateSchema,
 } from "./state-files.ts";
 import { ObjectCache } from "../git/object-cache.ts";
-import type { KeptStatCaches } from "./kept-stat-caches.ts";
+import type { StatCacheMemory } from "./stat-cache-memory.ts";
 import type { ObjectMemory } from "../git/object-memory.ts";
 import type { StatCache } from "./stat-cache.ts";
 
@@ -87,7 +87,7 @@ export interface CheckoutStateOptions {
   /** How long to wait for another operation on the same checkout. */
   lockTimeoutMs?: number;
   /** What this process keeps between calls. */
-  memory: { objects: ObjectMemory; statCaches: KeptStatCaches };
+  memory: { objects: ObjectMemory; statCaches: StatCacheMemory };
 }
 
 /** The private state could not be opened: LOCAL_STATE, saying so when the disk is full (disk-full.ts). */
@@ -207,7 +207,7 @@ export class CheckoutState {
     readonly git: ObjectCache,
     private readonly lock: HeldLock,
     private readonly directory: string,
-    private readonly keptStatCaches: KeptStatCaches,
+    private readonly statCacheMemory: StatCacheMemory,
   ) {}
 
   static async open(options: CheckoutStateOptions): Promise<CheckoutState> {
@@ -233,7 +233,7 @@ export class CheckoutState {
     try {
       directory = directoryIdentity(options.dir);
       const settled = settleState({ privateRoot: options.privateRoot, storeId: options.storeId, dir: options.dir, stateDir, directory });
-      // The stat cache went with a state set aside or taken over: what this process kept of it is another directory's.
+      // The stat cache went with a state set aside or taken over: what this process remembers of it is another directory's.
       if (settled.replaced || settled.adopted) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
@@ -257,7 +257,7 @@ export class CheckoutState {
   forgetDamaged(): void {
     this.checkLock();
     for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
-    this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
+    this.statCacheMemory.forget(join(this.stateDir, STAT_CACHE_FILE));
     this.damage = null;
   }
 
@@ -380,16 +380,16 @@ export class CheckoutState {
 
   /** The stat cache of the visible files (stat-cache.ts); empty when absent or unreadable. */
   loadStatCache(): StatCache {
-    return this.keptStatCaches.load(this.statCacheFile);
+    return this.statCacheMemory.load(this.statCacheFile);
   }
 
-  /** Keep `cache` for this process's next calls; written when the process ends (KeptStatCaches.keepUnsaved). */
-  keepStatCache(cache: StatCache): void {
-    this.keptStatCaches.keepUnsaved(this.statCacheFile, cache);
+  /** Remember `cache` for this process's next calls; written when the process ends (StatCacheMemory.rememberUnsaved). */
+  rememberStatCache(cache: StatCache): void {
+    this.statCacheMemory.rememberUnsaved(this.statCacheFile, cache);
   }
 
   saveStatCache(cache: StatCache): void {
-    this.keptStatCaches.save(this.statCacheFile, cache);
+    this.statCacheMemory.save(this.statCacheFile, cache);
   }
 
   release(): void {
