@@ -323,7 +323,7 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true): Promis
  * racily clean ones re-stamped) go into the process's copy of the stat
  * cache only: rewriting the file for the whole notebook on every call cost
  * more than another process reading those files again. More are written at
- * once; the rest when the process ends (flushKeptState). The file on disk is
+ * once; the rest when the process ends (flushProcessMemory). The file on disk is
  * right either way — an older one only trusts fewer entries.
  */
 function rememberOrSave(checkout: OpenCheckout, changed: number): void {
@@ -430,7 +430,7 @@ export async function localBytes(checkout: OpenCheckout, path: string): Promise<
 }
 
 /** Before the process ends: write out what only its memory holds (stat caches). */
-export function flushKeptState(memory: ProcessMemory): void {
+export function flushProcessMemory(memory: ProcessMemory): void {
   memory.flush();
 }
 

@@ -15,7 +15,7 @@ import type { RegistryMemory } from "./checkout/registry.ts";
 import type { AcceptedMemory } from "./publish/accepted-state.ts";
 import type { ContentionMemory } from "./publish/contention.ts";
 
-export const KEPT_BOUNDS = {
+export const MEMORY_BOUNDS = {
   /** Checkouts whose stat cache is kept: as many as a server is likely to serve at once. */
   statCaches: 16,
   /** Object caches whose pack reader stays open (their pack files stay open too). */
@@ -33,13 +33,13 @@ export const KEPT_BOUNDS = {
 /** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, and the caches' below). */
 export class ProcessMemory implements AcceptedMemory, ContentionMemory, RegistryMemory {
   /** The stat cache of each checkout, written back when evicted or flushed. */
-  readonly statCaches = new StatCacheMemory(KEPT_BOUNDS.statCaches);
+  readonly statCaches = new StatCacheMemory(MEMORY_BOUNDS.statCaches);
   /** Pack readers, flat trees and commit trees of the object caches. */
-  readonly objects = new ObjectMemory({ readers: KEPT_BOUNDS.packReaders, trees: KEPT_BOUNDS.trees, commits: KEPT_BOUNDS.commits });
+  readonly objects = new ObjectMemory({ readers: MEMORY_BOUNDS.packReaders, trees: MEMORY_BOUNDS.trees, commits: MEMORY_BOUNDS.commits });
   /** The accepted state last seen of each store, by store identity (accepted-state.ts). */
-  readonly acceptedStates: AcceptedMemory["acceptedStates"] = new RecentMap(KEPT_BOUNDS.acceptedStates);
+  readonly acceptedStates: AcceptedMemory["acceptedStates"] = new RecentMap(MEMORY_BOUNDS.acceptedStates);
   /** What this process saw of the races on each store, by store identity (contention.ts). */
-  readonly contention: ContentionMemory["contention"] = new RecentMap(KEPT_BOUNDS.contention);
+  readonly contention: ContentionMemory["contention"] = new RecentMap(MEMORY_BOUNDS.contention);
   /**
    * The checkout directory, store and directory identity each registered
    * state file named when last parsed, with the file's identity then

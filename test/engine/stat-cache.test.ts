@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { blobId } from "../../src/engine/git/objects.ts";
 import { CheckoutState } from "../../src/engine/checkout/state.ts";
 import { commit } from "../../src/engine/commit.ts";
-import { type EngineDeps, flushKeptState } from "../../src/engine/engine.ts";
+import { type EngineDeps, flushProcessMemory } from "../../src/engine/engine.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { FileStamp } from "../../src/engine/checkout/scan.ts";
 import { StatCache } from "../../src/engine/checkout/stat-cache.ts";
@@ -190,7 +190,7 @@ test("a pull that writes a few files keeps them in this process's cache; another
   expect(r.files).toEqual([{ path: "n2.md", insertions: 1, deletions: 1 }]);
 });
 
-test("what a process kept in memory only is written out when it ends (flushKeptState)", async () => {
+test("what a process kept in memory only is written out when it ends (flushProcessMemory)", async () => {
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
@@ -208,7 +208,7 @@ test("what a process kept in memory only is written out when it ends (flushKeptS
   const st = lstatSync(join(b, "n.md"));
   const stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
   expect(StatCache.load(file).known("n.md", stamp)).toBeNull();
-  flushKeptState(world.memory);
+  flushProcessMemory(world.memory);
   expect(StatCache.load(file).known("n.md", stamp)).not.toBeNull();
 });
 
