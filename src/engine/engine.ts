@@ -33,8 +33,8 @@ export interface EngineDeps {
   privateRoot: string;
   self: ProcessIdentity;
   /**
-   * What the process keeps between calls (process-memory.ts): one per
-   * process, shared by all its calls; a fresh one is a fresh world.
+   * The process memory (process-memory.ts): one per process, shared by
+   * all its calls; a fresh one is a fresh world.
    */
   memory: ProcessMemory;
   /** How many times a commit that lost the race re-merges and tries again. */

@@ -1,10 +1,10 @@
 /**
- * What a process keeps between calls (docs/performance.md, "What a process
- * keeps between calls"), in one object with every bound in one place. A
- * surface makes one per process and passes it in EngineDeps, so a server's
- * calls share it; a test makes a fresh one for a fresh world. Each kept
- * thing is checked before use and only ever a speed-up: a process that
- * starts empty gets the same answers.
+ * The process memory: what a process keeps between calls
+ * (docs/performance.md, "The process memory"), in one object with every
+ * bound in one place. A surface makes one per process and passes it in
+ * EngineDeps, so a server's calls share it; a test makes a fresh one for a
+ * fresh world. Each thing remembered is checked before use and only ever a
+ * speed-up: a process that starts empty gets the same answers.
  */
 import type { AcceptedState } from "./publish/accepted-state.ts";
 import type { Contention } from "./publish/contention.ts";
@@ -16,7 +16,7 @@ import type { AcceptedMemory } from "./publish/accepted-state.ts";
 import type { ContentionMemory } from "./publish/contention.ts";
 
 export const MEMORY_BOUNDS = {
-  /** Checkouts whose stat cache is kept: as many as a server is likely to serve at once. */
+  /** Checkouts whose stat cache is remembered: as many as a server is likely to serve at once. */
   statCaches: 16,
   /** Object caches whose pack reader stays open (their pack files stay open too). */
   packReaders: 8,
@@ -24,13 +24,13 @@ export const MEMORY_BOUNDS = {
   trees: 8,
   /** Commits' trees, by object cache and commit id. */
   commits: 8,
-  /** Stores whose accepted state last seen is kept. */
+  /** Stores whose accepted state last seen is remembered. */
   acceptedStates: 8,
   /** Stores whose races this process remembers (contention.ts). */
   contention: 8,
 } as const;
 
-/** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, and the caches' below). */
+/** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, ObjectMemory and StatCacheMemory). */
 export class ProcessMemory implements AcceptedMemory, ContentionMemory, RegistryMemory {
   /** The stat cache of each checkout, written back when evicted or flushed. */
   readonly statCaches = new StatCacheMemory(MEMORY_BOUNDS.statCaches);

@@ -53,7 +53,7 @@ function setAsideDir(privateRoot: string, storeId: string, directory: string): s
 }
 
 /**
- * What a process keeps of the registered checkouts (process-memory.ts): the
+ * The process memory of the registered checkouts (process-memory.ts): the
  * checkout directory, store and directory identity each state file named
  * when last parsed, with the file's identity then, by state file.
  */

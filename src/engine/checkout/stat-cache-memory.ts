@@ -1,6 +1,6 @@
 /**
- * The process memory of the stat caches (docs/performance.md, "What a
- * process keeps between calls"), by file, with the identity of the file at
+ * The process memory of the stat caches (docs/performance.md, "The process
+ * memory"), by file, with the identity of the file at
  * that time: any other writer (a CLI call while a server runs) replaces the
  * file, which changes its inode and times, so a remembered copy is used
  * only while the file on disk is the very one it came from. Changes held in

@@ -86,7 +86,7 @@ export interface CheckoutStateOptions {
   self: ProcessIdentity;
   /** How long to wait for another operation on the same checkout. */
   lockTimeoutMs?: number;
-  /** What this process keeps between calls. */
+  /** The process memory, shared by this process's calls. */
   memory: { objects: ObjectMemory; statCaches: StatCacheMemory };
 }
 

@@ -1,6 +1,6 @@
 /**
- * The process memory of the object caches (docs/performance.md, "What a
- * process keeps between calls"): one pack reader per cache, and the flat
+ * The process memory of the object caches (docs/performance.md, "The process
+ * memory"): one pack reader per cache, and the flat
  * trees and commit trees read or built lately. Git objects never change,
  * so a remembered tree stays right for as long as the cache holds its
  * objects; the object cache forgets a cache's trees whenever its reader

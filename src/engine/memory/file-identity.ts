@@ -1,7 +1,7 @@
 /**
- * The identity of a file on disk, by which a copy a process kept of it is
- * known to still be the file's (docs/performance.md, "What a process keeps
- * between calls").
+ * The identity of a file on disk, by which a copy of it in the process
+ * memory is known to still be the file's (docs/performance.md, "The
+ * process memory").
  */
 import { statSync } from "node:fs";
 

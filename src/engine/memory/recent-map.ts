@@ -1,7 +1,6 @@
 /**
- * Maps bounded to their most recently used entries, in which a process
- * keeps things between calls (docs/performance.md, "What a process keeps
- * between calls").
+ * Maps bounded to their most recently used entries, the form of the
+ * process memory (docs/performance.md, "The process memory").
  */
 
 /**

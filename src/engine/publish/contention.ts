@@ -37,7 +37,7 @@ export interface Contention {
   othersWaiting?: boolean;
 }
 
-/** What a process keeps of the races on each store (process-memory.ts), by store identity. */
+/** The process memory of the races on each store (process-memory.ts), by store identity. */
 export interface ContentionMemory {
   contention: RecentMap<string, Contention>;
 }

@@ -163,7 +163,7 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
     await serve({ config, store, version: io.version, log, env: io.env, ...io.protocol() });
   } finally {
     await store.close();
-    // As in execute(): the server's calls kept some state in memory only.
+    // As in execute(): the server's calls left some state in the process memory only.
     flushProcessMemory();
   }
   return EXIT_CODES.OK;
@@ -239,7 +239,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     return exitCodeFor(outcome.envelope.code);
   } finally {
     await store.close();
-    // This process ends here: what the engine kept in memory goes to disk for the next one.
+    // This process ends here: what only its process memory holds goes to disk for the next one.
     flushProcessMemory();
   }
 }

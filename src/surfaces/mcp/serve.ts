@@ -4,7 +4,7 @@
  * so a host that goes away never leaves it orphaned, and on SIGTERM or
  * SIGINT (`docker stop`, Ctrl-C): it takes no new call, lets the calls in
  * flight finish and answer, and stops as it does when stdin closes — what
- * the process kept in memory written out, "server stopped" logged, exit 0.
+ * the process memory written out, "server stopped" logged, exit 0.
  *
  * Start-up is short because the MCP SDK, the engine and the tools' code are
  * loaded only after a plain `initialize` has been answered (handshake.ts):
@@ -59,7 +59,7 @@ const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 /**
  * SIGTERM and SIGINT as a request to stop: `requested` resolves with the
  * first one's name. Without a handler either signal would end the process
- * at once, mid-call, and drop what it keeps for its end. `dispose` removes
+ * at once, mid-call, and drop what its process memory holds for its end. `dispose` removes
  * the handlers once the server has stopped.
  */
 function stopSignals(log: Log): { requested: Promise<string>; dispose(): void } {
