@@ -10,7 +10,7 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
-import type { Baseline, Publication } from "./checkout/state.ts";
+import type { Baseline, PublicationRecord } from "./checkout/state.ts";
 import { type AcceptedState, lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./publish/accepted-state.ts";
 import { conflictError } from "./merge/conflict.ts";
 import { refuseProtectedChanges } from "./protect.ts";
@@ -414,7 +414,7 @@ interface Posted {
 interface Prepared {
   uploaded: Uploaded;
   /** Its publication record: the publication id it tried to write, its pack, commit and merged-in paths. */
-  record: Publication;
+  record: PublicationRecord;
   /** The tree it published: ours, on top of the proposals it carried, if any. */
   merged: FlatTree;
 }
@@ -456,7 +456,7 @@ async function tryPublication(
     ...(combined.length > 0 ? { combined } : {}),
   };
   await deps.onStage("publish");
-  let record: Publication | null = null;
+  let record: PublicationRecord | null = null;
   if (merged !== null) {
     // Should this process die once the write is sent, the next call learns
     // from this record whether it landed (publication.ts). A commit whose

@@ -47,7 +47,7 @@ import {
   JournalSchema,
   type ProgressStep,
   ProgressStepSchema,
-  type Publication,
+  type PublicationRecord,
   ScratchRecordSchema,
   SettledRecordSchema,
   StateSchema,
@@ -57,7 +57,7 @@ import type { StatCacheMemory } from "./stat-cache-memory.ts";
 import type { ObjectMemory } from "../git/object-memory.ts";
 import type { StatCache } from "./stat-cache.ts";
 
-export type { Baseline, Journal, ProcessIdentity, ProgressStep, Publication };
+export type { Baseline, Journal, ProcessIdentity, ProgressStep, PublicationRecord };
 
 /** Appending to the journal's progress (CheckoutState.openJournalProgress). */
 export interface JournalProgressLog {
@@ -288,12 +288,12 @@ export class CheckoutState {
    * whether it landed, should this process die before the baseline moves.
    * Durable before the write is sent, like every state file.
    */
-  recordPublication(baseline: Baseline, publishing: Publication): void {
+  recordPublication(baseline: Baseline, publishing: PublicationRecord): void {
     this.writeState({ version: 1, checkout: this.dir, store: this.storeId, directory: this.directory, baseline, publishing });
   }
 
   /** A publication recorded by a call that did not live to move the baseline; null when none. */
-  readPublication(): Publication | null {
+  readPublication(): PublicationRecord | null {
     return this.readState()?.publishing ?? null;
   }
 
