@@ -37,7 +37,7 @@ import type { z } from "zod";
 import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./lock.ts";
-import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./registry.ts";
+import { checkoutStateDir, finishTakeover, setAsideHeld, takeOverSetAside } from "./registry.ts";
 import { directoryIdentity } from "./directory-identity.ts";
 import { diskFullBeforeChange, isDiskFull } from "./disk-full.ts";
 import {
@@ -151,7 +151,7 @@ export interface SettledState {
   /** The state there was another directory's (removed and made again, another volume): it was set aside. */
   replaced: boolean;
   /** The state set aside for this directory was taken over: it was moved here, or came back. */
-  adopted: boolean;
+  takenOver: boolean;
   /** The state, or its journal, is damaged: it counts as lost, and stays until a pull drops it (CheckoutState.forgetDamaged). */
   damage: Damage | null;
 }
@@ -166,7 +166,7 @@ export interface SettledState {
  * kept, and a pull merges them against nothing.
  */
 export function settleState(at: StateLocation): SettledState {
-  finishAdoption(at.stateDir, at.dir);
+  finishTakeover(at.stateDir, at.dir);
   let own = readStateFile(at.stateDir, at.dir, at.storeId);
   let replaced = false;
   const recorded = own.state?.directory;
@@ -179,14 +179,14 @@ export function settleState(at: StateLocation): SettledState {
     own = { state: null, damage: null };
     replaced = true;
   }
-  const adopted = own.state === null && adoptSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
-  if (adopted) {
+  const takenOver = own.state === null && takeOverSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
+  if (takenOver) {
     own = readStateFile(at.stateDir, at.dir, at.storeId);
     replaced = false;
   }
   const journal = readStateJson(join(at.stateDir, "journal.json"), JournalSchema);
   if ("damage" in journal) own = { state: null, damage: journal.damage };
-  return { state: own.state, replaced, adopted, damage: own.damage };
+  return { state: own.state, replaced, takenOver, damage: own.damage };
 }
 
 /** The state changed under this call's lock (someone else wrote it): the next call judges it afresh. */
@@ -234,7 +234,7 @@ export class CheckoutState {
       directory = directoryIdentity(options.dir);
       const settled = settleState({ privateRoot: options.privateRoot, storeId: options.storeId, dir: options.dir, stateDir, directory });
       // The stat cache went with a state set aside or taken over: what this process remembers of it is another directory's.
-      if (settled.replaced || settled.adopted) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));
+      if (settled.replaced || settled.takenOver) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
       const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
