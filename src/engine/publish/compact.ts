@@ -66,7 +66,7 @@ export interface CompactionPolicy {
   periodMs: number;
 }
 
-/** History is kept for 30 days by default (issue 15, item 7). */
+/** History is kept for 30 days by default (docs/storage-protocol.md, "How much history is kept"). */
 export const DEFAULT_HISTORY_PERIOD_MS = 30 * 86_400_000;
 
 /**
@@ -180,13 +180,13 @@ function commitSeconds(object: Uint8Array): number | null {
 }
 
 /**
- * The history pack list of the next manifest (issue 15, item 7): the
- * accepted one without the packs past the period (a prefix: they are oldest
- * first), plus one new pack holding the commits that leave the base now —
- * from `frontier`, the first commit past the base's window, back through
- * the commits the replaced packs hold, as long as they are younger than
- * the period — with every object they reach that the base and the kept
- * packs do not hold.
+ * The history pack list of the next manifest (docs/storage-protocol.md,
+ * "History packs"): the accepted one without the packs past the period (a
+ * prefix: they are oldest first), plus one new pack holding the commits
+ * that leave the base now — from `frontier`, the first commit past the
+ * base's window, back through the commits the replaced packs hold, as long
+ * as they are younger than the period — with every object they reach that
+ * the base and the kept packs do not hold.
  *
  * Why a history pack needs only itself and newer packs: when it is built,
  * every object its commits reach is in it, in the new base or in a kept
