@@ -708,9 +708,9 @@ function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; o
 /**
  * One conditional write of `current`: whether our manifest was accepted, with
  * the ETag it left (null when others published since), or else `current` as
- * read back, which the next attempt builds on. When the response
- * is lost or ambiguous, read `current` back and prove the outcome
- * (docs/design.md, What earlier systems got wrong). Every later manifest
+ * read back, which the next attempt builds on. When the response is lost or
+ * ambiguous, read `current` back and prove the outcome
+ * (docs/decisions/0008-unknown-outcomes-are-proved.md). Every later manifest
  * keeps our pack, so its presence proves we landed even after others
  * published.
  */

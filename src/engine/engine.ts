@@ -89,9 +89,10 @@ export interface EngineDeps {
 export const DEFAULT_COMMIT_RETRIES = 30;
 
 /**
- * Checkouts never publish one another's files (docs/design.md, Roots and
- * checkouts): a directory inside another checkout, or containing one, is
- * refused. So is one that overlaps the private state.
+ * Checkouts never publish one another's files
+ * (docs/decisions/0004-checkouts-and-the-private-root.md): a directory inside
+ * another checkout, or containing one, is refused. So is one that overlaps
+ * the private state.
  */
 export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | "self">, dir: string): void {
   const privateRoot = deps.privateRoot;

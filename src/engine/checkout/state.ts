@@ -1,6 +1,6 @@
 /**
- * Private state of one checkout, under the private root (docs/design.md,
- * Roots and checkouts):
+ * Private state of one checkout, under the private root
+ * (docs/decisions/0004-checkouts-and-the-private-root.md):
  *
  *   <privateRoot>/checkouts/<id>/state.json   the baseline: accepted commit, tree, generation; the
  *                                              directory it belongs to; a publication in flight

@@ -70,11 +70,11 @@ export interface CompactionPolicy {
 export const DEFAULT_HISTORY_PERIOD_MS = 30 * 86_400_000;
 
 /**
- * History is "recent" (docs/design.md, The store and the publication
- * protocol): the newest 32 commits survive a compaction, so a cold pull's
- * bytes do not grow with the history's length (S5 in docs/performance.md: the
- * whole history of 1,000 small commits made a cold pull 1.35× slower than
- * after one commit; 32 commits, 1.14×).
+ * History is "recent" (docs/decisions/0011-history-kept-by-time.md): the
+ * newest 32 commits survive a compaction, so a cold pull's bytes do not grow
+ * with the history's length (S5 in docs/performance.md: the whole history of
+ * 1,000 small commits made a cold pull 1.35× slower than after one commit; 32
+ * commits, 1.14×).
  */
 export const DEFAULT_COMPACTION: CompactionPolicy = { maxPacks: 32, keepRecent: 8, history: 32, periodMs: DEFAULT_HISTORY_PERIOD_MS };
 

@@ -1,9 +1,10 @@
 /**
- * The CLI's dispatch (docs/design.md, Names and entry points; CLI
- * conventions): help and version, `serve`, and every operation of the
- * registry (operations.ts) — parse strictly, start up, run the operation,
- * print its human output on stderr and, with `--json`, its result object
- * on stdout.
+ * The CLI's dispatch
+ * (docs/decisions/0001-two-tools-one-entry-per-operation.md,
+ * docs/decisions/0015-the-cli-refuses-what-it-does-not-know.md): help and
+ * version, `serve`, and every operation of the registry (operations.ts) —
+ * parse strictly, start up, run the operation, print its human output on
+ * stderr and, with `--json`, its result object on stdout.
  */
 import { existsSync } from "node:fs";
 import type { ArgsDef } from "citty";

@@ -38,8 +38,8 @@ export interface ServeOptions {
 /**
  * Without --workspace-root the server makes a fresh session directory whose
  * `notebook/` is both its notebook directory and its workspace root
- * (docs/design.md, Roots and checkouts); with it, the workspace root is the
- * notebook directory.
+ * (docs/decisions/0004-checkouts-and-the-private-root.md); with it, the
+ * workspace root is the notebook directory.
  */
 function notebookRoot(config: RuntimeConfig, env: Record<string, string | undefined>): { dir: string; session: string | null } {
   if (config.workspaceRoot !== null) {
