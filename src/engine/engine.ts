@@ -324,8 +324,8 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true): Promis
  * racily clean ones re-stamped) go into the process's copy of the stat
  * cache only: rewriting the file for the whole notebook on every call cost
  * more than another process reading those files again. More are written at
- * once; the rest when the process ends (flushProcessMemory). The file on disk is
- * right either way — an older one only trusts fewer entries.
+ * once; the rest when the process ends (flushProcessMemory). The file on
+ * disk is right either way — an older one only trusts fewer entries.
  */
 function rememberOrSave(checkout: OpenCheckout, changed: number): void {
   if (changed <= FEW_CHANGES) checkout.state.rememberStatCache(checkout.statCache);

@@ -8,8 +8,9 @@
  *                                   store and the identity of its directory
  *
  * so that the same directory, pulled or committed again at any path, takes
- * its state over (takeOverSetAside): its unpublished edits, deletions included,
- * stay local edits, and its journal and recorded publication come with it.
+ * its state over (takeOverSetAside): its unpublished edits, deletions
+ * included, stay local edits, and its journal and recorded publication come
+ * with it.
  * Set-aside states are bounded (SET_ASIDE, pruneSetAside). A directory whose
  * identity has no birth time gets none set aside: another directory made
  * later may be given the same device and inode, and would take over a

@@ -1,11 +1,11 @@
 /**
  * The process memory of the stat caches (docs/performance.md, "The process
- * memory"), by file, with the identity of the file at
- * that time: any other writer (a CLI call while a server runs) replaces the
- * file, which changes its inode and times, so a remembered copy is used
- * only while the file on disk is the very one it came from. Changes held in
- * memory only are written back when the least recent cache is evicted, or
- * when the process ends (flush).
+ * memory"), by file, with the identity of the file at that time: any other
+ * writer (a CLI call while a server runs) replaces the file, which changes
+ * its inode and times, so a remembered copy is used only while the file on
+ * disk is the very one it came from. Changes held in memory only are
+ * written back when the least recent cache is evicted, or when the process
+ * ends (flush).
  */
 import { writeAtomic } from "./atomic-file.ts";
 import { fileIdentity } from "../memory/file-identity.ts";
@@ -71,8 +71,9 @@ export class StatCacheMemory {
   }
 
   /**
-   * Write out what `rememberUnsaved` held in memory only, for the processes that
-   * come next: the CLI does this before it exits, a server when it stops.
+   * Write out what `rememberUnsaved` held in memory only, for the processes
+   * that come next: the CLI does this before it exits, a server when it
+   * stops.
    */
   flush(): void {
     for (const [file, remembered] of this.remembered.entries()) writeOut(file, remembered);

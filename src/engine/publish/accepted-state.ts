@@ -65,10 +65,10 @@ export async function rewriteCurrent(
 /*
  * The accepted state this process last saw of each store (read, or
  * published by its own commit), with the ETag of `current` then, is in its
- * process memory (ProcessMemory.acceptedStates): a commit from a checkout still at that state
- * can build on it and publish with `If-Match` on that ETag without reading
- * `current` first — the conditional write itself says whether it is still
- * current (commit.ts).
+ * process memory (ProcessMemory.acceptedStates): a commit from a checkout
+ * still at that state can build on it and publish with `If-Match` on that
+ * ETag without reading `current` first — the conditional write itself says
+ * whether it is still current (commit.ts).
  */
 
 /** The process memory of the accepted state of each store (process-memory.ts), by store identity. */

@@ -59,8 +59,8 @@ const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 /**
  * SIGTERM and SIGINT as a request to stop: `requested` resolves with the
  * first one's name. Without a handler either signal would end the process
- * at once, mid-call, and drop what its process memory holds for its end. `dispose` removes
- * the handlers once the server has stopped.
+ * at once, mid-call, and drop what its process memory holds for its end.
+ * `dispose` removes the handlers once the server has stopped.
  */
 function stopSignals(log: Log): { requested: Promise<string>; dispose(): void } {
   let resolveRequested!: (signal: string) => void;
