@@ -1,6 +1,7 @@
 /**
- * Who publishes (issue 15, item 1): the agent named on every publication,
- * as its commit's author and committer. A name, never a credential.
+ * Who publishes: the agent named on every publication, as its commit's
+ * author and committer, so that `log` and `show` can say who changed what.
+ * A name, never a credential.
  *
  * The name goes into a git ident line, `NAME <EMAIL> SECONDS +0000`, which
  * C git reads only when the name holds no `<`, `>` or line break; and it is

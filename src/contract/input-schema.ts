@@ -1,9 +1,9 @@
 /**
  * One definition of an operation's input that both decodes it strictly and
- * produces the JSON Schema advertised for it (mcp-tools.md "Inputs"), so
- * the two cannot drift apart. Decoding is the project's own, not a schema
- * validator's (docs/design.md, What earlier systems got wrong): unknown
- * fields, explicit nulls and wrong types are INVALID_REQUEST ·
+ * produces the JSON Schema advertised for it (mcp-tools.md "Inputs"), so the
+ * two cannot drift apart. Decoding is the project's own, not a schema
+ * validator's (docs/decisions/0016-stdio-and-inputs-owned-by-slivingdoc.md):
+ * unknown fields, explicit nulls and wrong types are INVALID_REQUEST ·
  * MALFORMED_INPUT, and a field's own rule may answer with its own reason.
  *
  * Fields are decoded in the order they are declared; the advertised

@@ -33,8 +33,8 @@ export interface EngineDeps {
   privateRoot: string;
   self: ProcessIdentity;
   /**
-   * What the process keeps between calls (process-memory.ts): one per
-   * process, shared by all its calls; a fresh one is a fresh world.
+   * The process memory (process-memory.ts): one per process, shared by
+   * all its calls; a fresh one is a fresh world.
    */
   memory: ProcessMemory;
   /** How many times a commit that lost the race re-merges and tries again. */
@@ -89,9 +89,10 @@ export interface EngineDeps {
 export const DEFAULT_COMMIT_RETRIES = 30;
 
 /**
- * Checkouts never publish one another's files (docs/design.md, Roots and
- * checkouts): a directory inside another checkout, or containing one, is
- * refused. So is one that overlaps the private state.
+ * Checkouts never publish one another's files
+ * (docs/decisions/0004-checkouts-and-the-private-root.md): a directory inside
+ * another checkout, or containing one, is refused. So is one that overlaps
+ * the private state.
  */
 export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | "self">, dir: string): void {
   const privateRoot = deps.privateRoot;
@@ -315,7 +316,7 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true): Promis
   // Nothing new: the cache, in memory and on disk, already says all of this.
   if (!reread && changed === 0) return;
   cache.recordScan(scanned, local, takenMs);
-  keepOrSave(checkout, changed);
+  rememberOrSave(checkout, changed);
 }
 
 /**
@@ -323,11 +324,11 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true): Promis
  * racily clean ones re-stamped) go into the process's copy of the stat
  * cache only: rewriting the file for the whole notebook on every call cost
  * more than another process reading those files again. More are written at
- * once; the rest when the process ends (flushKeptState). The file on disk is
- * right either way — an older one only trusts fewer entries.
+ * once; the rest when the process ends (flushProcessMemory). The file on
+ * disk is right either way — an older one only trusts fewer entries.
  */
-function keepOrSave(checkout: OpenCheckout, changed: number): void {
-  if (changed <= FEW_CHANGES) checkout.state.keepStatCache(checkout.statCache);
+function rememberOrSave(checkout: OpenCheckout, changed: number): void {
+  if (changed <= FEW_CHANGES) checkout.state.rememberStatCache(checkout.statCache);
   else checkout.state.saveStatCache(checkout.statCache);
 }
 
@@ -358,7 +359,7 @@ export async function materializeInto(
   if (done.written.length > 0) {
     checkout.statCache.recordWrites(done.written);
     try {
-      keepOrSave(checkout, done.written.length);
+      rememberOrSave(checkout, done.written.length);
     } catch {
       /* only a speed-up: the next scan reads those files instead */
     }
@@ -430,7 +431,7 @@ export async function localBytes(checkout: OpenCheckout, path: string): Promise<
 }
 
 /** Before the process ends: write out what only its memory holds (stat caches). */
-export function flushKeptState(memory: ProcessMemory): void {
+export function flushProcessMemory(memory: ProcessMemory): void {
   memory.flush();
 }
 

@@ -1,7 +1,7 @@
 /**
  * What a commit of a checkout would publish, read without changing anything
- * (`slivingdoc status` and `slivingdoc diff`, issue 15): the files that
- * differ from the baseline, the marker blocks in them, the ones under
+ * (`slivingdoc status` and `slivingdoc diff`, docs/history.md): the files
+ * that differ from the baseline, the marker blocks in them, the ones under
  * protected paths, and how far the baseline is behind the accepted state.
  *
  * Reading, not operating. Unlike openCheckout, this

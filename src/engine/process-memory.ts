@@ -1,22 +1,22 @@
 /**
- * What a process keeps between calls (docs/performance.md, "What a process
- * keeps between calls"), in one object with every bound in one place. A
- * surface makes one per process and passes it in EngineDeps, so a server's
- * calls share it; a test makes a fresh one for a fresh world. Each kept
- * thing is checked before use and only ever a speed-up: a process that
- * starts empty gets the same answers.
+ * The process memory: what a process keeps between calls
+ * (docs/performance.md, "The process memory"), in one object with every
+ * bound in one place. A surface makes one per process and passes it in
+ * EngineDeps, so a server's calls share it; a test makes a fresh one for a
+ * fresh world. Each thing remembered is checked before use and only ever a
+ * speed-up: a process that starts empty gets the same answers.
  */
 import type { AcceptedState } from "./publish/accepted-state.ts";
 import type { Contention } from "./publish/contention.ts";
-import { KeptObjects } from "./git/kept-objects.ts";
-import { RecentMap } from "./memory/kept.ts";
-import { KeptStatCaches } from "./checkout/kept-stat-caches.ts";
+import { ObjectMemory } from "./git/object-memory.ts";
+import { RecentMap } from "./memory/recent-map.ts";
+import { StatCacheMemory } from "./checkout/stat-cache-memory.ts";
 import type { RegistryMemory } from "./checkout/registry.ts";
 import type { AcceptedMemory } from "./publish/accepted-state.ts";
 import type { ContentionMemory } from "./publish/contention.ts";
 
-export const KEPT_BOUNDS = {
-  /** Checkouts whose stat cache is kept: as many as a server is likely to serve at once. */
+export const MEMORY_BOUNDS = {
+  /** Checkouts whose stat cache is remembered: as many as a server is likely to serve at once. */
   statCaches: 16,
   /** Object caches whose pack reader stays open (their pack files stay open too). */
   packReaders: 8,
@@ -24,22 +24,22 @@ export const KEPT_BOUNDS = {
   trees: 8,
   /** Commits' trees, by object cache and commit id. */
   commits: 8,
-  /** Stores whose accepted state last seen is kept. */
+  /** Stores whose accepted state last seen is remembered. */
   acceptedStates: 8,
   /** Stores whose races this process remembers (contention.ts). */
   contention: 8,
 } as const;
 
-/** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, and the caches' below). */
+/** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, ObjectMemory and StatCacheMemory). */
 export class ProcessMemory implements AcceptedMemory, ContentionMemory, RegistryMemory {
   /** The stat cache of each checkout, written back when evicted or flushed. */
-  readonly statCaches = new KeptStatCaches(KEPT_BOUNDS.statCaches);
+  readonly statCaches = new StatCacheMemory(MEMORY_BOUNDS.statCaches);
   /** Pack readers, flat trees and commit trees of the object caches. */
-  readonly objects = new KeptObjects({ readers: KEPT_BOUNDS.packReaders, trees: KEPT_BOUNDS.trees, commits: KEPT_BOUNDS.commits });
+  readonly objects = new ObjectMemory({ readers: MEMORY_BOUNDS.packReaders, trees: MEMORY_BOUNDS.trees, commits: MEMORY_BOUNDS.commits });
   /** The accepted state last seen of each store, by store identity (accepted-state.ts). */
-  readonly acceptedStates: AcceptedMemory["acceptedStates"] = new RecentMap(KEPT_BOUNDS.acceptedStates);
+  readonly acceptedStates: AcceptedMemory["acceptedStates"] = new RecentMap(MEMORY_BOUNDS.acceptedStates);
   /** What this process saw of the races on each store, by store identity (contention.ts). */
-  readonly contention: ContentionMemory["contention"] = new RecentMap(KEPT_BOUNDS.contention);
+  readonly contention: ContentionMemory["contention"] = new RecentMap(MEMORY_BOUNDS.contention);
   /**
    * The checkout directory, store and directory identity each registered
    * state file named when last parsed, with the file's identity then

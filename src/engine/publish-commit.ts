@@ -119,7 +119,7 @@ class Attempts {
    * The state this checkout was last brought to, as this process saw it: a
    * guess that `current` has not moved since. The conditional write checks
    * the guess; a wrong one costs an orphan pack and the read it skipped. In
-   * a turn of the store's line the read is local and nobody can publish
+   * a turn of the store's queue the read is local and nobody can publish
    * before our write, while a stale guess would cost a pack, a flush of the
    * publication record and a lost write inside the turn: read instead. And
    * a writer that lost races lately does not guess: its guess is likely

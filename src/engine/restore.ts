@@ -1,9 +1,10 @@
 /**
- * restore (issue 15): write a retained generation's version of some files,
- * or of the whole notebook, into a checkout as ordinary local edits — to
- * review with `diff` and publish with `commit`. Nothing is published and
- * history is never rewritten: the baseline stays where it is, so the next
- * commit merges the restored files like any other edit.
+ * restore, the way to undo a mistake (docs/history.md): write a retained
+ * generation's version of some files, or of the whole notebook, into a
+ * checkout as ordinary local edits — to review with `diff` and publish with
+ * `commit`. Nothing is published and history is never rewritten: the
+ * baseline stays where it is, so the next commit merges the restored files
+ * like any other edit.
  *
  * - Which files: every path at or below a named notebook path (a file or a
  *   directory), in the generation or in the checkout; with no path, the

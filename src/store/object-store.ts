@@ -1,7 +1,7 @@
 /**
- * The object store the engine needs, and nothing more (docs/design.md, The
- * store and the publication protocol): read, create-only write,
- * compare-and-swap on the ETag, list, delete.
+ * The object store the engine needs, and nothing more
+ * (docs/decisions/0006-one-pointer-over-immutable-packs.md): read,
+ * create-only write, compare-and-swap on the ETag, list, delete.
  *
  * Absence is a value (`null`), and so is a lost precondition
  * (`{ ok: false }`): both are normal outcomes the engine branches on.
@@ -45,12 +45,12 @@ export interface ObjectStore {
   close(): Promise<void>;
   /**
    * Where a store can order its writers (the embedded store: every writer is
-   * on this machine), writers line up here before reading `current` and
-   * leave once their conditional write is answered, so they take turns
-   * instead of losing races to each other. Only an optimisation: the
-   * conditional write stays the proof, and a writer that does not queue (an
-   * older version) is still safe. Absent on S3, where nothing may
-   * coordinate writers (docs/storage-protocol.md, rejected alternatives).
+   * on this machine), writers line up here before reading `current` and leave
+   * once their conditional write is answered, so they take turns instead of
+   * losing races to each other. Only an optimisation: the conditional write
+   * stays the proof, and a writer that does not queue (an older version) is
+   * still safe. Absent on S3, where nothing may coordinate writers
+   * (docs/decisions/0006-one-pointer-over-immutable-packs.md).
    */
   readonly queue?: WriterQueue;
   /**

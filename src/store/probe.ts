@@ -1,9 +1,9 @@
 /**
- * The startup compatibility probe (docs/design.md, The store and the
- * publication protocol; docs/errors.md, "Startup refusals"). Before serving,
- * prove on the configured store — under a dedicated, random key that no
- * notebook uses — that it enforces the three conditional-write guarantees the
- * publication protocol rests on:
+ * The startup compatibility probe
+ * (docs/decisions/0013-the-store-is-probed-before-use.md; docs/errors.md,
+ * "Startup refusals"). Before serving, prove on the configured store — under
+ * a dedicated, random key that no notebook uses — that it enforces the three
+ * conditional-write guarantees the publication protocol rests on:
  *
  * 1. create-only (`If-None-Match: *`): a second create of an existing key loses;
  * 2. compare-and-swap (`If-Match`): a wrong or stale ETag loses, the current one wins;
@@ -12,7 +12,7 @@
  * Some backends (the S3 layer of GCS, some proxies) ignore the conditions and
  * answer 200 to everything; on such a store two commits would silently
  * overwrite each other and acknowledged edits would be lost. The probe is the
- * only defence (docs/design.md, What earlier systems got wrong). An
+ * only defence (docs/decisions/0013-the-store-is-probed-before-use.md). An
  * operational failure (denied access, unknown key id, expired login, missing
  * bucket, unreachable endpoint, an endpoint that does not answer within the
  * call deadline of a store bounded by one, store/deadline.ts) also refuses,

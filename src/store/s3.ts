@@ -1,8 +1,8 @@
 /**
- * The S3 object store (docs/design.md, Configuration; The store and the
- * publication protocol), for AWS S3 and the S3-compatible servers users point
- * slivingdoc at (MinIO, Cloudflare R2, Ceph RGW; see docs/s3.md). This is the
- * only module that imports the AWS SDK.
+ * The S3 object store (docs/decisions/0002-settings-flags-and-environment.md,
+ * docs/decisions/0013-the-store-is-probed-before-use.md), for AWS S3 and the
+ * S3-compatible servers users point slivingdoc at (MinIO, Cloudflare R2, Ceph
+ * RGW; see docs/s3.md). This is the only module that imports the AWS SDK.
  *
  * Outcomes, as the engine needs them (src/store/object-store.ts):
  * - a lost precondition is `{ ok: false }`: 412, 409 ConditionalRequestConflict,

@@ -1,8 +1,9 @@
 /**
- * The embedded default store: one SQLite file (docs/design.md,
- * Configuration), safe for many processes on one machine. Each conditional
- * write is a single statement, so SQLite's own write lock makes it atomic
- * across processes; WAL lets readers proceed while one writer holds it.
+ * The embedded default store: one SQLite file
+ * (docs/decisions/0003-the-embedded-store-by-default.md), safe for many
+ * processes on one machine. Each conditional write is a single statement, so
+ * SQLite's own write lock makes it atomic across processes; WAL lets readers
+ * proceed while one writer holds it.
  *
  * Nothing is answered that is not on disk, as with SQLite's
  * `synchronous = FULL`, but the flush happens after the write lock is

@@ -1,7 +1,8 @@
 /**
  * Flags + environment → the process's configuration: the store, the path
  * sets, the private and workspace roots, the commit retry bound. Flags win
- * over environment variables (docs/design.md, Configuration). Every invalid
+ * over environment variables
+ * (docs/decisions/0002-settings-flags-and-environment.md). Every invalid
  * value is a start-up refusal raised here, before any store is opened.
  */
 import { homedir } from "node:os";

@@ -29,7 +29,7 @@ export function preparePrivateRoot(config: RuntimeConfig): string {
   return realpathSync(config.privateRoot);
 }
 
-/** What this process keeps between calls: one for the whole process, shared by every call (made by engineDeps). */
+/** The process memory: one for the whole process, shared by every call (made by engineDeps). */
 let memory: ProcessMemory | undefined;
 
 /** Before the process ends: write out what only its memory holds (a CLI call after its command, a server when it stops). */

@@ -1,9 +1,9 @@
 /**
  * The server log: stderr only (stdout belongs to the protocol under `serve`),
- * one JSON object a line when stderr is not a terminal (docs/design.md,
- * Logs), readable lines on a terminal. Built on consola with both of its
- * streams pointed at stderr, since its basic reporter writes info to stdout
- * otherwise.
+ * one JSON object a line when stderr is not a terminal
+ * (docs/decisions/0017-logs-and-results-carry-no-secret.md), readable lines
+ * on a terminal. Built on consola with both of its streams pointed at stderr,
+ * since its basic reporter writes info to stdout otherwise.
  */
 // consola/core, not consola: the package's main entry builds a default
 // instance on Node's process.stdout at import, ~9 ms of every start.

@@ -1,8 +1,8 @@
 /**
- * Resolving a caller's notebook path (mcp-tools.md "Inputs", docs/design.md,
- * Roots and checkouts): `~/` expands to the home directory, `..` and symlinks
- * are resolved, and the result must be at or below the workspace root when
- * one is set.
+ * Resolving a caller's notebook path (mcp-tools.md "Inputs",
+ * docs/decisions/0004-checkouts-and-the-private-root.md): `~/` expands to the
+ * home directory, `..` and symlinks are resolved, and the result must be at
+ * or below the workspace root when one is set.
  */
 import { realpathSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";

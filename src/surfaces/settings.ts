@@ -1,7 +1,7 @@
 /**
- * Reading settings: every setting is a flag and an environment variable,
- * and the flag wins (docs/design.md, Configuration). An invalid value is a
- * start-up refusal.
+ * Reading settings: every setting is a flag and an environment variable, and
+ * the flag wins (docs/decisions/0002-settings-flags-and-environment.md). An
+ * invalid value is a start-up refusal.
  */
 import { StartupRefusal } from "../contract/startup.ts";
 

@@ -1,10 +1,11 @@
 /**
  * The store registry: one entry per kind of store, keyed by its URL scheme
- * (docs/design.md, Configuration): how its URL is parsed, its secret-free
- * identity (which keys each checkout's private state), how it is opened,
- * and whether the start-up probe must prove it first. Adding a store is one
- * entry here plus its ObjectStore in src/store/, which must pass
- * test/store/conformance.ts.
+ * (docs/decisions/0001-two-tools-one-entry-per-operation.md,
+ * docs/decisions/0002-settings-flags-and-environment.md): how its URL is
+ * parsed, its secret-free identity (which keys each checkout's private
+ * state), how it is opened, and whether the start-up probe must prove it
+ * first. Adding a store is one entry here plus its ObjectStore in src/store/,
+ * which must pass test/store/conformance.ts.
  */
 import { join, resolve } from "node:path";
 import type { ObjectStore } from "../store/object-store.ts";

@@ -18,11 +18,11 @@ export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Open the configured store, proving first that an S3 store enforces the
- * conditional writes the protocol rests on (docs/design.md, The store and the
- * publication protocol). A passed probe is remembered per store location
- * under the private root for PROBE_TRUST_MS, so CLI calls do not pay for it
- * each time; a failed one is never cached. The embedded store is this
- * project's own code and is not probed.
+ * conditional writes the protocol rests on
+ * (docs/decisions/0013-the-store-is-probed-before-use.md). A passed probe is
+ * remembered per store location under the private root for PROBE_TRUST_MS, so
+ * CLI calls do not pay for it each time; a failed one is never cached. The
+ * embedded store is this project's own code and is not probed.
  *
  * A trusted S3 store is opened on its first use (DeferredStore): opening it
  * loads the AWS SDK (~20 ms) and sends nothing, so nothing the start could

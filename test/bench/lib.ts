@@ -188,7 +188,7 @@ export function s3Location(s3: S3Env, name: string): Location {
   };
 }
 
-/** What the bench process keeps between its in-process calls, as a server would. */
+/** The bench process's process memory, shared by its in-process calls as a server's would be. */
 const benchMemory = new ProcessMemory();
 
 /** Engine dependencies for in-process work (seeding, writers) on a location. */

@@ -1,9 +1,10 @@
 /**
- * The crash-point fuzzer (issue 12): `pull`, `commit` and `serve` (in the
- * middle of an MCP tool call) are SIGKILLed at instants drawn uniformly over
- * the whole run of the operation — its duration is measured first, then the
- * kill time is drawn in [0, duration] — not only at named stages, on the
- * embedded store and on S3 (Ceph RGW under `npm test`).
+ * The crash-point fuzzer, for the instants the named stages of
+ * crash.test.ts miss: `pull`, `commit` and `serve` (in the middle of an MCP
+ * tool call) are SIGKILLed at instants drawn uniformly over the whole run
+ * of the operation — its duration is measured first, then the kill time is
+ * drawn in [0, duration] — not only at named stages, on the embedded store
+ * and on S3 (Ceph RGW under `npm test`).
  *
  * Two agents share one notebook. V is the victim: it edits its own file
  * `v.md`, its own files `v-N.md` and its own region of `shared.md`, and its

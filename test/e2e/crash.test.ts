@@ -1,8 +1,8 @@
 /**
- * Crash safety (issue 6): a process SIGKILLed at each stage of pull and
- * commit, then the next call recovers. Unpublished edits are still in the
- * visible directory, the accepted state is the old or the new one, and a
- * later commit publishes everything.
+ * Crash safety, since a process may die at any instant: a process SIGKILLed
+ * at each stage of pull and commit, then the next call recovers.
+ * Unpublished edits are still in the visible directory, the accepted state
+ * is the old or the new one, and a later commit publishes everything.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, renameSync, rmSync } from "node:fs";

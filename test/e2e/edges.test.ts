@@ -1,9 +1,9 @@
 /**
- * Everyday accidents a user meets with the built binary (issue 12): names
- * that would drive the terminal, paths too long for the file system, files
- * and directories that cannot be read, commit messages that are not UTF-8,
- * and checkouts nested across private roots. Each asserts what the user
- * sees: exit code, human output on stderr and the `--json` object.
+ * Everyday accidents a user meets with the built binary: names that would
+ * drive the terminal, paths too long for the file system, files and
+ * directories that cannot be read, commit messages that are not UTF-8, and
+ * checkouts nested across private roots. Each asserts what the user sees:
+ * exit code, human output on stderr and the `--json` object.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";

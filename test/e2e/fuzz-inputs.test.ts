@@ -1,14 +1,15 @@
 /**
- * Bad input at scale (issue 6): seeded random tool arguments — random JSON
- * with known and unknown fields, 1,000-level nesting, 1 MB strings, lone
- * surrogates, U+0000, BOM, direction marks, emoji and combining marks — and
- * a share of valid calls. Every answer is OK or INVALID_REQUEST with a
- * reason an input can legitimately earn, never an exception, never a
- * retryable or operator error; structured cases with one known defect must
- * get exactly their reason. First thousands of cases in process through
- * runOperation (the code both surfaces run), then a few hundred through the
- * built binary with the SDK's client, where every answer must be a tool
- * result and the server must still serve afterwards.
+ * Bad input at scale, since a model's tool arguments can be anything:
+ * seeded random tool arguments — random JSON with known and unknown fields,
+ * 1,000-level nesting, 1 MB strings, lone surrogates, U+0000, BOM,
+ * direction marks, emoji and combining marks — and a share of valid calls.
+ * Every answer is OK or INVALID_REQUEST with a reason an input can
+ * legitimately earn, never an exception, never a retryable or operator
+ * error; structured cases with one known defect must get exactly their
+ * reason. First thousands of cases in process through runOperation (the
+ * code both surfaces run), then a few hundred through the built binary with
+ * the SDK's client, where every answer must be a tool result and the server
+ * must still serve afterwards.
  *
  * Legitimate for an input alone: MALFORMED_INPUT for anything malformed
  * (wrong shape or type, unknown field, null, a path not absolute or over

@@ -1,8 +1,9 @@
 /**
- * Issue 15, through the binary: who published (--agent, SLIVINGDOC_AGENT,
- * user@host, and the MCP client under serve), `log`, `show` (its diff
- * compared with C git's), and `export` (C git reads it: log, show, blame,
- * fsck; again incrementally; a shallow boundary after compaction).
+ * Who changed what (docs/history.md), through the binary: who published
+ * (--agent, SLIVINGDOC_AGENT, user@host, and the MCP client under serve),
+ * `log`, `show` (its diff compared with C git's), and `export` (C git reads
+ * it: log, show, blame, fsck; again incrementally; a shallow boundary after
+ * compaction).
  */
 import { afterAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";

@@ -1,10 +1,11 @@
 /**
- * The model-based random test (issue 12): three checkouts of one notebook,
- * random sequences of edit, delete, rename, `rm -rf` of a whole checkout,
- * pull, commit, kill (SIGKILL of a commit or pull at an instant drawn over
- * its measured duration) and `gc --grace 0s`, run with the built binary on
- * the embedded store and on S3 (Ceph RGW under `npm test`), each step checked
- * against the model of test/support/notebook-model.ts:
+ * The model-based random test, for the sequences no test was written for:
+ * three checkouts of one notebook, random sequences of edit, delete,
+ * rename, `rm -rf` of a whole checkout, pull, commit, kill (SIGKILL of a
+ * commit or pull at an instant drawn over its measured duration) and `gc
+ * --grace 0s`, run with the built binary on the embedded store and on S3
+ * (Ceph RGW under `npm test`), each step checked against the model of
+ * test/support/notebook-model.ts:
  *
  * - every completed call answers what the model says (exit code, generation),
  *   leaves the checkout's visible files exactly as the model says (so no

@@ -1,12 +1,13 @@
 /**
- * Secrets (issue 6): credentials, AWS access key ids (AKIA…, ASIA…), secret
- * keys, session tokens, pack keys, probe keys, 40- and 64-hex ids and URL
- * user information are injected into failures — as the messages, names and
- * causes of store errors from a faulty wrapper around the real SQLite store,
- * as an exception from inside the engine, and as the content of an invalid
- * manifest — and none may reach a result's structured object or its text
- * item; credentials and access key ids may not reach a log line either
- * (logs may name store keys and local paths, which the operator needs).
+ * Secrets, which no result may carry: credentials, AWS access key ids
+ * (AKIA…, ASIA…), secret keys, session tokens, pack keys, probe keys, 40-
+ * and 64-hex ids and URL user information are injected into failures — as
+ * the messages, names and causes of store errors from a faulty wrapper
+ * around the real SQLite store, as an exception from inside the engine, and
+ * as the content of an invalid manifest — and none may reach a result's
+ * structured object or its text item; credentials and access key ids may
+ * not reach a log line either (logs may name store keys and local paths,
+ * which the operator needs).
  *
  * Then through the built binary on a real S3 server (Ceph RGW under
  * `npm test`): a refused start with wrong, recognisable credentials prints

@@ -1,6 +1,6 @@
 /**
  * How `serve` ends, through the built binary and real signals: SIGTERM and
- * SIGINT finish the call in flight, write what the process kept in memory,
+ * SIGINT finish the call in flight, write out the process memory,
  * log "server stopped" and exit 0; the session directory of a server
  * started without --workspace-root goes away with its private state only
  * when nothing unpublished can be in it.
@@ -94,7 +94,7 @@ describe("a stop signal", () => {
     expect(messagesOf(s).at(-1)).toBe("server stopped");
   });
 
-  test("what the process kept in memory is written before it exits", async () => {
+  test("the process memory is written out before it exits", async () => {
     const env = envFor("kept");
     seed(env, 3);
     const s = serve(env);

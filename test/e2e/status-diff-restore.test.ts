@@ -1,9 +1,9 @@
 /**
- * `slivingdoc status`, `diff` and `restore` through the binary (issue 15,
- * items 4 and 5): what a commit would publish, C git's own diff of the same
- * files as the judge of the patch, the behind count and its absence when
- * the store is out of reach, nothing written by the readers, and restore's
- * refusals.
+ * `slivingdoc status`, `diff` and `restore` through the binary, the steps
+ * of undoing a mistake (docs/history.md): what a commit would publish, C
+ * git's own diff of the same files as the judge of the patch, the behind
+ * count and its absence when the store is out of reach, nothing written by
+ * the readers, and restore's refusals.
  */
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";

@@ -1,12 +1,13 @@
 /**
- * The torture run (issue 6) on a real S3 server (Ceph RGW under `npm test`):
- * 8 processes, 25 commits each, 200 in all, on one notebook. Half of the
- * workers run behind the fault-injecting store with a seeded PRNG: about
- * 10% of their reads and conditional writes fail before taking effect, are
- * dropped, land with the answer lost, lose the race, answer 500 or stall.
- * Every commit appends a unique line `wI cJ` to one of three shared files
- * (which every worker appends to, so conflicts are the rule) and to the
- * worker's own file; conflicts are resolved by keeping both sides.
+ * The torture run, faults and contention at once, on a real S3 server (Ceph
+ * RGW under `npm test`): 8 processes, 25 commits each, 200 in all, on one
+ * notebook. Half of the workers run behind the fault-injecting store with a
+ * seeded PRNG: about 10% of their reads and conditional writes fail before
+ * taking effect, are dropped, land with the answer lost, lose the race,
+ * answer 500 or stall. Every commit appends a unique line `wI cJ` to one of
+ * three shared files (which every worker appends to, so conflicts are the
+ * rule) and to the worker's own file; conflicts are resolved by keeping
+ * both sides.
  *
  * At the end: every acknowledged commit's line is in the accepted state (a
  * fresh checkout pulled without faults), no unpublished line ever vanished

@@ -1,10 +1,10 @@
 /**
- * The fault kinds added to test/support/faulty-store.ts for issue 6 do what
- * their names say on the real embedded store — so that a test built on them
- * (the torture run, the secrets test, crash and integrity tests) injects the
- * failure it means to: delay, answer-500, answer-409 and corrupt-read, plus
- * custom messages and causes. The engine's answer to a corrupted read is
- * checked too: the store is not trusted, nothing is materialised.
+ * The fault kinds of test/support/faulty-store.ts do what their names say
+ * on the real embedded store — so that a test built on them (the torture
+ * run, the secrets test, crash and integrity tests) injects the failure it
+ * means to: delay, answer-500, answer-409 and corrupt-read, plus custom
+ * messages and causes. The engine's answer to a corrupted read is checked
+ * too: the store is not trusted, nothing is materialised.
  */
 import { afterEach, expect, test } from "bun:test";
 import { commit } from "../../src/engine/commit.ts";

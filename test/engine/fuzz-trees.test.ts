@@ -1,10 +1,11 @@
 /**
- * Fuzz of notebook trees (issue 6): seeded random trees in checkout A —
- * Unicode and odd names (spaces, emoji, NFC next to NFD, leading dots,
- * names of exactly 255 bytes, deep paths), empty files, CRLF and lone CR,
- * a BOM, 100 KB lines, no final newline — committed from A and pulled into
- * B, over several rounds of edits, deletions, renames and file/directory
- * swaps in both checkouts. Every valid file must round-trip byte for byte.
+ * Fuzz of notebook trees, since hand-picked cases miss the odd names and
+ * bytes users meet: seeded random trees in checkout A — Unicode and odd
+ * names (spaces, emoji, NFC next to NFD, leading dots, names of exactly 255
+ * bytes, deep paths), empty files, CRLF and lone CR, a BOM, 100 KB lines,
+ * no final newline — committed from A and pulled into B, over several
+ * rounds of edits, deletions, renames and file/directory swaps in both
+ * checkouts. Every valid file must round-trip byte for byte.
  *
  * Most rounds also plant entries the notebook must refuse — binaries,
  * invalid UTF-8, symlinks, FIFOs, `.git` directories and files, names that

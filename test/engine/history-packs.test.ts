@@ -1,9 +1,10 @@
 /**
- * History kept by time (issue 15, item 7): commits that leave compaction's
- * base go into history packs, listed in the manifest's `history` (format 2),
- * which pulls never download and the history commands do; a history pack
- * past the period is dropped from the list, oldest first; a period of 0
- * keeps only the base's commits and lists no history packs, as before.
+ * History kept by time, so that pulls do not pay for it: commits that leave
+ * compaction's base go into history packs, listed in the manifest's
+ * `history` (format 2), which pulls never download and the history commands
+ * do; a history pack past the period is dropped from the list, oldest
+ * first; a period of 0 keeps only the base's commits and lists no history
+ * packs, as before.
  */
 import { afterEach, expect, test } from "bun:test";
 import { commit } from "../../src/engine/commit.ts";

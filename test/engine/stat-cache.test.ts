@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { blobId } from "../../src/engine/git/objects.ts";
 import { CheckoutState } from "../../src/engine/checkout/state.ts";
 import { commit } from "../../src/engine/commit.ts";
-import { type EngineDeps, flushKeptState } from "../../src/engine/engine.ts";
+import { type EngineDeps, flushProcessMemory } from "../../src/engine/engine.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { FileStamp } from "../../src/engine/checkout/scan.ts";
 import { StatCache } from "../../src/engine/checkout/stat-cache.ts";
@@ -109,7 +109,7 @@ test("files a pull wrote are not stored again by the next scan, and their edits 
   expect(r.files).toEqual([{ path: "n7.md", insertions: 1, deletions: 1 }]);
 });
 
-test("the copy a process keeps is used only while the file on disk is the one it came from", async () => {
+test("the copy in the process memory is used only while the file on disk is the one it came from", async () => {
   world = makeWorld();
   const a = world.checkout("a");
   await pull(world.deps(), a);
@@ -125,7 +125,7 @@ test("the copy a process keeps is used only while the file on disk is the one it
     const loaded = state.loadStatCache();
     expect(loaded.recorded("f.md")).toBeNull();
     expect(loaded.recorded("g.md")).toBe("b".repeat(40));
-    // A caller's changes to what it loaded never reach the kept copy.
+    // A caller's changes to what it loaded never reach the remembered copy.
     loaded.recordWrites([{ path: "g.md", after: null, stamp: null, takenMs: 0 }]);
     expect(state.loadStatCache().recorded("g.md")).toBe("b".repeat(40));
   } finally {
@@ -190,7 +190,7 @@ test("a pull that writes a few files keeps them in this process's cache; another
   expect(r.files).toEqual([{ path: "n2.md", insertions: 1, deletions: 1 }]);
 });
 
-test("what a process kept in memory only is written out when it ends (flushKeptState)", async () => {
+test("what only the process memory holds is written out when the process ends (flushProcessMemory)", async () => {
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
@@ -201,18 +201,18 @@ test("what a process kept in memory only is written out when it ends (flushKeptS
   write(a, "n.md", "two\n");
   await commit(world.deps(), a, "two");
   const later = world.deps({ now: () => new Date(Date.now() + 10_000) });
-  await pull(later, b); // one file written: kept in memory only
+  await pull(later, b); // one file written: in the process memory only
   const state = await openState(later, b);
   state.release();
   const file = join(state.stateDir, "stat-cache.json");
   const st = lstatSync(join(b, "n.md"));
   const stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
   expect(StatCache.load(file).known("n.md", stamp)).toBeNull();
-  flushKeptState(world.memory);
+  flushProcessMemory(world.memory);
   expect(StatCache.load(file).known("n.md", stamp)).not.toBeNull();
 });
 
-test("a process keeps the caches of 16 checkouts; the least recent beyond are written out first", async () => {
+test("the process memory holds the caches of 16 checkouts; the least recent beyond are written out first", async () => {
   world = makeWorld();
   const w = world.checkout("w");
   await pull(world.deps(), w);
@@ -222,7 +222,7 @@ test("a process keeps the caches of 16 checkouts; the least recent beyond are wr
   for (const r of readers) await pull(world.deps(), r);
   write(w, "n.md", "two\n");
   await commit(world.deps(), w, "two");
-  // Each pull writes one file: kept in memory only, until the 17th pushes the first out.
+  // Each pull writes one file: in the process memory only, until the 17th pushes the first out.
   for (const r of readers) await pull(world.deps(), r);
   const fileOf = async (dir: string) => {
     const state = await openState(world.deps(), dir);

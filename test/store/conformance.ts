@@ -1,8 +1,8 @@
 /**
  * The store conformance suite: every ObjectStore (the embedded SQLite store,
  * S3, test wrappers) must pass it, so the engine can rely on exactly these
- * semantics and nothing else (docs/design.md, The store and the publication
- * protocol).
+ * semantics and nothing else
+ * (docs/decisions/0006-one-pointer-over-immutable-packs.md).
  *
  * `open` returns a store isolated from every other call's keys (a fresh
  * prefix or a fresh file), so suites may share one server.

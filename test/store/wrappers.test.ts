@@ -1,8 +1,8 @@
 /**
  * The wrappers put around a store pass the same conformance suite as the
- * stores themselves (docs/design.md, The store and the publication
- * protocol): the fault injector with no fault armed (test/support/
- * faulty-store.ts), and the store opened on first use that `serve` and the
+ * stores themselves (docs/decisions/0006-one-pointer-over-immutable-packs.md):
+ * the fault injector with no fault armed (test/support/faulty-store.ts),
+ * and the store opened on first use that `serve` and the
  * CLI get for a trusted S3 store (src/surfaces/deferred-store.ts) — both
  * around the embedded store, and around each other.
  */

@@ -16,7 +16,7 @@ export interface World {
   storeFile: string;
   privateRoot: string;
   store: ObjectStore;
-  /** What the world's one "process" keeps between calls: every deps() shares it. */
+  /** The process memory of the world's one "process": every deps() shares it. */
   memory: ProcessMemory;
   deps(overrides?: Partial<EngineDeps>): EngineDeps;
   checkout(name: string): string;

@@ -1,8 +1,8 @@
 /**
  * Whether a checkout may be thrown away, and throwing it away: for `serve`'s
- * session directory, made fresh for each server (docs/design.md, Roots and
- * checkouts), which would otherwise pile up, with its private state, for
- * every server ever started.
+ * session directory, made fresh for each server
+ * (docs/decisions/0004-checkouts-and-the-private-root.md), which would
+ * otherwise pile up, with its private state, for every server ever started.
  *
  * A checkout may go only when nothing unpublished can be in it: its visible
  * directory is empty, and either it was never pulled or its baseline has no

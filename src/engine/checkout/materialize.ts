@@ -286,8 +286,8 @@ function lstatOrNull(file: string): Stats | null {
 }
 
 function removeEmptyParents(root: string, path: string): void {
-  // Directories exist only through their files (docs/design.md, The notebook
-  // contract).
+  // Directories exist only through their files
+  // (docs/decisions/0005-the-notebook-contract.md).
   for (let dir = dirname(path); dir !== "." && dir !== ""; dir = dirname(dir)) {
     try {
       rmdirSync(join(root, dir));

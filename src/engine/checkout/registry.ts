@@ -8,8 +8,9 @@
  *                                   store and the identity of its directory
  *
  * so that the same directory, pulled or committed again at any path, takes
- * its state over (adoptSetAside): its unpublished edits, deletions included,
- * stay local edits, and its journal and recorded publication come with it.
+ * its state over (takeOverSetAside): its unpublished edits, deletions
+ * included, stay local edits, and its journal and recorded publication come
+ * with it.
  * Set-aside states are bounded (SET_ASIDE, pruneSetAside). A directory whose
  * identity has no birth time gets none set aside: another directory made
  * later may be given the same device and inode, and would take over a
@@ -23,7 +24,7 @@ import { readJson, writeAtomic } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./lock.ts";
 import { directoryIdentity, isUnique } from "./directory-identity.ts";
 import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
-import { fileIdentity } from "../memory/kept.ts";
+import { fileIdentity } from "../memory/file-identity.ts";
 
 /** How many set-aside states are kept, and for how long: the newest, none older. */
 const SET_ASIDE = { count: 16, maxAgeMs: 30 * 24 * 3600 * 1000 } as const;
@@ -36,8 +37,8 @@ const SET_ASIDE = { count: 16, maxAgeMs: 30 * 24 * 3600 * 1000 } as const;
  */
 const MOVED = ["git", "journal.done", "journal.json", "state.json"] as const;
 
-/** Inside a state directory: a set-aside state being taken over (adoptSetAside). */
-const ADOPTING = "adopting";
+/** Inside a state directory: a set-aside state being taken over (takeOverSetAside). */
+const TAKING_OVER = "adopting";
 
 export function checkoutId(storeId: string, dir: string): string {
   return createHash("sha256").update(`${storeId}\0${dir}`).digest("hex").slice(0, 32);
@@ -53,7 +54,7 @@ function setAsideDir(privateRoot: string, storeId: string, directory: string): s
 }
 
 /**
- * What a process keeps of the registered checkouts (process-memory.ts): the
+ * The process memory of the registered checkouts (process-memory.ts): the
  * checkout directory, store and directory identity each state file named
  * when last parsed, with the file's identity then, by state file.
  */
@@ -231,7 +232,7 @@ function pruneSetAside(privateRoot: string, nowMs: number): void {
 
 /** Whether a state set aside for `directory` waits, or one was being taken over into `stateDir` when a call was killed. */
 export function hasSetAside(privateRoot: string, storeId: string, stateDir: string, directory: string): boolean {
-  if (exists(join(stateDir, ADOPTING))) return true;
+  if (exists(join(stateDir, TAKING_OVER))) return true;
   return isUnique(directory) && exists(join(setAsideDir(privateRoot, storeId, directory), "state.json"));
 }
 
@@ -239,9 +240,9 @@ export function hasSetAside(privateRoot: string, storeId: string, stateDir: stri
  * Take over, into `stateDir` (whose lock the caller holds, and which holds
  * no state it can use), the state set aside for `directory`, now at the
  * real path `dir`. Claimed by one rename, so of two calls one takes it;
- * then moved in by finishAdoption. Returns whether there was one.
+ * then moved in by finishTakeover. Returns whether there was one.
  */
-export function adoptSetAside(privateRoot: string, stateDir: string, storeId: string, directory: string, dir: string): boolean {
+export function takeOverSetAside(privateRoot: string, stateDir: string, storeId: string, directory: string, dir: string): boolean {
   if (!isUnique(directory)) return false;
   const source = setAsideDir(privateRoot, storeId, directory);
   // One whose state file is not there yet is still being set aside (setAsideHeld).
@@ -249,11 +250,11 @@ export function adoptSetAside(privateRoot: string, stateDir: string, storeId: st
   // What is here is unusable (damaged, or a journal without its state): none of it may mix with what comes.
   for (const name of MOVED) rmSync(join(stateDir, name), { recursive: true, force: true });
   try {
-    renameSync(source, join(stateDir, ADOPTING));
+    renameSync(source, join(stateDir, TAKING_OVER));
   } catch {
     return false; // another call took it
   }
-  finishAdoption(stateDir, dir);
+  finishTakeover(stateDir, dir);
   return true;
 }
 
@@ -263,8 +264,8 @@ export function adoptSetAside(privateRoot: string, stateDir: string, storeId: st
  * kill part-way is finished by the next. A state file that does not read
  * (it did when it was claimed) is left behind, and its journal with it.
  */
-export function finishAdoption(stateDir: string, dir: string): void {
-  const claimed = join(stateDir, ADOPTING);
+export function finishTakeover(stateDir: string, dir: string): void {
+  const claimed = join(stateDir, TAKING_OVER);
   if (!exists(claimed)) return;
   rmSync(join(stateDir, "stat-cache.json"), { force: true });
   let state;

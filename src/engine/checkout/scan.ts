@@ -1,9 +1,9 @@
 /**
  * The scan: read the visible directory into a notebook tree and enforce the
- * notebook contract (docs/design.md, The notebook contract) — regular files
- * of valid UTF-8 without U+0000, under valid UTF-8 names without a `.git`
- * segment. Every violation is collected so the caller learns all offending
- * files at once.
+ * notebook contract (docs/decisions/0005-the-notebook-contract.md) — regular
+ * files of valid UTF-8 without U+0000, under valid UTF-8 names without a
+ * `.git` segment. Every violation is collected so the caller learns all
+ * offending files at once.
  *
  * Nothing is skipped silently: an entry that cannot be stat'ed, read or
  * listed (no permission, or an absolute path longer than the file system

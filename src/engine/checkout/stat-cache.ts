@@ -78,7 +78,7 @@ export class StatCache {
     }
   }
 
-  /** An independent copy: the in-memory copy a process keeps must not see a caller's changes. */
+  /** An independent copy: the copy in the process memory must not see a caller's changes. */
   clone(): StatCache {
     return new StatCache(new Map(this.entries));
   }

@@ -23,11 +23,12 @@ const BaselineSchema = z
   .strict();
 
 /**
- * A commit's publication between its conditional write and the baseline
- * move: recorded before the write, so the next call on the checkout can
+ * The publication record (state.json's `publishing`): a commit's
+ * publication between its conditional write and the baseline move,
+ * recorded before the write, so the next call on the checkout can
  * learn whether it landed (publication.ts) when this one dies in between.
  */
-const PublicationSchema = z
+const PublicationRecordSchema = z
   .object({
     /** The manifest's publication id, and the pack the commit uploaded. */
     publication: z.string(),
@@ -58,7 +59,7 @@ export const StateSchema = z
     /** The identity of the directory this state was made for (absent in states written before it was recorded). */
     directory: z.string().optional(),
     baseline: BaselineSchema,
-    publishing: PublicationSchema.optional(),
+    publishing: PublicationRecordSchema.optional(),
   })
   .strict();
 
@@ -102,4 +103,4 @@ export type Baseline = z.infer<typeof BaselineSchema>;
 export type ProgressStep = z.infer<typeof ProgressStepSchema>;
 export type CheckoutStateFile = z.infer<typeof StateSchema>;
 export type Journal = z.infer<typeof JournalSchema>;
-export type Publication = z.infer<typeof PublicationSchema>;
+export type PublicationRecord = z.infer<typeof PublicationRecordSchema>;

@@ -1,6 +1,6 @@
 /**
- * Private state of one checkout, under the private root (docs/design.md,
- * Roots and checkouts):
+ * Private state of one checkout, under the private root
+ * (docs/decisions/0004-checkouts-and-the-private-root.md):
  *
  *   <privateRoot>/checkouts/<id>/state.json   the baseline: accepted commit, tree, generation; the
  *                                              directory it belongs to; a publication in flight
@@ -37,7 +37,7 @@ import type { z } from "zod";
 import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./lock.ts";
-import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./registry.ts";
+import { checkoutStateDir, finishTakeover, setAsideHeld, takeOverSetAside } from "./registry.ts";
 import { directoryIdentity } from "./directory-identity.ts";
 import { diskFullBeforeChange, isDiskFull } from "./disk-full.ts";
 import {
@@ -47,17 +47,17 @@ import {
   JournalSchema,
   type ProgressStep,
   ProgressStepSchema,
-  type Publication,
+  type PublicationRecord,
   ScratchRecordSchema,
   SettledRecordSchema,
   StateSchema,
 } from "./state-files.ts";
 import { ObjectCache } from "../git/object-cache.ts";
-import type { KeptStatCaches } from "./kept-stat-caches.ts";
-import type { KeptObjects } from "../git/kept-objects.ts";
+import type { StatCacheMemory } from "./stat-cache-memory.ts";
+import type { ObjectMemory } from "../git/object-memory.ts";
 import type { StatCache } from "./stat-cache.ts";
 
-export type { Baseline, Journal, ProcessIdentity, ProgressStep, Publication };
+export type { Baseline, Journal, ProcessIdentity, ProgressStep, PublicationRecord };
 
 /** Appending to the journal's progress (CheckoutState.openJournalProgress). */
 export interface JournalProgressLog {
@@ -86,8 +86,8 @@ export interface CheckoutStateOptions {
   self: ProcessIdentity;
   /** How long to wait for another operation on the same checkout. */
   lockTimeoutMs?: number;
-  /** What this process keeps between calls. */
-  memory: { objects: KeptObjects; statCaches: KeptStatCaches };
+  /** The process memory, shared by this process's calls. */
+  memory: { objects: ObjectMemory; statCaches: StatCacheMemory };
 }
 
 /** The private state could not be opened: LOCAL_STATE, saying so when the disk is full (disk-full.ts). */
@@ -151,7 +151,7 @@ export interface SettledState {
   /** The state there was another directory's (removed and made again, another volume): it was set aside. */
   replaced: boolean;
   /** The state set aside for this directory was taken over: it was moved here, or came back. */
-  adopted: boolean;
+  takenOver: boolean;
   /** The state, or its journal, is damaged: it counts as lost, and stays until a pull drops it (CheckoutState.forgetDamaged). */
   damage: Damage | null;
 }
@@ -166,7 +166,7 @@ export interface SettledState {
  * kept, and a pull merges them against nothing.
  */
 export function settleState(at: StateLocation): SettledState {
-  finishAdoption(at.stateDir, at.dir);
+  finishTakeover(at.stateDir, at.dir);
   let own = readStateFile(at.stateDir, at.dir, at.storeId);
   let replaced = false;
   const recorded = own.state?.directory;
@@ -179,14 +179,14 @@ export function settleState(at: StateLocation): SettledState {
     own = { state: null, damage: null };
     replaced = true;
   }
-  const adopted = own.state === null && adoptSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
-  if (adopted) {
+  const takenOver = own.state === null && takeOverSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
+  if (takenOver) {
     own = readStateFile(at.stateDir, at.dir, at.storeId);
     replaced = false;
   }
   const journal = readStateJson(join(at.stateDir, "journal.json"), JournalSchema);
   if ("damage" in journal) own = { state: null, damage: journal.damage };
-  return { state: own.state, replaced, adopted, damage: own.damage };
+  return { state: own.state, replaced, takenOver, damage: own.damage };
 }
 
 /** The state changed under this call's lock (someone else wrote it): the next call judges it afresh. */
@@ -207,7 +207,7 @@ export class CheckoutState {
     readonly git: ObjectCache,
     private readonly lock: HeldLock,
     private readonly directory: string,
-    private readonly keptStatCaches: KeptStatCaches,
+    private readonly statCacheMemory: StatCacheMemory,
   ) {}
 
   static async open(options: CheckoutStateOptions): Promise<CheckoutState> {
@@ -233,8 +233,8 @@ export class CheckoutState {
     try {
       directory = directoryIdentity(options.dir);
       const settled = settleState({ privateRoot: options.privateRoot, storeId: options.storeId, dir: options.dir, stateDir, directory });
-      // The stat cache went with a state set aside or taken over: what this process kept of it is another directory's.
-      if (settled.replaced || settled.adopted) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));
+      // The stat cache went with a state set aside or taken over: what this process remembers of it is another directory's.
+      if (settled.replaced || settled.takenOver) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
       const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
@@ -257,7 +257,7 @@ export class CheckoutState {
   forgetDamaged(): void {
     this.checkLock();
     for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
-    this.keptStatCaches.forget(join(this.stateDir, STAT_CACHE_FILE));
+    this.statCacheMemory.forget(join(this.stateDir, STAT_CACHE_FILE));
     this.damage = null;
   }
 
@@ -288,12 +288,12 @@ export class CheckoutState {
    * whether it landed, should this process die before the baseline moves.
    * Durable before the write is sent, like every state file.
    */
-  recordPublication(baseline: Baseline, publishing: Publication): void {
+  recordPublication(baseline: Baseline, publishing: PublicationRecord): void {
     this.writeState({ version: 1, checkout: this.dir, store: this.storeId, directory: this.directory, baseline, publishing });
   }
 
   /** A publication recorded by a call that did not live to move the baseline; null when none. */
-  readPublication(): Publication | null {
+  readPublication(): PublicationRecord | null {
     return this.readState()?.publishing ?? null;
   }
 
@@ -380,16 +380,16 @@ export class CheckoutState {
 
   /** The stat cache of the visible files (stat-cache.ts); empty when absent or unreadable. */
   loadStatCache(): StatCache {
-    return this.keptStatCaches.load(this.statCacheFile);
+    return this.statCacheMemory.load(this.statCacheFile);
   }
 
-  /** Keep `cache` for this process's next calls; written when the process ends (KeptStatCaches.keepUnsaved). */
-  keepStatCache(cache: StatCache): void {
-    this.keptStatCaches.keepUnsaved(this.statCacheFile, cache);
+  /** Remember `cache` for this process's next calls; written when the process ends (StatCacheMemory.rememberUnsaved). */
+  rememberStatCache(cache: StatCache): void {
+    this.statCacheMemory.rememberUnsaved(this.statCacheFile, cache);
   }
 
   saveStatCache(cache: StatCache): void {
-    this.keptStatCaches.save(this.statCacheFile, cache);
+    this.statCacheMemory.save(this.statCacheFile, cache);
   }
 
   release(): void {

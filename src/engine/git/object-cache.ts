@@ -26,7 +26,7 @@ import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
 import { randomHex } from "../../contract/random-hex.ts";
-import type { KeptObjects, SharedReader } from "./kept-objects.ts";
+import type { ObjectMemory, SharedReader } from "./object-memory.ts";
 import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
 import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, sha1Hex, type TreeEntry, wrapObject } from "./objects.ts";
 import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
@@ -45,16 +45,16 @@ export class ObjectCache {
 
   private constructor(
     readonly gitdir: string,
-    private readonly kept: KeptObjects,
+    private readonly memory: ObjectMemory,
     private readonly onDamage: () => void,
   ) {}
 
   /**
-   * `kept` is what the process keeps of its object caches between calls
+   * `memory` is the process memory of its object caches, shared by its calls
    * (ProcessMemory.objects); `onDamage` runs whenever an object the cache
    * should hold is missing or unreadable.
    */
-  static async open(gitdir: string, kept: KeptObjects, onDamage: () => void = () => {}): Promise<ObjectCache> {
+  static async open(gitdir: string, memory: ObjectMemory, onDamage: () => void = () => {}): Promise<ObjectCache> {
     // Synchronous: every call opens the cache, and Bun's promise-based
     // recursive mkdir cost more than the rest of a warm pull's set-up.
     fs.mkdirSync(join(gitdir, "objects", "pack"), { recursive: true });
@@ -64,7 +64,7 @@ export class ObjectCache {
       await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
       await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
     }
-    return new ObjectCache(gitdir, kept, onDamage);
+    return new ObjectCache(gitdir, memory, onDamage);
   }
 
   /**
@@ -108,10 +108,11 @@ export class ObjectCache {
   }
 
   /**
-   * Build the git trees of a flat notebook tree, bottom-up (kept in memory
-   * until packed). With `base` (a tree read or built before), a directory
-   * in which no path differs from it keeps its tree id and is not built
-   * again: a commit of one file rebuilds only the directories on its path.
+   * Build the git trees of a flat notebook tree, bottom-up (in this call's
+   * memory until packed). With `base` (a tree read or built before), a
+   * directory in which no path differs from it keeps its tree id and is not
+   * built again: a commit of one file rebuilds only the directories on its
+   * path.
    */
   async writeFlatTree(files: FlatTree, base?: ReadTree): Promise<BuiltTree> {
     interface Dir {
@@ -166,7 +167,7 @@ export class ObjectCache {
       return oid;
     };
     const tree = build(root);
-    this.kept.trees.set(`${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), dirs: new Map(dirs), files: new Map(files) });
+    this.memory.trees.set(`${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), dirs: new Map(dirs), files: new Map(files) });
     return { tree, trees, dirs };
   }
 
@@ -206,8 +207,8 @@ export class ObjectCache {
    */
   private reader(): PackReader {
     if (this.shared === null || this.stale) {
-      this.shared ??= this.kept.acquireReader(this.gitdir);
-      // Packs rewritten or removed: trees kept from them may no longer be readable here.
+      this.shared ??= this.memory.acquireReader(this.gitdir);
+      // Packs rewritten or removed: trees remembered from them may no longer be readable here.
       if (this.shared.reader.refresh()) this.forgetTrees();
     } else if (this.packAdded) {
       this.shared.reader.refresh(false);
@@ -223,12 +224,12 @@ export class ObjectCache {
   }
 
   private forgetTrees(): void {
-    this.kept.forgetTrees(this.gitdir);
+    this.memory.forgetTrees(this.gitdir);
   }
 
   /** End of the call: the process's reader stays open for the next one (up to a bound). */
   close(): void {
-    if (this.shared) this.kept.releaseReader(this.shared);
+    if (this.shared) this.memory.releaseReader(this.shared);
     this.shared = null;
   }
 
@@ -329,10 +330,10 @@ export class ObjectCache {
   async commitTree(commit: string): Promise<string> {
     this.reader(); // catches up with the packs first, forgetting trees they no longer vouch for
     const key = `${this.gitdir}\0${commit}`;
-    const kept = this.kept.commits.get(key);
-    if (kept !== undefined) return kept;
+    const remembered = this.memory.commits.get(key);
+    if (remembered !== undefined) return remembered;
     const { tree } = await this.readCommit(commit);
-    this.kept.commits.set(key, tree);
+    this.memory.commits.set(key, tree);
     return tree;
   }
 
@@ -364,13 +365,13 @@ export class ObjectCache {
   async readFlatTree(tree: string): Promise<ReadTree> {
     this.reader(); // as in commitTree
     const key = `${this.gitdir}\0${tree}`;
-    const kept = this.kept.trees.get(key);
-    if (kept) {
-      this.kept.trees.set(key, kept);
-      return copyOf(kept);
+    const remembered = this.memory.trees.get(key);
+    if (remembered) {
+      this.memory.trees.set(key, remembered);
+      return copyOf(remembered);
     }
     const read = await this.readFlatTreeObjects(tree);
-    this.kept.trees.set(key, copyOf(read));
+    this.memory.trees.set(key, copyOf(read));
     return read;
   }
 

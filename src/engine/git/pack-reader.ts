@@ -12,7 +12,7 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
-import { fileIdentity } from "../memory/kept.ts";
+import { fileIdentity } from "../memory/file-identity.ts";
 import { unwrapObject } from "./objects.ts";
 import { entryHeader, parsePackIndex } from "./pack.ts";
 

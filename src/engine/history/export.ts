@@ -38,7 +38,7 @@ import { registeredCheckouts } from "../checkout/registry.ts";
 import { MissingObjectError } from "../git/objects.ts";
 import { indexUndeltifiedPack, parsePackIndex, writePack } from "../git/pack.ts";
 import { walkTree } from "../git/walk.ts";
-import type { KeptObjects } from "../git/kept-objects.ts";
+import type { ObjectMemory } from "../git/object-memory.ts";
 import type { RegistryMemory } from "../checkout/registry.ts";
 import type { History } from "./read.ts";
 
@@ -59,7 +59,7 @@ export interface ExportResult {
 
 export interface ExportDeps {
   privateRoot: string;
-  memory: { objects: KeptObjects } & RegistryMemory;
+  memory: { objects: ObjectMemory } & RegistryMemory;
   /** Progress of long work, for a terminal (objects done of total). */
   progress?: (what: string, done: number, total: number) => void;
 }

@@ -1,5 +1,6 @@
 /**
- * Reading the retained history of a notebook (issue 15): the publications
+ * Reading the retained history of a notebook, for the commands that show
+ * who changed what and undo a mistake (docs/history.md): the publications
  * the store still holds, newest first, and the flat tree of any of them.
  *
  * History needs no checkout: it is read into a private object cache of its
@@ -23,7 +24,7 @@ import { fetchPacks, PackMissing, readManifest } from "../publish/accepted-state
 import { type FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { MissingObjectError } from "../git/objects.ts";
 import { type Manifest, type PackDescriptor } from "../publish/manifest.ts";
-import type { KeptObjects } from "../git/kept-objects.ts";
+import type { ObjectMemory } from "../git/object-memory.ts";
 
 /** One retained publication, as its commit records it. */
 export interface Publication {
@@ -34,7 +35,7 @@ export interface Publication {
   parent: string | null;
   /** When it was published: the commit's author time, ISO 8601 in UTC, whole seconds. */
   time: string;
-  /** Who published it: the commit author's name (issue 15, item 1); "slivingdoc" before identities were recorded. */
+  /** Who published it: the commit author's name, the agent (contract/agent.ts); "slivingdoc" before identities were recorded. */
   agent: string;
   /** The commit message, byte for byte. */
   message: string;
@@ -62,7 +63,7 @@ export interface HistoryDeps {
   /** The store's identity (EngineDeps.storeId): which history cache to use. */
   storeId: string;
   privateRoot: string;
-  memory: { objects: KeptObjects };
+  memory: { objects: ObjectMemory };
 }
 
 /** The packs of a manifest that hold history: every listed pack, the pull's and the history's. */

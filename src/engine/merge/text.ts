@@ -1,8 +1,8 @@
 /**
  * Bytes ⇄ text for notebook files. The decoder is fatal (invalid UTF-8 is
  * refused, never replaced) and keeps a BOM, so a decode/encode round trip is
- * exact for every file the notebook accepts (docs/design.md, The notebook
- * contract).
+ * exact for every file the notebook accepts
+ * (docs/decisions/0005-the-notebook-contract.md).
  */
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();

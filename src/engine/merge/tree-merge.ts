@@ -1,9 +1,9 @@
 /**
- * The three-tree merge (docs/design.md, Merging) of its three sides: the
- * baseline (the checkout's), local (the visible files) and accepted (the
- * accepted state). Paths changed on
- * one side take that side; paths changed on both are merged line by line
- * exactly as `git merge-file` would (xdiff/), with git's markers.
+ * The three-tree merge (docs/decisions/0014-merging-as-git-merge-file.md) of
+ * its three sides: the baseline (the checkout's), local (the visible files)
+ * and accepted (the accepted state). Paths changed on one side take that
+ * side; paths changed on both are merged line by line exactly as
+ * `git merge-file` would (xdiff/), with git's markers.
  *
  * A file that one side deleted and the other changed is merged as text
  * against an empty side, so the conflict block shows the surviving lines

@@ -9,7 +9,7 @@ import { type ObjectStore, StoreError } from "../../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { BadPackError, MissingObjectError } from "../git/objects.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
-import type { RecentMap } from "../memory/kept.ts";
+import type { RecentMap } from "../memory/recent-map.ts";
 
 export interface AcceptedState {
   /** null when the store holds no notebook yet (generation 0). */
@@ -64,19 +64,19 @@ export async function rewriteCurrent(
 
 /*
  * The accepted state this process last saw of each store (read, or
- * published by its own commit), with the ETag of `current` then, is kept in
- * ProcessMemory.acceptedStates: a commit from a checkout still at that state
- * can build on it and publish with `If-Match` on that ETag without reading
- * `current` first — the conditional write itself says whether it is still
- * current (commit.ts).
+ * published by its own commit), with the ETag of `current` then, is in its
+ * process memory (ProcessMemory.acceptedStates): a commit from a checkout
+ * still at that state can build on it and publish with `If-Match` on that
+ * ETag without reading `current` first — the conditional write itself says
+ * whether it is still current (commit.ts).
  */
 
-/** What a process keeps of the accepted state of each store (process-memory.ts), by store identity. */
+/** The process memory of the accepted state of each store (process-memory.ts), by store identity. */
 export interface AcceptedMemory {
   acceptedStates: RecentMap<string, AcceptedState>;
 }
 
-/** A copy whose maps the caller may not change and the kept one cannot. */
+/** A copy whose maps the caller may not change and the remembered one cannot. */
 function copyOf(state: AcceptedState): AcceptedState {
   return { ...state, files: new Map(state.files), trees: new Set(state.trees), dirs: new Map(state.dirs) };
 }

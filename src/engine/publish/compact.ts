@@ -66,15 +66,15 @@ export interface CompactionPolicy {
   periodMs: number;
 }
 
-/** History is kept for 30 days by default (issue 15, item 7). */
+/** History is kept for 30 days by default (docs/storage-protocol.md, "How much history is kept"). */
 export const DEFAULT_HISTORY_PERIOD_MS = 30 * 86_400_000;
 
 /**
- * History is "recent" (docs/design.md, The store and the publication
- * protocol): the newest 32 commits survive a compaction, so a cold pull's
- * bytes do not grow with the history's length (S5 in docs/performance.md: the
- * whole history of 1,000 small commits made a cold pull 1.35× slower than
- * after one commit; 32 commits, 1.14×).
+ * History is "recent" (docs/decisions/0011-history-kept-by-time.md): the
+ * newest 32 commits survive a compaction, so a cold pull's bytes do not grow
+ * with the history's length (S5 in docs/performance.md: the whole history of
+ * 1,000 small commits made a cold pull 1.35× slower than after one commit; 32
+ * commits, 1.14×).
  */
 export const DEFAULT_COMPACTION: CompactionPolicy = { maxPacks: 32, keepRecent: 8, history: 32, periodMs: DEFAULT_HISTORY_PERIOD_MS };
 
@@ -180,13 +180,13 @@ function commitSeconds(object: Uint8Array): number | null {
 }
 
 /**
- * The history pack list of the next manifest (issue 15, item 7): the
- * accepted one without the packs past the period (a prefix: they are oldest
- * first), plus one new pack holding the commits that leave the base now —
- * from `frontier`, the first commit past the base's window, back through
- * the commits the replaced packs hold, as long as they are younger than
- * the period — with every object they reach that the base and the kept
- * packs do not hold.
+ * The history pack list of the next manifest (docs/storage-protocol.md,
+ * "History packs"): the accepted one without the packs past the period (a
+ * prefix: they are oldest first), plus one new pack holding the commits
+ * that leave the base now — from `frontier`, the first commit past the
+ * base's window, back through the commits the replaced packs hold, as long
+ * as they are younger than the period — with every object they reach that
+ * the base and the kept packs do not hold.
  *
  * Why a history pack needs only itself and newer packs: when it is built,
  * every object its commits reach is in it, in the new base or in a kept

@@ -15,9 +15,9 @@
  * remembers: its memory is likely stale, and it is how a winner kept
  * winning.
  */
-import type { RecentMap } from "../memory/kept.ts";
+import type { RecentMap } from "../memory/recent-map.ts";
 
-/** The writers a first loser spreads its wait over, in windows (when it cannot offer its publication: a turn of the embedded store's line). */
+/** The writers a first loser spreads its wait over, in windows (when it cannot offer its publication: a turn of the embedded store's queue). */
 const CROWD = 16;
 /** The highest level. */
 const MAX_LEVEL = 16;
@@ -43,7 +43,7 @@ export interface Contention {
   listing?: Promise<void>;
 }
 
-/** What a process keeps of the races on each store (process-memory.ts), by store identity. */
+/** The process memory of the races on each store (process-memory.ts), by store identity. */
 export interface ContentionMemory {
   contention: RecentMap<string, Contention>;
 }

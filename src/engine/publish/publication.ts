@@ -31,7 +31,7 @@
 import { createHash } from "node:crypto";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { loadAcceptedState, readManifest } from "./accepted-state.ts";
-import type { CheckoutState, Publication } from "../checkout/state.ts";
+import type { CheckoutState, PublicationRecord } from "../checkout/state.ts";
 import { MissingObjectError } from "../git/objects.ts";
 import type { BaselineOverride } from "../checkout/materialize.ts";
 import { withdraw } from "./combine.ts";
@@ -71,7 +71,7 @@ export async function settlePublication(state: CheckoutState, store: ObjectStore
  * (publishedTree reads `pending.head`); the baseline's head is where it
  * landed.
  */
-async function proposalLanded(state: CheckoutState, store: ObjectStore, pending: Publication): Promise<{ landed: Landed; generation: number; head: string | null }> {
+async function proposalLanded(state: CheckoutState, store: ObjectStore, pending: PublicationRecord): Promise<{ landed: Landed; generation: number; head: string | null }> {
   const taken = await withdraw(store, { publication: pending.publication, until: pending.proposal!.until });
   if (taken.landed === null) return { landed: "no", generation: pending.generation, head: null };
   // Too long ago to tell: the safe side, as for a commit beyond the retained history.
@@ -84,7 +84,7 @@ async function proposalLanded(state: CheckoutState, store: ObjectStore, pending:
  * publications one by one, and every commit's parent is the head before it,
  * so the commit at our generation is found by walking back from the head.
  */
-async function publicationLanded(state: CheckoutState, store: ObjectStore, pending: Publication, manifest: Manifest | null): Promise<Landed> {
+async function publicationLanded(state: CheckoutState, store: ObjectStore, pending: PublicationRecord, manifest: Manifest | null): Promise<Landed> {
   if (manifest === null || manifest.generation < pending.generation) return "no";
   if (manifest.publication === pending.publication) return "yes";
   // Every later manifest lists our pack until a compaction folds it in.
@@ -97,7 +97,7 @@ async function publicationLanded(state: CheckoutState, store: ObjectStore, pendi
 }
 
 /** The tree the visible files held when the landed commit scanned them, stored in the cache; null if it cannot be built. */
-async function publishedTree(state: CheckoutState, store: ObjectStore, pending: Publication, overrides: BaselineOverride[]): Promise<string | null> {
+async function publishedTree(state: CheckoutState, store: ObjectStore, pending: PublicationRecord, overrides: BaselineOverride[]): Promise<string | null> {
   const git = state.git;
   // The commit imports its pack only after its write landed: it may have died first.
   if (!git.hasPack(pending.pack.sha256)) {

@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { DomainError } from "../../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../../store/object-store.ts";
-import type { Publication } from "../checkout/state.ts";
+import type { PublicationRecord } from "../checkout/state.ts";
 import type { BuiltTree, FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { type AcceptedState, readManifest } from "./accepted-state.ts";
 import { type Carried, dropProposal } from "./combine.ts";
@@ -34,7 +34,7 @@ export interface Uploaded {
 export interface LostAttempt {
   uploaded: Uploaded;
   /** Its publication record: the publication id it tried to write, its pack, commit and merged-in paths. */
-  record: Publication;
+  record: PublicationRecord;
   /** The tree it published: ours, on top of the proposals it carried, if any. */
   merged: FlatTree;
 }
@@ -84,7 +84,7 @@ export async function writeAttempt(
   // Should this process die once the write is sent, the next call learns
   // from this record whether it landed (publication.ts). A commit whose
   // proposal is posted keeps the proposal's record: it lands as `combined` says.
-  const record: Publication | null =
+  const record: PublicationRecord | null =
     merged === null
       ? null
       : { publication: manifest.publication, pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 }, generation: manifest.generation, head: uploaded.head, merged: mergedIn(p.local, merged) };
@@ -222,9 +222,9 @@ function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; o
 /**
  * One conditional write of `current`: whether our manifest was accepted, with
  * the ETag it left (null when others published since), or else `current` as
- * read back, which the next attempt builds on. When the response
- * is lost or ambiguous, read `current` back and prove the outcome
- * (docs/design.md, What earlier systems got wrong). Every later manifest
+ * read back, which the next attempt builds on. When the response is lost or
+ * ambiguous, read `current` back and prove the outcome
+ * (docs/decisions/0008-unknown-outcomes-are-proved.md). Every later manifest
  * keeps our pack, so its presence proves we landed even after others
  * published.
  */

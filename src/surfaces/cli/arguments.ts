@@ -2,7 +2,8 @@
  * The command line, parsed strictly against the citty definitions
  * (definitions.ts): citty passes unknown flags through, and a silently
  * ignored `--mesage` or `--read-only-path` would be a misplaced or
- * unprotected write (docs/design.md, CLI conventions).
+ * unprotected write
+ * (docs/decisions/0015-the-cli-refuses-what-it-does-not-know.md).
  */
 import type { ArgsDef } from "citty";
 import { DomainError } from "../../contract/errors.ts";

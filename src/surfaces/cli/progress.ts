@@ -1,7 +1,7 @@
 /**
  * Progress of long work (a cold pull of a large notebook) on a terminal only
- * (docs/design.md, CLI conventions): never in --json output, a pipe, or over
- * MCP.
+ * (docs/decisions/0015-the-cli-refuses-what-it-does-not-know.md): never in
+ * --json output, a pipe, or over MCP.
  */
 export function terminalProgress(io: { stderrIsTTY?: boolean; stderr: (text: string) => void }): {
   hooks: { afterWrite?: () => void; progress?: (what: string, done: number, total: number) => void };

@@ -1,7 +1,8 @@
 /**
- * Human output of the CLI, on stderr (docs/design.md, CLI conventions): the
- * outcome in a line, the files, and for errors the tokens with the action in
- * its CLI wording. Every path is quoted and every free text has its control
+ * Human output of the CLI, on stderr
+ * (docs/decisions/0015-the-cli-refuses-what-it-does-not-know.md): the outcome
+ * in a line, the files, and for errors the tokens with the action in its CLI
+ * wording. Every path is quoted and every free text has its control
  * characters escaped (quote.ts): a file name must not drive the terminal.
  */
 import type { ErrorEnvelope, SuccessResult } from "../../contract/results.ts";

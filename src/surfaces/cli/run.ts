@@ -1,9 +1,10 @@
 /**
- * The CLI's dispatch (docs/design.md, Names and entry points; CLI
- * conventions): help and version, `serve`, and every operation of the
- * registry (operations.ts) — parse strictly, start up, run the operation,
- * print its human output on stderr and, with `--json`, its result object
- * on stdout.
+ * The CLI's dispatch
+ * (docs/decisions/0001-two-tools-one-entry-per-operation.md,
+ * docs/decisions/0015-the-cli-refuses-what-it-does-not-know.md): help and
+ * version, `serve`, and every operation of the registry (operations.ts) —
+ * parse strictly, start up, run the operation, print its human output on
+ * stderr and, with `--json`, its result object on stdout.
  */
 import { existsSync } from "node:fs";
 import type { ArgsDef } from "citty";
@@ -163,7 +164,7 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
     await serve({ config, store, version: io.version, log, env: io.env, ...io.protocol() });
   } finally {
     await store.close();
-    // As in execute(): the server's calls kept some state in memory only.
+    // As in execute(): the server's calls left some state in the process memory only.
     flushProcessMemory();
   }
   return EXIT_CODES.OK;
@@ -239,7 +240,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     return exitCodeFor(outcome.envelope.code);
   } finally {
     await store.close();
-    // This process ends here: what the engine kept in memory goes to disk for the next one.
+    // This process ends here: what only its process memory holds goes to disk for the next one.
     flushProcessMemory();
   }
 }

@@ -4,7 +4,7 @@
  * so a host that goes away never leaves it orphaned, and on SIGTERM or
  * SIGINT (`docker stop`, Ctrl-C): it takes no new call, lets the calls in
  * flight finish and answer, and stops as it does when stdin closes — what
- * the process kept in memory written out, "server stopped" logged, exit 0.
+ * the process memory written out, "server stopped" logged, exit 0.
  *
  * Start-up is short because the MCP SDK, the engine and the tools' code are
  * loaded only after a plain `initialize` has been answered (handshake.ts):
@@ -38,8 +38,8 @@ export interface ServeOptions {
 /**
  * Without --workspace-root the server makes a fresh session directory whose
  * `notebook/` is both its notebook directory and its workspace root
- * (docs/design.md, Roots and checkouts); with it, the workspace root is the
- * notebook directory.
+ * (docs/decisions/0004-checkouts-and-the-private-root.md); with it, the
+ * workspace root is the notebook directory.
  */
 function notebookRoot(config: RuntimeConfig, env: Record<string, string | undefined>): { dir: string; session: string | null } {
   if (config.workspaceRoot !== null) {
@@ -59,8 +59,8 @@ const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 /**
  * SIGTERM and SIGINT as a request to stop: `requested` resolves with the
  * first one's name. Without a handler either signal would end the process
- * at once, mid-call, and drop what it keeps for its end. `dispose` removes
- * the handlers once the server has stopped.
+ * at once, mid-call, and drop what its process memory holds for its end.
+ * `dispose` removes the handlers once the server has stopped.
  */
 function stopSignals(log: Log): { requested: Promise<string>; dispose(): void } {
   let resolveRequested!: (signal: string) => void;

@@ -1,17 +1,14 @@
 /**
- * What a process keeps between calls (docs/performance.md, "What a process
- * keeps between calls"): bounded maps in least-recently-used order, and the
- * identity of a file on disk, by which a copy kept of it is known to still
- * be the file's.
+ * Maps bounded to their most recently used entries, the form of the
+ * process memory (docs/performance.md, "The process memory").
  */
-import { statSync } from "node:fs";
 
 /**
  * Put `key` last (most recently used) in `map`, then drop the least recent
  * entries beyond `bound`. `release` is asked before each drop: it does the
  * clean-up and returns false for an entry that must stay (still in use).
  */
-export function keepRecent<K, V>(map: Map<K, V>, key: K, value: V, bound: number, release: (key: K, value: V) => boolean = () => true): void {
+export function setRecent<K, V>(map: Map<K, V>, key: K, value: V, bound: number, release: (key: K, value: V) => boolean = () => true): void {
   map.delete(key);
   map.set(key, value);
   for (const [oldKey, oldValue] of map) {
@@ -20,7 +17,7 @@ export function keepRecent<K, V>(map: Map<K, V>, key: K, value: V, bound: number
   }
 }
 
-/** A map that keeps its `bound` most recently set entries (keepRecent), with `release` asked before each drop. */
+/** A map that keeps its `bound` most recently set entries (setRecent), with `release` asked before each drop. */
 export class RecentMap<K, V> {
   private readonly map = new Map<K, V>();
 
@@ -35,7 +32,7 @@ export class RecentMap<K, V> {
 
   /** Set `key` and make it the most recent. */
   set(key: K, value: V): void {
-    keepRecent(this.map, key, value, this.bound, this.release);
+    setRecent(this.map, key, value, this.bound, this.release);
   }
 
   delete(key: K): void {
@@ -49,18 +46,5 @@ export class RecentMap<K, V> {
 
   entries(): IterableIterator<[K, V]> {
     return this.map.entries();
-  }
-}
-
-/**
- * A file's inode, size and times, or null when it is absent: a file
- * replaced (rename) or written to since changes it.
- */
-export function fileIdentity(file: string): string | null {
-  try {
-    const st = statSync(file);
-    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-  } catch {
-    return null;
   }
 }

@@ -1,12 +1,12 @@
 /**
- * What a process keeps of its object caches between calls (docs/performance.md,
- * "What a process keeps between calls"): one pack reader per cache, and the
- * flat trees and commit trees read or built lately. Git objects never
- * change, so a kept tree stays right for as long as the cache holds its
+ * The process memory of the object caches (docs/performance.md, "The process
+ * memory"): one pack reader per cache, and the flat
+ * trees and commit trees read or built lately. Git objects never change,
+ * so a remembered tree stays right for as long as the cache holds its
  * objects; the object cache forgets a cache's trees whenever its reader
  * starts over or its packs are dropped.
  */
-import { RecentMap } from "../memory/kept.ts";
+import { RecentMap } from "../memory/recent-map.ts";
 import type { ReadTree } from "./trees.ts";
 import { PackReader } from "./pack-reader.ts";
 
@@ -17,7 +17,7 @@ export interface SharedReader {
   users: number;
 }
 
-export class KeptObjects {
+export class ObjectMemory {
   private readonly readers: RecentMap<string, SharedReader>;
   /** By `${gitdir}\0${tree id}`. */
   readonly trees: RecentMap<string, ReadTree>;
@@ -47,7 +47,7 @@ export class KeptObjects {
     if (shared.users === 0 && this.readers.get(shared.gitdir) !== shared) shared.reader.close();
   }
 
-  /** Forget the trees and commits kept of the cache at `gitdir`. */
+  /** Forget the trees and commits remembered of the cache at `gitdir`. */
   forgetTrees(gitdir: string): void {
     const mine = (key: string) => key.startsWith(`${gitdir}\0`);
     this.trees.deleteWhere(mine);
