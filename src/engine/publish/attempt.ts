@@ -86,7 +86,7 @@ export interface AttemptRules {
   retries: number;
   /**
    * Whether the store orders its writers (a turn of the embedded store's
-   * line): no one publishes between our read and our write, so there is
+   * queue): no one publishes between our read and our write, so there is
    * no guess, no proposal and nothing to list.
    */
   ordered: boolean;

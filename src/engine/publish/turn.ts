@@ -1,6 +1,6 @@
 /**
  * A commit's turn where the store orders its writers (the embedded store's
- * line, object-store.ts `queue`), and a turn that is always ours where it
+ * queue, object-store.ts `queue`), and a turn that is always ours where it
  * does not (S3: writers race, and the conditional write decides).
  */
 import type { ObjectStore } from "../../store/object-store.ts";
@@ -23,7 +23,7 @@ export interface Turn {
   store: ObjectStore;
   /**
    * Whether the store ordered this writer (a turn in the embedded store's
-   * line): no one publishes between its read of `current` and its write,
+   * queue): no one publishes between its read of `current` and its write,
    * and that read is local, so a guess saves nothing — and is stale
    * whenever anyone published since this process last looked.
    */
