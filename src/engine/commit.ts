@@ -41,7 +41,14 @@ import { decodeText } from "./merge/text.ts";
 import { mergeTrees, sameTree } from "./merge/tree-merge.ts";
 import { findMarkerBlocks } from "./merge/xdiff/index.ts";
 
-export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
+export interface CommitInput {
+  /** The checkout's directory. */
+  path: string;
+  message: string;
+}
+
+export async function commit(deps: EngineDeps, input: CommitInput): Promise<OperationOutcome> {
+  const { path, message } = input;
   validateMessage(message);
   const checkout = await openCheckout(deps, path, false);
   try {

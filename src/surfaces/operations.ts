@@ -57,7 +57,7 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { pull } = await import("../engine/pull.ts");
       const path = ctx.notebookPath(input.path);
-      return successResult(await pull(ctx.engine(), path), ctx.sets);
+      return successResult(await pull(ctx.engine(), { path }), ctx.sets);
     },
     render: (r) => renderDiffstat(r, PULLED),
   }),
@@ -74,7 +74,7 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("attach", { path: PATH_FIELD }),
     async run(ctx, input) {
       const { attach } = await import("../engine/pull.ts");
-      const { outcome, attached } = await attach(ctx.engine(), ctx.notebookPath(input.path));
+      const { outcome, attached } = await attach(ctx.engine(), { path: ctx.notebookPath(input.path) });
       return { ...successResult(outcome, ctx.sets), attached };
     },
     render(r) {
@@ -112,7 +112,7 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { commit } = await import("../engine/commit.ts");
       const path = ctx.notebookPath(input.path);
-      return successResult(await commit(ctx.engine(), path, input.message), ctx.sets);
+      return successResult(await commit(ctx.engine(), { path, message: input.message }), ctx.sets);
     },
     render: (r) =>
       renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
@@ -141,14 +141,12 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField(), deleteLost: optional(booleanField()) }),
     async run(ctx, input) {
       const { collectGarbage, DEFAULT_GRACE_MS } = await import("../engine/gc.ts");
-      const { privateRoot, storeId, memory } = ctx.engine();
-      const report = await collectGarbage({
-        store: ctx.store,
-        graceMs: input.graceMs ?? DEFAULT_GRACE_MS,
-        dryRun: input.dryRun,
-        local: { privateRoot, storeId, memory },
-        deleteLost: input.deleteLost === true,
-      });
+      const deps = ctx.engine();
+      const { privateRoot, storeId, memory } = deps;
+      const report = await collectGarbage(
+        { ...deps, local: { privateRoot, storeId, memory } },
+        { graceMs: input.graceMs ?? DEFAULT_GRACE_MS, dryRun: input.dryRun, deleteLost: input.deleteLost === true },
+      );
       // Counts, not keys: no S3 key appears in any output (a server's log has them if needed).
       return {
         generation: report.generation,
@@ -183,7 +181,7 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("generation", {}),
     async run(ctx) {
       const { acceptedGeneration } = await import("../engine/generation.ts");
-      return { generation: await acceptedGeneration(ctx.store) };
+      return { generation: await acceptedGeneration({ store: ctx.store }) };
     },
     render: (r) => `generation ${r.generation}\n`,
   }),
@@ -207,18 +205,12 @@ export const OPERATIONS: readonly Operation[] = [
     },
     input: objectInput("log", { limit: optional(countField()), sinceMs: optional(countField()), paths: optional(stringListField()) }),
     async run(ctx, input) {
-      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
       const { historyLog } = await import("../engine/history/log.ts");
-      const history = await openHistory(ctx.engine());
-      try {
-        return await historyLog(history, {
-          ...(input.limit !== undefined ? { limit: input.limit } : {}),
-          ...(input.sinceMs !== undefined ? { since: new Date(input.sinceMs) } : {}),
-          ...(input.paths !== undefined ? { paths: input.paths } : {}),
-        });
-      } finally {
-        closeHistory(history);
-      }
+      return await historyLog(ctx.engine(), {
+        ...(input.limit !== undefined ? { limit: input.limit } : {}),
+        ...(input.sinceMs !== undefined ? { since: new Date(input.sinceMs) } : {}),
+        ...(input.paths !== undefined ? { paths: input.paths } : {}),
+      });
     },
     render: renderLog,
   }),
@@ -242,18 +234,12 @@ export const OPERATIONS: readonly Operation[] = [
     },
     input: objectInput("show", { generation: countField(), stat: booleanField(), paths: optional(stringListField()) }),
     async run(ctx, input) {
-      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
       const { showGeneration } = await import("../engine/history/log.ts");
-      const history = await openHistory(ctx.engine());
-      try {
-        const { entry, changes } = await showGeneration(history, input.generation, input.paths !== undefined ? { paths: input.paths } : {});
-        if (input.stat || changes === null) return entry as ShownEntry;
-        const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
-        const patch = changes.map((c) => filePatch({ ...c, change: c.status, hunks: unifiedHunks(c.beforeText, c.afterText) })).join("");
-        return { ...entry, patch } as ShownEntry;
-      } finally {
-        closeHistory(history);
-      }
+      const { entry, changes } = await showGeneration(ctx.engine(), { generation: input.generation, ...(input.paths !== undefined ? { paths: input.paths } : {}) });
+      if (input.stat || changes === null) return entry as ShownEntry;
+      const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
+      const patch = changes.map((c) => filePatch({ ...c, change: c.status, hunks: unifiedHunks(c.beforeText, c.afterText) })).join("");
+      return { ...entry, patch } as ShownEntry;
     },
     // The patch is data for a pipe, as diff's is (`show 12 > x.patch`); the entry stays on stderr.
     renderStdout: (r) => r.patch ?? "",
@@ -272,32 +258,18 @@ export const OPERATIONS: readonly Operation[] = [
     },
     input: objectInput("export", { directory: stringField({}) }),
     async run(ctx, input) {
-      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
-      const { checkExportTarget, exportHistory, ExportRefused } = await import("../engine/history/export.ts");
+      const { exportHistory, ExportRefused } = await import("../engine/history/export.ts");
       if (input.directory === "") throw new DomainError("MALFORMED_INPUT", "export needs a directory.");
       const named = ctx.namedPath(input.directory);
       const dir = ctx.notebookPath(input.directory);
-      const deps = ctx.engine();
       // A directory export may not write into is the caller's mistake: refused as an argument, by the name typed.
-      const refusingArgument = (e: unknown): never => {
+      return await exportHistory(ctx.engine(), { named, dir }).catch((e: unknown): never => {
         if (!(e instanceof ExportRefused)) throw e;
         throw new StartupRefusal(
           "argument refusal",
           `export DIR "${input.directory}" ${e.why}; export writes only into a new or empty directory, or an earlier export of this notebook`,
         );
-      };
-      try {
-        // Before the history is read, which may take long: exportHistory checks again before it writes.
-        checkExportTarget(deps, named, dir);
-      } catch (e) {
-        refusingArgument(e);
-      }
-      const history = await openHistory(deps);
-      try {
-        return await exportHistory(deps, history, named, dir).catch(refusingArgument);
-      } finally {
-        closeHistory(history);
-      }
+      });
     },
     render: (r) =>
       r.generation === 0
@@ -320,7 +292,7 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("status", { path: PATH_FIELD }),
     async run(ctx, input) {
       const { readLocalChanges } = await import("../engine/local-changes.ts");
-      const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
+      const r = await readLocalChanges(ctx.engine(), { path: ctx.notebookPath(input.path) });
       return {
         path: r.path,
         generation: r.generation,
@@ -367,7 +339,7 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { readLocalChanges } = await import("../engine/local-changes.ts");
       const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
-      const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
+      const r = await readLocalChanges(ctx.engine(), { path: ctx.notebookPath(input.path) });
       const files = r.changes.map((c) => ({ ...c, hunks: unifiedHunks(c.beforeText, c.afterText) }));
       const result = {
         path: r.path,
@@ -421,7 +393,7 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { restore } = await import("../engine/restore.ts");
       if (input.from < 1) throw malformed("from must be a generation, 1 or more.");
-      const r = await restore(ctx.engine(), ctx.notebookPath(input.path), input.from, input.paths ?? [], input.force === true).catch((e: unknown) => {
+      const r = await restore(ctx.engine(), { path: ctx.notebookPath(input.path), from: input.from, paths: input.paths ?? [], force: input.force === true }).catch((e: unknown) => {
         // `restore --from G ./notebook` from the directory above a checkout: PATHs are files in the notebook, not the notebook.
         if (input.path !== undefined || !(e instanceof DomainError) || e.reason !== "PATH_OUTSIDE_ROOT") throw e;
         throw new DomainError(e.reason, `${e.message} restore writes into the current directory; name the checkout with --dir, and files in it as PATH.`, { cause: e });

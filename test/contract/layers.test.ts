@@ -113,6 +113,41 @@ test("isomorphic-git in one engine file, the AWS SDK in one store file", () => {
   expect(users(/^citty$/).every((f) => f.startsWith("surfaces/cli/"))).toBe(true);
 });
 
+/**
+ * Time and chance come in EngineDeps (contract/clock.ts), made by the
+ * surfaces: the engine reads no clock, timer or random source itself, so a
+ * test can set each. `new Date(x)` turns a value into a date and reads no
+ * clock; `new Date()` does.
+ */
+const GLOBAL_TIME_AND_CHANCE = [
+  /\bDate\.now\b/,
+  /\bnew Date\(\s*\)/,
+  /\bperformance\.now\b/,
+  /\bMath\.random\b/,
+  /\bBun\.sleep\b/,
+  /\bsetTimeout\b/,
+  /\brandomHex\b/,
+  /\brandom-hex\.ts\b/,
+  /\bgetRandomValues\b/,
+  /\brandomUUID\b/,
+  /\brandomBytes\b/,
+];
+
+/** Still reading them: the publish path, which its rewrite moves onto EngineDeps. */
+const READS_TIME_ITSELF = (file: string) => file.startsWith("engine/publish/") || file === "engine/commit.ts";
+
+test("the engine reads no clock, timer or random source of its own", () => {
+  const reading = files.filter((f) => {
+    if (!f.startsWith("engine/") || READS_TIME_ITSELF(f)) return false;
+    const code = readFileSync(join(src, f), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    return GLOBAL_TIME_AND_CHANCE.some((read) => read.test(code));
+  });
+  expect(reading).toEqual([]);
+  // The check sees what it looks for.
+  expect(GLOBAL_TIME_AND_CHANCE.some((read) => read.test("const at = Date.now();"))).toBe(true);
+  expect(GLOBAL_TIME_AND_CHANCE.some((read) => read.test("const at = new Date(seconds * 1000);"))).toBe(false);
+});
+
 test("only the surfaces and main.ts touch `process`", () => {
   const touching = files.filter((f) => {
     if (f === "main.ts" || f.startsWith("surfaces/")) return false;

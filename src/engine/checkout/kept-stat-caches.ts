@@ -7,6 +7,7 @@
  * memory only are written back when the least recent cache is evicted, or
  * when the process ends (flush).
  */
+import type { RandomSource } from "../../contract/clock.ts";
 import { writeAtomic } from "./atomic-file.ts";
 import { fileIdentity, RecentMap } from "../memory/kept.ts";
 import { StatCache } from "./stat-cache.ts";
@@ -22,9 +23,13 @@ export class KeptStatCaches {
   /** The least recent beyond the bound are written out and dropped. */
   private readonly kept: RecentMap<string, KeptStatCache>;
 
-  constructor(bound: number) {
+  /** `randomId` names the temporary files the caches are written through (atomic-file.ts). */
+  constructor(
+    bound: number,
+    private readonly randomId: RandomSource["randomId"],
+  ) {
     this.kept = new RecentMap(bound, (file, old) => {
-      writeOut(file, old);
+      writeOut(file, old, randomId);
       return true;
     });
   }
@@ -58,7 +63,7 @@ export class KeptStatCaches {
 
   save(file: string, cache: StatCache): void {
     // Not fsync'ed: it is only a speed-up, and a torn file does not parse.
-    writeAtomic(file, cache.serialize(), false);
+    writeAtomic(file, cache.serialize(), this.randomId, false);
     const identity = fileIdentity(file);
     if (identity === null) this.kept.delete(file);
     else this.kept.set(file, { identity, cache: cache.clone(), unsaved: false });
@@ -74,15 +79,15 @@ export class KeptStatCaches {
    * come next: the CLI does this before it exits, a server when it stops.
    */
   flush(): void {
-    for (const [file, kept] of this.kept.entries()) writeOut(file, kept);
+    for (const [file, kept] of this.kept.entries()) writeOut(file, kept, this.randomId);
   }
 }
 
 /** Write a kept cache's unsaved changes, unless another process replaced the file since (it knows at least as much). */
-function writeOut(file: string, kept: KeptStatCache): void {
+function writeOut(file: string, kept: KeptStatCache, randomId: RandomSource["randomId"]): void {
   if (!kept.unsaved || fileIdentity(file) !== kept.identity) return;
   try {
-    writeAtomic(file, kept.cache.serialize(), false);
+    writeAtomic(file, kept.cache.serialize(), randomId, false);
     kept.unsaved = false;
     kept.identity = fileIdentity(file) ?? "";
   } catch {

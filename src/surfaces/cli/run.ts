@@ -20,7 +20,7 @@ import type { Operation } from "../operation.ts";
 import { runOperation } from "../run-operation.ts";
 import { operationByCli } from "../operations.ts";
 import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../config.ts";
-import { engineDeps, flushProcessMemory } from "../engine-deps.ts";
+import { engineDeps, processMemory } from "../engine-deps.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { openStore, storeKind } from "../stores.ts";
 import { openStoreOrRefuse, openVerifiedStore } from "../verified-store.ts";
@@ -159,12 +159,13 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   // isTTY is read at the first record, after the handshake (it loads node:tty).
   const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
   const { serve } = await import("../mcp/serve.ts");
+  const memory = processMemory();
   try {
-    await serve({ config, store, version: io.version, log, env: io.env, ...io.protocol() });
+    await serve({ config, store, memory, version: io.version, log, env: io.env, ...io.protocol() });
   } finally {
     await store.close();
     // As in execute(): the server's calls kept some state in memory only.
-    flushProcessMemory();
+    memory.flush();
   }
   return EXIT_CODES.OK;
 }
@@ -204,11 +205,12 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
   const progress = terminalProgress(io);
   // Made only for an operation that runs the engine or reads the private root (generation does not): it makes the private root and loads the engine.
   let deps: EngineDeps | undefined;
+  const memory = processMemory();
   try {
     const outcome = await runOperation(
       {
         get deps() {
-          return (deps ??= { ...engineDeps(config, store), ...progress.hooks });
+          return (deps ??= { ...engineDeps(config, store, memory.get()), ...progress.hooks });
         },
         store,
         deadline: () => deadline,
@@ -240,6 +242,6 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
   } finally {
     await store.close();
     // This process ends here: what the engine kept in memory goes to disk for the next one.
-    flushProcessMemory();
+    memory.flush();
   }
 }
