@@ -10,7 +10,7 @@ import { AGENT_MAX_BYTES, agentProblem } from "../contract/agent.ts";
 import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
 import type { PathSets } from "../contract/results.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
-import { parseDuration } from "./cli/duration.ts";
+import { parseDuration } from "./duration.ts";
 import { realpathLoose } from "./paths.ts";
 import { type ConfigFlags, type Env, invalid, nonEmpty } from "./settings.ts";
 import { parseStore, type StoreSpec, storeKind } from "./stores.ts";

@@ -11,7 +11,9 @@
  *
  * Adding an operation is one entry here plus its engine function. Runners
  * load the engine when they run, not when this module loads: the CLI and
- * `serve` read this registry at start (docs/performance.md, S8).
+ * `serve` read this registry at start (docs/performance.md, S8). Renderers
+ * load the CLI's rendering code when they render (`cli()`): `serve` runs
+ * the tools' entries and renders nothing, so it never loads it.
  */
 import { DomainError } from "../contract/errors.ts";
 import { booleanField, countField, malformed, objectInput, optional, stringField, stringListField } from "../contract/input-schema.ts";
@@ -20,12 +22,19 @@ import { StartupRefusal } from "../contract/startup.ts";
 import { type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
-import { parseDuration, parseSince } from "./cli/duration.ts";
-import { filePatch, renderStat } from "./cli/patch.ts";
-import { quotePath } from "./cli/quote.ts";
-import { renderLog, renderShow, type ShownEntry } from "./cli/render-history.ts";
-import { fileStatLines, plural, renderDiffstat } from "./cli/render.ts";
+import type { ShownEntry } from "./cli/render-history.ts";
+import { parseDuration, parseSince } from "./duration.ts";
 import type { Operation } from "./operation.ts";
+
+/** The CLI's rendering code, loaded on first use, synchronously: renderers return text. */
+function cli() {
+  return {
+    ...(require("./cli/render.ts") as typeof import("./cli/render.ts")),
+    ...(require("./cli/render-history.ts") as typeof import("./cli/render-history.ts")),
+    ...(require("./cli/patch.ts") as typeof import("./cli/patch.ts")),
+    ...(require("./cli/quote.ts") as typeof import("./cli/quote.ts")),
+  };
+}
 
 const PATH_HELP = "The notebook directory (default: the current directory)";
 
@@ -59,7 +68,7 @@ export const OPERATIONS: readonly Operation[] = [
       const path = ctx.notebookPath(input.path);
       return successResult(await pull(ctx.engine(), { path }), ctx.sets);
     },
-    render: (r) => renderDiffstat(r, PULLED),
+    render: (r) => cli().renderDiffstat(r, PULLED),
   }),
 
   defineOperation({
@@ -78,6 +87,7 @@ export const OPERATIONS: readonly Operation[] = [
       return { ...successResult(outcome, ctx.sets), attached };
     },
     render(r) {
+      const { quotePath, renderDiffstat } = cli();
       if (!r.attached) return `the store holds what this checkout was brought to: nothing to attach; pulled as usual\n${renderDiffstat(r, PULLED)}`;
       const head = `attached ${quotePath(r.path)} to the store as it is, at generation ${r.generation}: its files are local edits against it; review them with slivingdoc status, publish them with slivingdoc commit`;
       return `${head}\n${renderDiffstat(r, { verb: "merged the store's files into", upToDate: () => "no file changed on disk" })}`;
@@ -115,7 +125,7 @@ export const OPERATIONS: readonly Operation[] = [
       return successResult(await commit(ctx.engine(), { path, message: input.message }), ctx.sets);
     },
     render: (r) =>
-      renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
+      cli().renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
   }),
 
   defineOperation({
@@ -212,7 +222,7 @@ export const OPERATIONS: readonly Operation[] = [
         ...(input.paths !== undefined ? { paths: input.paths } : {}),
       });
     },
-    render: renderLog,
+    render: (r) => cli().renderLog(r),
   }),
 
   defineOperation({
@@ -238,12 +248,13 @@ export const OPERATIONS: readonly Operation[] = [
       const { entry, changes } = await showGeneration(ctx.engine(), { generation: input.generation, ...(input.paths !== undefined ? { paths: input.paths } : {}) });
       if (input.stat || changes === null) return entry as ShownEntry;
       const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
+      const { filePatch } = cli();
       const patch = changes.map((c) => filePatch({ ...c, change: c.status, hunks: unifiedHunks(c.beforeText, c.afterText) })).join("");
       return { ...entry, patch } as ShownEntry;
     },
     // The patch is data for a pipe, as diff's is (`show 12 > x.patch`); the entry stays on stderr.
     renderStdout: (r) => r.patch ?? "",
-    render: renderShow,
+    render: (r) => cli().renderShow(r),
   }),
 
   defineOperation({
@@ -271,12 +282,14 @@ export const OPERATIONS: readonly Operation[] = [
         );
       });
     },
-    render: (r) =>
-      r.generation === 0
+    render: (r) => {
+      const { quotePath } = cli();
+      return r.generation === 0
         ? "export: the store holds no notebook yet; nothing written\n"
         : `exported generations ${r.oldestRetained}–${r.generation} to ${quotePath(r.directory)}: ${r.added} new publications, ${r.objects} objects` +
           `${r.shallow ? ` (shallow: generation ${r.oldestRetained}'s parent is older than the retained history)` : ""}\n` +
-          `  read it with: git -C ${quotePath(r.directory)} log --stat\n`,
+          `  read it with: git -C ${quotePath(r.directory)} log --stat\n`;
+    },
   }),
 
   defineOperation({
@@ -306,6 +319,7 @@ export const OPERATIONS: readonly Operation[] = [
       };
     },
     render(r) {
+      const { plural, quotePath } = cli();
       const lines = [`status of ${quotePath(r.path)}: ${behindLine(r)}`];
       if (r.interrupted) lines.push("an interrupted pull or commit is not yet repaired: the next pull or commit repairs it first");
       if (r.files.length === 0) lines.push("nothing to publish: the files agree with the baseline");
@@ -356,12 +370,13 @@ export const OPERATIONS: readonly Operation[] = [
           ...(input.stat ? {} : { hunks: f.hunks }),
         })),
       };
+      const { filePatch, renderStat } = cli();
       const patch = input.stat ? renderStat(files) : files.map(filePatch).join("");
       return Object.assign(result, { [PATCH]: patch });
     },
     renderStdout: (r) => r[PATCH],
     render(r) {
-      if (r.files.length === 0) return `no changes in ${quotePath(r.path)}: ${behindLine(r)}\n`;
+      if (r.files.length === 0) return `no changes in ${cli().quotePath(r.path)}: ${behindLine(r)}\n`;
       return "";
     },
   }),
@@ -404,6 +419,7 @@ export const OPERATIONS: readonly Operation[] = [
       return { ...r, filesChanged: r.files.length, insertions, deletions };
     },
     render(r) {
+      const { fileStatLines, plural, quotePath } = cli();
       const lines: string[] = [];
       if (r.files.length === 0) lines.push(`restore: ${quotePath(r.path)} already holds generation ${r.from}'s version; nothing changed`);
       else {
@@ -438,6 +454,7 @@ const PATCH = Symbol("patch");
 
 /** Where the checkout stands against the store, in a line. */
 function behindLine(r: { generation: number; accepted?: number | null; behind: number | null; behindUnknown?: string | null }): string {
+  const { plural } = cli();
   if (r.behind === null) return `at generation ${r.generation}; behind: unknown (${r.behindUnknown ?? "the store could not be read"})`;
   if (r.behind === 0) return `at generation ${r.generation}, the accepted one`;
   return `at generation ${r.generation}, ${plural(r.behind, "generation")} behind the accepted ${r.accepted} (pull brings them in)`;

@@ -164,7 +164,8 @@ test("only the surfaces and main.ts touch `process`", () => {
  * `serve` answers `initialize` before loading any of them
  * (docs/performance.md, S8).
  */
-test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
+/** The modules `from` reach by static imports (type-only ones cost nothing), and the packages they import. */
+function loadedBy(...from: string[]): { modules: string[]; packages: string[] } {
   const staticImports = (file: string) =>
     [...readFileSync(join(src, file), "utf8").matchAll(/^\s*(?:(?:import|export)\s+(?!type\s)[^;]*?from\s+|import\s+)"([^"]+)"/gm)].map((m) => m[1]!);
   const seen = new Set<string>();
@@ -177,7 +178,23 @@ test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
       else packages.add(spec);
     }
   };
-  visit("main.ts");
-  expect([...seen].filter((f) => f.startsWith("engine/"))).toEqual([]);
-  expect([...packages].filter((p) => /^@modelcontextprotocol\/|^@aws-sdk\/|^isomorphic-git|^zod/.test(p))).toEqual([]);
+  for (const file of from) visit(file);
+  return { modules: [...seen], packages: [...packages] };
+}
+
+test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
+  const { modules, packages } = loadedBy("main.ts");
+  expect(modules.filter((f) => f.startsWith("engine/"))).toEqual([]);
+  expect(packages.filter((p) => /^@modelcontextprotocol\/|^@aws-sdk\/|^isomorphic-git|^zod/.test(p))).toEqual([]);
+});
+
+/**
+ * `serve` runs the registry's entries that are tools, and renders none of
+ * their results: what it loads (serve.ts, then server.ts once the handshake
+ * is answered) holds no CLI code. The renderers load theirs when they render.
+ */
+test("the MCP server loads no CLI code", () => {
+  const { modules } = loadedBy("surfaces/mcp/serve.ts", "surfaces/mcp/server.ts");
+  expect(modules).toContain("surfaces/operations.ts");
+  expect(modules.filter((f) => f.startsWith("surfaces/cli/"))).toEqual([]);
 });
