@@ -148,6 +148,21 @@ test("the engine reads no clock, timer or random source of its own", () => {
   expect(GLOBAL_TIME_AND_CHANCE.some((read) => read.test("const at = new Date(seconds * 1000);"))).toBe(false);
 });
 
+/**
+ * A kind of store is its file under src/store/ and its entry in the store
+ * registry (surfaces/stores.ts), which declares its URL, flags, secrets,
+ * capabilities and probe: no other code names one, so a new kind touches
+ * nothing else (and one test: the conformance suite with its capabilities).
+ */
+test("only the store layer and the store registry name a kind of store", () => {
+  const naming = files.filter((f) => {
+    if (f.startsWith("store/") || f === "surfaces/stores.ts") return false;
+    const code = readFileSync(join(src, f), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    return /\b(sqlite|s3|S3|AWS_[A-Z_]+)\b/.test(code);
+  });
+  expect(naming).toEqual([]);
+});
+
 test("only the surfaces and main.ts touch `process`", () => {
   const touching = files.filter((f) => {
     if (f === "main.ts" || f.startsWith("surfaces/")) return false;

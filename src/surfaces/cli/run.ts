@@ -129,7 +129,10 @@ async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ c
     if (readOnly) {
       // A store in a local file is opened now, as at any start: one that cannot be opened is refused, not taken for out of reach.
       const file = storeKind(config.store).file?.(config.store);
-      const store = file !== undefined && existsSync(file) ? await openStoreOrRefuse(config.store) : new DeferredStore(config.store.kind, () => openToRead(config.store));
+      const store =
+        file !== undefined && existsSync(file)
+          ? await openStoreOrRefuse(config.store)
+          : new DeferredStore(config.store.kind, storeKind(config.store).capabilities, () => openToRead(config.store));
       return { config, store, deadline };
     }
     return { config, store: await openVerifiedStore(config, deadline), deadline };
@@ -145,9 +148,10 @@ function refused(e: unknown, io: CliIo, secrets: readonly string[] = []): number
   return EXIT_CODES.STARTUP;
 }
 
-/** A store to read only: an embedded store whose file is gone is out of reach, not made anew (that would write one). */
+/** A store to read only: one in a local file that is gone is out of reach, not made anew (that would write one). */
 async function openToRead(spec: RuntimeConfig["store"]): Promise<ObjectStore> {
-  if (spec.kind === "sqlite" && !existsSync(spec.file)) throw new Error("the store file does not exist");
+  const file = storeKind(spec).file?.(spec);
+  if (file !== undefined && !existsSync(file)) throw new Error("the store file does not exist");
   return openStore(spec);
 }
 
