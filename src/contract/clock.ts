@@ -21,3 +21,6 @@ export interface RandomSource {
   /** `bytes` random bytes as lowercase hex (random-hex.ts): unique names for temporary files, publications and nonces. */
   randomId: (bytes: number) => string;
 }
+
+/** What writing private files takes of them: the wall clock file times are compared with, and names for temporary files. */
+export type FileClock = Pick<Clock, "now"> & Pick<RandomSource, "randomId">;

@@ -61,9 +61,11 @@ export function processMemory(): ProcessMemoryHolder {
   let made: ProcessMemory | undefined;
   return {
     get() {
-      // A synchronous import on first use, not a static one: see engineDeps.
-      const { ProcessMemory } = require("../engine/process-memory.ts") as typeof import("../engine/process-memory.ts");
-      made ??= new ProcessMemory(SYSTEM_RANDOM);
+      if (made === undefined) {
+        // A synchronous import on first use, not a static one: see engineDeps.
+        const { ProcessMemory } = require("../engine/process-memory.ts") as typeof import("../engine/process-memory.ts");
+        made = new ProcessMemory(SYSTEM_RANDOM);
+      }
       return made;
     },
     flush: () => made?.flush(),

@@ -39,7 +39,7 @@
 import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, type Stats, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../../contract/errors.ts";
-import type { Clock, RandomSource } from "../../contract/clock.ts";
+import type { FileClock, RandomSource } from "../../contract/clock.ts";
 import type { Baseline, CheckoutState, JournalProgressLog, ProgressStep } from "./state.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { diskFullBeforeChange, diskFullWhileWriting, isDiskFull } from "./disk-full.ts";
@@ -98,10 +98,7 @@ interface Writer {
   checkLock: () => void;
 }
 
-/** The clock file times are compared with, and the random source of temporary names (EngineDeps). */
-export type WriterClock = Pick<Clock, "now"> & Pick<RandomSource, "randomId">;
-
-function writerClock(clock: WriterClock): Pick<Writer, "now" | "randomId"> {
+function writerClock(clock: FileClock): Pick<Writer, "now" | "randomId"> {
   return { now: () => clock.now().getTime(), randomId: clock.randomId };
 }
 
@@ -363,7 +360,7 @@ async function apply(
   return { written: done, left };
 }
 
-export interface MaterializeHooks extends WriterClock {
+export interface MaterializeHooks extends FileClock {
   onStage: (stage: string) => Promise<void> | void;
   /** After each visible file is written or removed; crash tests stop the process here. */
   afterWrite?: () => Promise<void> | void;
@@ -589,7 +586,7 @@ export interface Recovered {
 export async function recoverInterrupted(
   state: CheckoutState,
   afterWrite: (() => Promise<void> | void) | undefined,
-  clock: WriterClock,
+  clock: FileClock,
 ): Promise<Recovered | null> {
   const journal = state.readJournal();
   if (journal === null) return null;

@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto";
 import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
-import type { Clock, RandomSource } from "../../contract/clock.ts";
+import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./lock.ts";
 import { directoryIdentity, isUnique } from "./directory-identity.ts";
@@ -52,9 +52,6 @@ function setAsideDir(privateRoot: string, storeId: string, directory: string): s
   return join(privateRoot, "set-aside", checkoutId(storeId, directory));
 }
 
-/** The clock set-aside states are dated by, and the random source of temporary names: the caller's (EngineDeps). */
-export type RegistryClock = Pick<Clock, "now"> & Pick<RandomSource, "randomId">;
-
 /**
  * What a process keeps of the registered checkouts (process-memory.ts): the
  * checkout directory, store and directory identity each state file named
@@ -76,7 +73,7 @@ export interface RegistryMemory {
  * lock.
  */
 export function registeredCheckouts(
-  deps: { privateRoot: string; memory: RegistryMemory } & RegistryClock,
+  deps: { privateRoot: string; memory: RegistryMemory } & FileClock,
   options: { self?: ProcessIdentity; opening?: string } = {},
 ): string[] {
   const { privateRoot } = deps;
@@ -158,7 +155,7 @@ function held(file: string, self: ProcessIdentity | undefined, clock: Pick<Clock
 }
 
 /** Set aside the state directory `base/id`, held by no operation, of `directory`: moved whole, a dead holder's lock with it. */
-function setAsideUnheld(privateRoot: string, base: string, id: string, storeId: string, directory: string, clock: RegistryClock): void {
+function setAsideUnheld(privateRoot: string, base: string, id: string, storeId: string, directory: string, clock: FileClock): void {
   const target = setAsideDir(privateRoot, storeId, directory);
   try {
     mkdirSync(join(privateRoot, "set-aside"), { recursive: true, mode: 0o700 });
@@ -177,7 +174,7 @@ function setAsideUnheld(privateRoot: string, base: string, id: string, storeId: 
  * the state directory stays for the checkout now at the path. Without a
  * birth time to know the directory by, the state is dropped instead.
  */
-export function setAsideHeld(privateRoot: string, stateDir: string, storeId: string, directory: string, clock: RegistryClock): void {
+export function setAsideHeld(privateRoot: string, stateDir: string, storeId: string, directory: string, clock: FileClock): void {
   rmSync(join(stateDir, "stat-cache.json"), { force: true });
   if (!isUnique(directory)) {
     for (const name of MOVED) if (name !== "git") rmSync(join(stateDir, name), { force: true });
@@ -199,7 +196,7 @@ function moveEntry(from: string, to: string): void {
 }
 
 /** A state was set aside at `target`: date it (the age SET_ASIDE bounds), and keep the bounds. */
-function setAsideDone(privateRoot: string, target: string, clock: RegistryClock): void {
+function setAsideDone(privateRoot: string, target: string, clock: FileClock): void {
   const now = clock.now();
   try {
     utimesSync(target, now, now);

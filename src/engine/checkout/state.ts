@@ -34,11 +34,11 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { z } from "zod";
-import type { Clock, RandomSource } from "../../contract/clock.ts";
+import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./lock.ts";
-import { adoptSetAside, checkoutStateDir, finishAdoption, type RegistryClock, setAsideHeld } from "./registry.ts";
+import { adoptSetAside, checkoutStateDir, finishAdoption, setAsideHeld } from "./registry.ts";
 import { directoryIdentity } from "./directory-identity.ts";
 import { diskFullBeforeChange, isDiskFull } from "./disk-full.ts";
 import {
@@ -168,7 +168,7 @@ export interface SettledState {
  * without saying which, so the whole state counts as lost — every file is
  * kept, and a pull merges them against nothing.
  */
-export function settleState(at: StateLocation, clock: RegistryClock): SettledState {
+export function settleState(at: StateLocation, clock: FileClock): SettledState {
   finishAdoption(at.stateDir, at.dir, clock.randomId);
   let own = readStateFile(at.stateDir, at.dir, at.storeId);
   let replaced = false;

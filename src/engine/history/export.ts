@@ -33,8 +33,8 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync
 import { join } from "node:path";
 import { DomainError } from "../../contract/errors.ts";
 import { isAtOrBelow } from "../../contract/path-containment.ts";
-import type { RandomSource } from "../../contract/clock.ts";
-import { type RegistryClock, registeredCheckouts } from "../checkout/registry.ts";
+import type { FileClock, RandomSource } from "../../contract/clock.ts";
+import { registeredCheckouts } from "../checkout/registry.ts";
 import { MissingObjectError } from "../git/objects.ts";
 import { indexUndeltifiedPack, parsePackIndex, writePack } from "../git/pack.ts";
 import { walkTree } from "../git/walk.ts";
@@ -57,7 +57,7 @@ export interface ExportResult {
   shallow: boolean;
 }
 
-export interface ExportDeps extends HistoryDeps, RegistryClock {
+export interface ExportDeps extends HistoryDeps, FileClock {
   memory: { objects: KeptObjects } & RegistryMemory;
   /** Progress of long work, for a terminal (objects done of total). */
   progress?: (what: string, done: number, total: number) => void;
