@@ -28,6 +28,9 @@ function importsIn(text: string): string[] {
 
 const imports = (file: string) => importsIn(readFileSync(join(src, file), "utf8"));
 
+/** A file's code without its comments, which may name anything. */
+const codeOf = (file: string) => readFileSync(join(src, file), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+
 test("the import finder sees every form of import", () => {
   expect(importsIn('import { a } from "./a.ts";\nimport "./d.ts";\nconst b = await import("./b.ts");\nconst c = require("./c.ts") as C;')).toEqual(["./a.ts", "./d.ts", "./b.ts", "./c.ts"]);
   // The lazy loads this test exists for are really seen.
@@ -139,7 +142,7 @@ const READS_TIME_ITSELF = (file: string) => file.startsWith("engine/publish/") |
 test("the engine reads no clock, timer or random source of its own", () => {
   const reading = files.filter((f) => {
     if (!f.startsWith("engine/") || READS_TIME_ITSELF(f)) return false;
-    const code = readFileSync(join(src, f), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    const code = codeOf(f);
     return GLOBAL_TIME_AND_CHANCE.some((read) => read.test(code));
   });
   expect(reading).toEqual([]);
@@ -157,7 +160,7 @@ test("the engine reads no clock, timer or random source of its own", () => {
 test("only the store layer and the store registry name a kind of store", () => {
   const naming = files.filter((f) => {
     if (f.startsWith("store/") || f === "surfaces/stores.ts") return false;
-    const code = readFileSync(join(src, f), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    const code = codeOf(f);
     return /\b(sqlite|s3|S3|AWS_[A-Z_]+)\b/.test(code);
   });
   expect(naming).toEqual([]);
@@ -166,7 +169,7 @@ test("only the store layer and the store registry name a kind of store", () => {
 test("only the surfaces and main.ts touch `process`", () => {
   const touching = files.filter((f) => {
     if (f === "main.ts" || f.startsWith("surfaces/")) return false;
-    const code = readFileSync(join(src, f), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    const code = codeOf(f);
     return /\bprocess\.(?!exitCode)/.test(code);
   });
   expect(touching).toEqual([]);
