@@ -18,7 +18,14 @@ import { findMarkerBlocks } from "./merge/xdiff/index.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { publishCommit } from "./publish-commit.ts";
 
-export async function commit(deps: EngineDeps, path: string, message: string): Promise<OperationOutcome> {
+export interface CommitInput {
+  /** The checkout's directory. */
+  path: string;
+  message: string;
+}
+
+export async function commit(deps: EngineDeps, input: CommitInput): Promise<OperationOutcome> {
+  const { path, message } = input;
   validateMessage(message);
   const checkout = await openCheckout(deps, path, false);
   try {

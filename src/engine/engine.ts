@@ -1,10 +1,12 @@
 /**
  * What every operation needs, injected (no globals): the store, where the
- * private state lives, who we are, and the hooks tests and logs use.
+ * private state lives, who we are, time and chance, and the hooks tests and
+ * logs use.
  */
 import { mkdirSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { DEFAULT_AGENT } from "../contract/agent.ts";
+import type { Clock, RandomSource } from "../contract/clock.ts";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
@@ -26,7 +28,13 @@ import { lineCount } from "./merge/diffstat.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
 import { mergeTrees, sameTree, type TreeMerge } from "./merge/tree-merge.ts";
 
-export interface EngineDeps {
+/**
+ * Every engine operation takes these, then its input: `op(deps, input)`.
+ * Time and chance (`now`, `monotonic`, `sleep`, `random`, `randomId`:
+ * contract/clock.ts) are the surfaces' to make (surfaces/engine-deps.ts);
+ * the engine reads no clock or random source of its own.
+ */
+export interface EngineDeps extends Clock, RandomSource {
   store: ObjectStore;
   /** A secret-free identity of the store location, e.g. "sqlite:/path/store.db". */
   storeId: string;
@@ -63,9 +71,6 @@ export interface EngineDeps {
    * client only after the handshake. Default "slivingdoc".
    */
   agent?: () => string;
-  now?: () => Date;
-  sleep?: (ms: number) => Promise<void>;
-  random?: () => number;
   /**
    * Called as each named stage begins (scan, fetch, merge, pack, upload,
    * publish, materialize, baseline, …): stage timings in the logs, and the
@@ -94,12 +99,12 @@ export const DEFAULT_COMMIT_RETRIES = 30;
  * another checkout, or containing one, is refused. So is one that overlaps
  * the private state.
  */
-export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | "self">, dir: string): void {
+export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | "self" | "now" | "randomId">, dir: string): void {
   const privateRoot = deps.privateRoot;
   if (isAtOrBelow(dir, privateRoot) || isAtOrBelow(privateRoot, dir)) {
     throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");
   }
-  for (const other of registeredCheckouts(privateRoot, deps.memory, { self: deps.self, opening: dir })) {
+  for (const other of registeredCheckouts(deps, { self: deps.self, opening: dir })) {
     if (other === dir) continue; // the checkout itself
     if (isAtOrBelow(other, dir)) {
       throw new DomainError(
@@ -175,9 +180,6 @@ function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
     compaction: {},
     guessCurrent: true,
     agent: () => DEFAULT_AGENT,
-    now: () => new Date(),
-    sleep: (ms) => Bun.sleep(ms),
-    random: Math.random,
     ...deps,
     onStage: deps.onStage ?? (() => {}),
     afterWrite: deps.afterWrite ?? (() => {}),
@@ -212,14 +214,51 @@ export function sleepWithin(deps: Pick<OpenCheckout["deps"], "deadline" | "sleep
  */
 export async function openCheckout(deps: EngineDeps, path: string, create: boolean, options: { attach?: boolean } = {}): Promise<OpenCheckout> {
   const full = withDefaults(deps);
+  const dir = checkoutDir(full, path, create);
+  const state = await CheckoutState.open({
+    privateRoot: full.privateRoot,
+    storeId: full.storeId,
+    dir,
+    self: full.self,
+    lockTimeoutMs: lockWaitMs(full),
+    memory: full.memory,
+    clock: full,
+  });
+  keepLockFresh(full, state);
+  try {
+    const { baseline, lost } = await repairInterrupted(full, state, create, options.attach === true);
+    return {
+      deps: full,
+      dir,
+      state,
+      git: state.git,
+      local: new Map(),
+      localContents: new Map(),
+      statCache: StatCache.empty(),
+      lineCounts: new Map(),
+      baseline,
+      lost,
+    };
+  } catch (e) {
+    state.release();
+    throw e;
+  }
+}
+
+/**
+ * The real path of the checkout at `path` (made first when `create`), once
+ * it is known to nest in no other checkout: PATH_OUTSIDE_ROOT when it does,
+ * PULL_REQUIRED when it does not exist.
+ */
+function checkoutDir(deps: OpenCheckout["deps"], path: string, create: boolean): string {
   // Refuse a nested checkout before creating anything for it.
   const requested = resolve(path);
-  refuseNesting(full, requested);
+  refuseNesting(deps, requested);
   if (create) {
     try {
       mkdirSync(path, { recursive: true }); // synchronous: see ObjectCache.open
     } catch (cause) {
-      if (isDiskFull(cause)) throw diskFullBeforeChange(cause, { notebook: requested, privateState: full.privateRoot });
+      if (isDiskFull(cause)) throw diskFullBeforeChange(cause, { notebook: requested, privateState: deps.privateRoot });
       throw new DomainError("LOCAL_STATE", "The notebook directory could not be created.", { cause });
     }
   }
@@ -232,52 +271,45 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     });
   }
   // Again only when symlinks made the real path another one: each check reads every checkout's state.
-  if (dir !== requested) refuseNesting(full, dir);
-  const state = await CheckoutState.open({
-    privateRoot: full.privateRoot,
-    storeId: full.storeId,
-    dir,
-    self: full.self,
-    lockTimeoutMs: lockWaitMs(full),
-    memory: full.memory,
-  });
-  // Long operations keep the lock fresh as they go (checkout/lock.ts).
-  const { onStage, afterWrite } = full;
-  full.onStage = (stage) => {
+  if (dir !== requested) refuseNesting(deps, dir);
+  return dir;
+}
+
+/** Long operations keep the lock fresh as they go (checkout/lock.ts): at each stage and after each file written. */
+function keepLockFresh(deps: OpenCheckout["deps"], state: CheckoutState): void {
+  const { onStage, afterWrite } = deps;
+  deps.onStage = (stage) => {
     state.heartbeat();
     return onStage(stage);
   };
-  full.afterWrite = () => {
+  deps.afterWrite = () => {
     state.heartbeat();
     return afterWrite();
   };
-  try {
-    // A pull rebuilds a damaged state; anything else asks for that pull (pullRequired).
-    const damage = state.damage;
-    if (damage !== null && create) state.forgetDamaged();
-    const recovered = await recoverInterrupted(state, full.afterWrite, full.now);
-    // A commit that died after its publication, before its baseline moved
-    // (publication.ts); its journal stays until then, so a kill in between
-    // finds the same repair to make.
-    await settlePublication(state, full.store, recovered?.overrides ?? [], options.attach === true);
-    recovered?.finish();
-    const baseline = state.readBaseline();
-    return {
-      deps: full,
-      dir,
-      state,
-      git: state.git,
-      local: new Map(),
-      localContents: new Map(),
-      statCache: StatCache.empty(),
-      lineCounts: new Map(),
-      baseline,
-      lost: baseline !== null ? null : lostState({ replaced: state.replaced, damage }),
-    };
-  } catch (e) {
-    state.release();
-    throw e;
-  }
+}
+
+/**
+ * Repair what an interrupted earlier operation left in the checkout: its
+ * visible files (materialize.ts), then its publication (publication.ts).
+ * The baseline the checkout is then at, or why it has none.
+ */
+async function repairInterrupted(
+  deps: OpenCheckout["deps"],
+  state: CheckoutState,
+  create: boolean,
+  attach: boolean,
+): Promise<{ baseline: Baseline | null; lost: LostState | null }> {
+  // A pull rebuilds a damaged state; anything else asks for that pull (pullRequired).
+  const damage = state.damage;
+  if (damage !== null && create) state.forgetDamaged();
+  const recovered = await recoverInterrupted(state, deps.afterWrite, deps);
+  // A commit that died after its publication, before its baseline moved
+  // (publication.ts); its journal stays until then, so a kill in between
+  // finds the same repair to make.
+  await settlePublication(state, deps.store, deps.randomId, recovered?.overrides ?? [], attach);
+  recovered?.finish();
+  const baseline = state.readBaseline();
+  return { baseline, lost: baseline !== null ? null : lostState({ replaced: state.replaced, damage }) };
 }
 
 /**

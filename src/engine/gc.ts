@@ -72,8 +72,10 @@
  * when they show the store went backwards, and keeps those it cannot tell
  * from a commit in flight (lost-generations.ts).
  */
+import type { RandomSource } from "../contract/clock.ts";
 import { DomainError } from "../contract/errors.ts";
 import type { ObjectStore } from "../store/object-store.ts";
+import type { EngineDeps } from "./engine.ts";
 import { readManifest, rewriteCurrent } from "./publish/accepted-state.ts";
 import { PROPOSALS_PREFIX } from "./publish/combine.ts";
 import { checkoutBaselines, type GcLocal, lostGenerations } from "./lost-generations.ts";
@@ -82,15 +84,14 @@ import type { Manifest, PackDescriptor } from "./publish/manifest.ts";
 export const DEFAULT_GRACE_MS = 60 * 60 * 1000;
 const PACK_KEY = /^packs\/[0-9a-f]{64}\.pack$/;
 
-export interface GcOptions {
-  store: ObjectStore;
-  /** Unlisted packs younger than this are kept (default one hour). */
-  graceMs?: number;
-  now?: () => Date;
-  /** Report what would be deleted; write and delete nothing. */
-  dryRun?: boolean;
-  /** Rounds of list–read–fence when a publication keeps winning over the fence (default 3). */
-  attempts?: number;
+/** What gc needs of the engine's dependencies: the store, the clock packs' ages are judged by, and temporary names. */
+export interface GcDeps extends Pick<EngineDeps, "store" | "now" | "randomId"> {
+  /**
+   * Where gc reads the retained history and finds the checkouts it knows of,
+   * to tell packs of generations the store lost (lost-generations.ts);
+   * without it, a throwaway cache and no checkouts.
+   */
+  local?: GcLocal;
   /**
    * Compaction to publish with the fence (compact.ts): given the manifest gc
    * read, the pack list to publish instead, or null to keep it. Its new pack
@@ -101,12 +102,15 @@ export interface GcOptions {
   compact?: (manifest: Manifest) => Promise<PackDescriptor[] | null>;
   /** Test hook: called after the candidates are chosen, before the fence. */
   beforeFence?: () => Promise<void> | void;
-  /**
-   * Where gc reads the retained history and finds the checkouts it knows of,
-   * to tell packs of generations the store lost (lost-generations.ts);
-   * without it, a throwaway cache and no checkouts.
-   */
-  local?: GcLocal;
+}
+
+export interface GcInput {
+  /** Unlisted packs younger than this are kept (default one hour). */
+  graceMs?: number;
+  /** Report what would be deleted; write and delete nothing. */
+  dryRun?: boolean;
+  /** Rounds of list–read–fence when a publication keeps winning over the fence (default 3). */
+  attempts?: number;
   /** Delete packs of generations the store lost too: an operator decided that the store as it is stands. */
   deleteLost?: boolean;
 }
@@ -134,11 +138,11 @@ export interface GcReport {
   proposals?: string[];
 }
 
-export async function collectGarbage(options: GcOptions): Promise<GcReport> {
-  const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+export async function collectGarbage(deps: GcDeps, input: GcInput): Promise<GcReport> {
+  const graceMs = input.graceMs ?? DEFAULT_GRACE_MS;
   if (!(graceMs >= 0)) throw new RangeError("graceMs must not be negative");
-  const report = await collectPacks(options, graceMs);
-  const proposals = await collectProposals(options, graceMs);
+  const report = await collectPacks(deps, input, graceMs);
+  const proposals = await collectProposals(deps, input, graceMs);
   return proposals.length > 0 ? { ...report, proposals } : report;
 }
 
@@ -148,23 +152,22 @@ export async function collectGarbage(options: GcOptions): Promise<GcReport> {
  * deleting one is what withdrawing it starts with, and whoever published it
  * meanwhile listed it in `combined`, where its checkout's next call looks.
  */
-async function collectProposals(options: GcOptions, graceMs: number): Promise<string[]> {
-  const at = (options.now ?? (() => new Date()))().getTime();
+async function collectProposals(deps: GcDeps, input: GcInput, graceMs: number): Promise<string[]> {
+  const at = deps.now().getTime();
   let listed;
   try {
-    listed = await options.store.list(PROPOSALS_PREFIX);
+    listed = await deps.store.list(PROPOSALS_PREFIX);
   } catch {
     return []; // the packs were collected; proposals wait for the next run
   }
   const old = listed.filter((o) => at - o.modified.getTime() > graceMs).map((o) => o.key);
-  if (!options.dryRun) await Promise.all(old.map((key) => options.store.delete(key).catch(() => {})));
+  if (!input.dryRun) await Promise.all(old.map((key) => deps.store.delete(key).catch(() => {})));
   return old;
 }
 
-async function collectPacks(options: GcOptions, graceMs: number): Promise<GcReport> {
-  const { store } = options;
-  const now = options.now ?? (() => new Date());
-  const attempts = options.attempts ?? 3;
+async function collectPacks(deps: GcDeps, input: GcInput, graceMs: number): Promise<GcReport> {
+  const { store, now } = deps;
+  const attempts = input.attempts ?? 3;
 
   let last: GcReport | null = null;
   for (let attempt = 0; attempt < attempts; attempt++) {
@@ -179,7 +182,7 @@ async function collectPacks(options: GcOptions, graceMs: number): Promise<GcRepo
       throw new DomainError("INTERNAL", "The store's packs could not be listed; nothing was deleted.", { cause });
     }
     // Before `current`: a checkout cannot have seen more than the manifest read after it.
-    const baselines = options.deleteLost === true ? [] : checkoutBaselines(options.local);
+    const baselines = input.deleteLost === true ? [] : checkoutBaselines(deps.local);
     // Strict, fails closed: an invalid manifest throws MANIFEST_INVALID and nothing is deleted.
     const { manifest, etag } = await readManifest(store);
     if (manifest === null || etag === null) return { generation: null, referenced: 0, young: [], onHead: [], deleted: [], reason: "no notebook" };
@@ -191,15 +194,15 @@ async function collectPacks(options: GcOptions, graceMs: number): Promise<GcRepo
     const aged = unlisted.filter((o) => at - o.modified.getTime() > graceMs).map((o) => o.key);
     const young = unlisted.filter((o) => !aged.includes(o.key)).map((o) => o.key);
     // Never the packs of generations the store lost, should it have gone backwards.
-    const onHead = options.deleteLost === true ? new Set<string>() : await lostGenerations(store, manifest, aged, baselines, options.local);
+    const onHead = input.deleteLost === true ? new Set<string>() : await lostGenerations(deps, manifest, aged, baselines);
     const old = aged.filter((key) => !onHead.has(key));
     const report: GcReport = { generation: manifest.generation, referenced: referenced.size, young, onHead: [...onHead], deleted: [] };
-    if (options.dryRun) return { ...report, deleted: old, reason: "dry run" };
-    const packs = (await options.compact?.(manifest)) ?? null;
+    if (input.dryRun) return { ...report, deleted: old, reason: "dry run" };
+    const packs = (await deps.compact?.(manifest)) ?? null;
     if (packs !== null) report.compacted = { from: manifest.packs.length, to: packs.length };
     if (old.length === 0 && packs === null) return { ...report, reason: "nothing to delete" };
-    await options.beforeFence?.();
-    if (!(await fence(store, manifest, etag, packs))) {
+    await deps.beforeFence?.();
+    if (!(await fence(store, manifest, etag, deps.randomId, packs))) {
       last = { ...report, reason: "busy" };
       continue;
     }
@@ -217,10 +220,10 @@ async function collectPacks(options: GcOptions, graceMs: number): Promise<GcRepo
  * it is proven to have landed. Generation and head are unchanged: for
  * readers nothing happened.
  */
-async function fence(store: ObjectStore, manifest: Manifest, etag: string, packs: PackDescriptor[] | null): Promise<boolean> {
+async function fence(store: ObjectStore, manifest: Manifest, etag: string, randomId: RandomSource["randomId"], packs: PackDescriptor[] | null): Promise<boolean> {
   let fenced;
   try {
-    fenced = await rewriteCurrent(store, manifest, etag, packs);
+    fenced = await rewriteCurrent(store, manifest, etag, randomId, packs);
   } catch (cause) {
     throw new DomainError("MANIFEST_WRITE", "gc could not fence the manifest; nothing was deleted.", { cause });
   }

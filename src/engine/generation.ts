@@ -1,8 +1,8 @@
 /** The accepted generation, read-only: the one object `current` says it, and 0 when the store holds no notebook yet. */
-import type { ObjectStore } from "../store/object-store.ts";
+import type { EngineDeps } from "./engine.ts";
 import { readManifest } from "./publish/accepted-state.ts";
 
-export async function acceptedGeneration(store: ObjectStore): Promise<number> {
-  const { manifest } = await readManifest(store);
+export async function acceptedGeneration(deps: Pick<EngineDeps, "store">): Promise<number> {
+  const { manifest } = await readManifest(deps.store);
   return manifest?.generation ?? 0;
 }

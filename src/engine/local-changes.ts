@@ -22,6 +22,7 @@
 import { existsSync, mkdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { DomainError, type LineRange } from "../contract/errors.ts";
+import type { Baseline } from "./checkout/state-files.ts";
 import { isProtected } from "../contract/path-sets.ts";
 import { NO_PATH_SETS } from "../contract/results.ts";
 import { readManifest } from "./publish/accepted-state.ts";
@@ -95,14 +96,14 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
   let lock;
   try {
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-    lock = await acquireLock(join(stateDir, "lock"), deps.self, lockWaitMs(deps));
+    lock = await acquireLock(join(stateDir, "lock"), deps.self, lockWaitMs(deps), deps);
   } catch (cause) {
     throw unreadable(cause);
   }
   try {
     let settled;
     try {
-      settled = settleState({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir, stateDir, directory });
+      settled = settleState({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir, stateDir, directory }, deps);
     } catch (cause) {
       throw unreadable(cause);
     }
@@ -131,17 +132,49 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
   }
 }
 
-export async function readLocalChanges(deps: EngineDeps, path: string): Promise<LocalChanges> {
-  refuseNesting(deps, path);
+export interface LocalChangesInput {
+  /** The checkout's directory. */
+  path: string;
+}
+
+export async function readLocalChanges(deps: EngineDeps, input: LocalChangesInput): Promise<LocalChanges> {
+  refuseNesting(deps, input.path);
   let dir: string;
   try {
-    dir = realpathSync(path);
+    dir = realpathSync(input.path);
   } catch {
     throw pullRequired(null, NOTHING_READ);
   }
   refuseNesting(deps, dir);
   const { stateDir, baseline, local, contents, interrupted } = await readUnderLock(deps, dir);
-  const git = await ObjectCache.open(join(stateDir, "git"), deps.memory.objects);
+  const found = await changesAgainst(deps, join(stateDir, "git"), baseline, local, contents);
+  // Last, and only to count: a store that cannot be reached leaves the rest as it is.
+  const { accepted, behindUnknown } = await acceptedNow(deps, baseline);
+  return {
+    path: dir,
+    generation: baseline.generation,
+    accepted,
+    behind: accepted === null ? null : Math.max(0, accepted - baseline.generation),
+    behindUnknown,
+    ...found,
+    interrupted,
+  };
+}
+
+/**
+ * The files that differ between the baseline and `local` (`contents`: the
+ * bytes of those read this call, by blob id; the rest are in the object
+ * cache at `gitdir`), the marker blocks in them, and those under protected
+ * paths.
+ */
+async function changesAgainst(
+  deps: EngineDeps,
+  gitdir: string,
+  baseline: Baseline,
+  local: FlatTree,
+  contents: Map<string, Uint8Array>,
+): Promise<Pick<LocalChanges, "changes" | "markers" | "readOnly">> {
+  const git = await ObjectCache.open(gitdir, deps.memory.objects, deps.randomId);
   const changes: LocalChange[] = [];
   const markers: LocalChanges["markers"] = [];
   const readOnly: string[] = [];
@@ -177,28 +210,19 @@ export async function readLocalChanges(deps: EngineDeps, path: string): Promise<
   } finally {
     git.close();
   }
-  // Last, and only to count: a store that cannot be reached leaves the rest as it is.
-  let accepted: number | null = null;
-  let behindUnknown: string | null = null;
+  return { changes, markers, readOnly };
+}
+
+/** The accepted generation, or null with the reason when the store cannot be reached; refused when the store went backwards from `baseline`. */
+async function acceptedNow(deps: EngineDeps, baseline: Baseline): Promise<{ accepted: number | null; behindUnknown: string | null }> {
   try {
     const { manifest } = await readManifest(deps.store);
     // What a commit would publish, and how far behind, would be false against a store that went backwards: refused, as pull and commit refuse it.
     refuseWentBackwards(baseline, manifest);
-    accepted = manifest?.generation ?? 0;
+    return { accepted: manifest?.generation ?? 0, behindUnknown: null };
   } catch (e) {
     // An untrusted manifest is an operator's matter, reported as such; a store out of reach is not an error here.
     if (e instanceof DomainError && e.reason !== "MANIFEST_READ") throw e;
-    behindUnknown = "the store could not be reached";
+    return { accepted: null, behindUnknown: "the store could not be reached" };
   }
-  return {
-    path: dir,
-    generation: baseline.generation,
-    accepted,
-    behind: accepted === null ? null : Math.max(0, accepted - baseline.generation),
-    behindUnknown,
-    changes,
-    markers,
-    readOnly,
-    interrupted,
-  };
 }

@@ -43,6 +43,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { RandomSource } from "../contract/clock.ts";
 import { DomainError } from "../contract/errors.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { checkoutStates } from "./checkout/registry.ts";
@@ -88,23 +89,23 @@ export function checkoutBaselines(local: GcLocal | undefined): Baseline[] {
  * from a generation the store lost (the header's 4).
  */
 export async function lostGenerations(
-  store: ObjectStore,
+  deps: { store: ObjectStore; local?: GcLocal } & Pick<RandomSource, "randomId">,
   manifest: Manifest,
   candidates: string[],
   baselines: Baseline[],
-  local: GcLocal | undefined,
 ): Promise<Set<string>> {
+  const { store, local, randomId } = deps;
   for (const baseline of baselines) {
     const found = wentBackwards(baseline, manifest);
     if (found !== null) throw lostError(`a checkout under this private root was brought to ${brought(baseline)}, but the store ${found}`);
   }
   if (candidates.length === 0) return new Set();
   const scratch = mkdtempSync(join(tmpdir(), "slivingdoc-gc-"));
-  const memory = local?.memory ?? new ProcessMemory();
-  const history = await openHistory({ store, storeId: local?.storeId ?? "gc", privateRoot: local?.privateRoot ?? scratch, memory });
+  const memory = local?.memory ?? new ProcessMemory(deps);
+  const history = await openHistory({ store, storeId: local?.storeId ?? "gc", privateRoot: local?.privateRoot ?? scratch, memory, randomId });
   try {
     const retained = new Set(history.publications.map((p) => p.commit));
-    const lost = await lostCommits(store, candidates, retained, join(scratch, "git"), memory);
+    const lost = await lostCommits(store, candidates, retained, join(scratch, "git"), memory, randomId);
     return judge(lost, retained, manifest, history.boundary === null);
   } finally {
     closeHistory(history);
@@ -119,8 +120,15 @@ interface Lost {
 }
 
 /** The commits in the candidate packs that the retained history does not hold. A pack that is not one holds nothing to lose. */
-async function lostCommits(store: ObjectStore, candidates: string[], retained: Set<string>, gitdir: string, memory: ProcessMemory): Promise<Map<string, Lost>> {
-  const git = await ObjectCache.open(gitdir, memory.objects);
+async function lostCommits(
+  store: ObjectStore,
+  candidates: string[],
+  retained: Set<string>,
+  gitdir: string,
+  memory: ProcessMemory,
+  randomId: RandomSource["randomId"],
+): Promise<Map<string, Lost>> {
+  const git = await ObjectCache.open(gitdir, memory.objects, randomId);
   const lost = new Map<string, Lost>();
   try {
     for (const key of candidates) {

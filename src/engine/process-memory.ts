@@ -6,6 +6,7 @@
  * fresh world. Each thing remembered is checked before use and only ever a
  * speed-up: a process that starts empty gets the same answers.
  */
+import type { RandomSource } from "../contract/clock.ts";
 import type { AcceptedState } from "./publish/accepted-state.ts";
 import type { Contention } from "./publish/contention.ts";
 import { ObjectMemory } from "./git/object-memory.ts";
@@ -33,7 +34,7 @@ export const MEMORY_BOUNDS = {
 /** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, ObjectMemory and StatCacheMemory). */
 export class ProcessMemory implements AcceptedMemory, ContentionMemory, RegistryMemory {
   /** The stat cache of each checkout, written back when evicted or flushed. */
-  readonly statCaches = new StatCacheMemory(MEMORY_BOUNDS.statCaches);
+  readonly statCaches: StatCacheMemory;
   /** Pack readers, flat trees and commit trees of the object caches. */
   readonly objects = new ObjectMemory({ readers: MEMORY_BOUNDS.packReaders, trees: MEMORY_BOUNDS.trees, commits: MEMORY_BOUNDS.commits });
   /** The accepted state last seen of each store, by store identity (accepted-state.ts). */
@@ -47,6 +48,11 @@ export class ProcessMemory implements AcceptedMemory, ContentionMemory, Registry
    * no bound beyond theirs.
    */
   readonly checkouts: RegistryMemory["checkouts"] = new Map();
+
+  /** `random` names the temporary files the stat caches are written through: the process's random source (EngineDeps). */
+  constructor(random: Pick<RandomSource, "randomId">) {
+    this.statCaches = new StatCacheMemory(MEMORY_BOUNDS.statCaches, random.randomId);
+  }
 
   /** Before the process ends: write out what only memory holds (stat caches). */
   flush(): void {

@@ -57,8 +57,9 @@ function publisherOf(checkout: OpenCheckout, baselineTree: FlatTree): Publisher 
     localContents: checkout.localContents,
     agent: deps.agent,
     now: deps.now,
-    monotonic: () => performance.now(),
+    monotonic: deps.monotonic,
     random: deps.random,
+    randomId: deps.randomId,
     sleep: (ms) => sleepWithin(deps, ms),
     outOfTime: () => deadlinePassed(deps),
     onStage: deps.onStage,
@@ -68,7 +69,7 @@ function publisherOf(checkout: OpenCheckout, baselineTree: FlatTree): Publisher 
 
 /** One commit's attempts: what they found so far, and the handler of each step. */
 class Attempts {
-  /** Races lost to other commits (the machine's count, kept for the contention memory). */
+  /** Races lost to other commits (the machine's count, for the contention memory). */
   lost = 0;
   private readonly rules: AttemptRules;
   /** The accepted state this process last saw, when the first attempt may build on it. */
@@ -287,7 +288,7 @@ class Attempts {
   private async withdraw(final: boolean): Promise<Event> {
     const { state } = this.checkout;
     state.checkLock();
-    const taken = await withdraw(this.checkout.deps.store, this.mine!.proposal).catch((e) => {
+    const taken = await withdraw(this.checkout.deps.store, this.mine!.proposal, this.p.randomId).catch((e) => {
       if (final && e instanceof DomainError && e.reason === "PUBLICATION_UNPROVEN") return { landed: "unknown" as const };
       throw e;
     });

@@ -19,13 +19,35 @@
  */
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
-import type { FileStat } from "../contract/results.ts";
+import type { FileStat, PathSets } from "../contract/results.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
-import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localFailure, materializeInto, openCheckout, privateStateMissing, pullRequired, scanLocal } from "./engine.ts";
+import {
+  baselineFilesOrRefuse,
+  closeCheckout,
+  type EngineDeps,
+  localFailure,
+  materializeInto,
+  type OpenCheckout,
+  openCheckout,
+  privateStateMissing,
+  pullRequired,
+  scanLocal,
+} from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
-import { closeHistory, openHistory, readGenerationTree, readHistoryBlob } from "./history/read.ts";
+import { type History, readGenerationTree, readHistoryBlob, withHistory } from "./history/read.ts";
 import { historyWentBackwards } from "./publish/went-backwards.ts";
+
+export interface RestoreInput {
+  /** The checkout's directory. */
+  path: string;
+  /** The generation to restore from. */
+  from: number;
+  /** Notebook paths (files or directories) as given; none for the whole notebook. */
+  paths: string[];
+  /** Overwrite files with unpublished local edits too. */
+  force: boolean;
+}
 
 export interface RestoreOutcome {
   /** The checkout's real path. */
@@ -51,84 +73,111 @@ export function normalizeNotebookPath(raw: string): string {
   return segments.join("/");
 }
 
-export async function restore(deps: EngineDeps, path: string, from: number, named: string[], force: boolean): Promise<RestoreOutcome> {
-  const entries = [...new Set(named.map(normalizeNotebookPath))];
-  const checkout = await openCheckout(deps, path, false);
+export async function restore(deps: EngineDeps, input: RestoreInput): Promise<RestoreOutcome> {
+  const entries = [...new Set(input.paths.map(normalizeNotebookPath))];
+  const checkout = await openCheckout(deps, input.path, false);
   try {
     // No baseline to restore onto.
     if (checkout.baseline === null) throw pullRequired(checkout.lost, ", then restore.");
     await scanLocal(checkout);
     const baseline = await baselineFilesOrRefuse(checkout);
     await checkout.deps.onStage("fetch");
-    const history = await openHistory(checkout.deps);
-    try {
-      // Restoring from a store that went backwards would write its older files over ones it lost.
-      const at = history.publications.find((p) => p.generation === checkout.baseline!.generation)?.commit ?? null;
-      const backwards = historyWentBackwards(checkout.baseline, history.manifest, at);
-      if (backwards !== null) throw backwards;
-      const target = await readGenerationTree(history, from);
-      const local = checkout.local;
-      const selected = (p: string) => entries.length === 0 || entries.some((e) => isAtOrBelowEntry(e, p));
-      for (const e of entries) {
-        const found = (t: FlatTree) => [...t.keys()].some((p) => isAtOrBelowEntry(e, p));
-        if (!found(target) && !found(local)) {
-          throw new DomainError("MALFORMED_INPUT", `"${e}" names no file in generation ${from} nor in the checkout; nothing was restored.`);
-        }
-      }
-      const sets = checkout.deps.pathSets;
-      const to: FlatTree = new Map(local);
-      const changing: string[] = [];
-      const skipped: string[] = [];
-      for (const p of new Set([...local.keys(), ...target.keys()])) {
-        if (!selected(p) || local.get(p) === target.get(p)) continue;
-        if (isProtected(p, sets)) {
-          skipped.push(p);
-          continue;
-        }
-        changing.push(p);
-        const oid = target.get(p);
-        if (oid === undefined) to.delete(p);
-        else to.set(p, oid);
-      }
-      skipped.sort(byPath);
-      changing.sort(byPath);
-      if (entries.length > 0 && skipped.length > 0) {
-        const files: ErrorFile[] = skipped.map((p) => ({ path: p, reason: "READ_ONLY", ranges: [] }));
-        throw new DomainError(
-          "READ_ONLY_PATH",
-          "The restore would change paths this process may not change; nothing was restored. Name only paths this process may write.",
-          { files },
-        );
-      }
-      const unpublished = changing.filter((p) => local.get(p) !== baseline.get(p));
-      if (unpublished.length > 0 && !force) {
-        const shown = unpublished.slice(0, 20).join(", ") + (unpublished.length > 20 ? `, and ${unpublished.length - 20} more` : "");
-        throw new DomainError(
-          "MALFORMED_INPUT",
-          `The restore would overwrite unpublished local edits (${shown}); nothing was restored. Commit them first, leave those paths out, or add --force to overwrite them.`,
-        );
-      }
-      // The restored blobs into the checkout's own object cache, where materialize and the journal read them.
-      for (const p of changing) {
-        const oid = target.get(p);
-        if (oid !== undefined && !(await checkout.git.has(oid))) await checkout.git.writeBlob(await readHistoryBlob(history, oid));
-      }
-      // A file written to since the scan is left as written (materialize.ts): not restored, and not counted.
-      const { left } = await materializeInto(checkout, to, checkout.baseline, { operation: "restore", remoteAccepted: "no" }, (p) => baseline.get(p) ?? null);
-      for (const p of left) {
-        const oid = local.get(p);
-        if (oid === undefined) to.delete(p);
-        else to.set(p, oid);
-      }
-      const files = await treeDiffStat(checkout.git, local, to, checkout.lineCounts);
-      return { path: checkout.dir, from, generation: checkout.baseline.generation, files, skipped };
-    } finally {
-      closeHistory(history);
-    }
+    return await withHistory(checkout.deps, (history) => restoreFrom(checkout, history, baseline, { ...input, paths: entries }));
   } catch (e) {
     if (e instanceof MissingObjectError) throw privateStateMissing(e);
     throw localFailure(checkout, e);
   } finally {
     closeCheckout(checkout);
+  }
+}
+
+/** Restore `input` (its paths normalized) from `history` into the checkout, whose baseline holds `baseline`. */
+async function restoreFrom(checkout: OpenCheckout, history: History, baseline: FlatTree, input: RestoreInput): Promise<RestoreOutcome> {
+  const at = checkout.baseline!;
+  // Restoring from a store that went backwards would write its older files over ones it lost.
+  const commit = history.publications.find((p) => p.generation === at.generation)?.commit ?? null;
+  const backwards = historyWentBackwards(at, history.manifest, commit);
+  if (backwards !== null) throw backwards;
+  const target = await readGenerationTree(history, input.from);
+  const local = checkout.local;
+  const plan = planRestore(local, target, input, checkout.deps.pathSets);
+  refuseRestore(plan, input, local, baseline);
+  // The restored blobs into the checkout's own object cache, where materialize and the journal read them.
+  for (const p of plan.changing) {
+    const oid = target.get(p);
+    if (oid !== undefined && !(await checkout.git.has(oid))) await checkout.git.writeBlob(await readHistoryBlob(history, oid));
+  }
+  const { to } = plan;
+  // A file written to since the scan is left as written (materialize.ts): not restored, and not counted.
+  const { left } = await materializeInto(checkout, to, at, { operation: "restore", remoteAccepted: "no" }, (p) => baseline.get(p) ?? null);
+  for (const p of left) {
+    const oid = local.get(p);
+    if (oid === undefined) to.delete(p);
+    else to.set(p, oid);
+  }
+  const files = await treeDiffStat(checkout.git, local, to, checkout.lineCounts);
+  return { path: checkout.dir, from: input.from, generation: checkout.baseline!.generation, files, skipped: plan.skipped };
+}
+
+/** What a restore changes: the files it brings to `target`'s version, and the protected ones it leaves. */
+interface RestorePlan {
+  /** The visible files as the restore leaves them. */
+  to: FlatTree;
+  /** Paths the restore writes or removes, sorted. */
+  changing: string[];
+  /** Protected paths it would change, left as they are, sorted. */
+  skipped: string[];
+}
+
+/** The plan for restoring `input.paths` (all, when none) from `target` over `local`; MALFORMED_INPUT for a path that names no file in either. */
+function planRestore(local: FlatTree, target: FlatTree, input: RestoreInput, sets: PathSets): RestorePlan {
+  const entries = input.paths;
+  for (const e of entries) {
+    const found = (t: FlatTree) => [...t.keys()].some((p) => isAtOrBelowEntry(e, p));
+    if (!found(target) && !found(local)) {
+      throw new DomainError("MALFORMED_INPUT", `"${e}" names no file in generation ${input.from} nor in the checkout; nothing was restored.`);
+    }
+  }
+  const selected = (p: string) => entries.length === 0 || entries.some((e) => isAtOrBelowEntry(e, p));
+  const to: FlatTree = new Map(local);
+  const changing: string[] = [];
+  const skipped: string[] = [];
+  for (const p of new Set([...local.keys(), ...target.keys()])) {
+    if (!selected(p) || local.get(p) === target.get(p)) continue;
+    if (isProtected(p, sets)) {
+      skipped.push(p);
+      continue;
+    }
+    changing.push(p);
+    const oid = target.get(p);
+    if (oid === undefined) to.delete(p);
+    else to.set(p, oid);
+  }
+  skipped.sort(byPath);
+  changing.sort(byPath);
+  return { to, changing, skipped };
+}
+
+/**
+ * Refuse a restore that names protected paths (READ_ONLY_PATH), or would
+ * overwrite unpublished edits — files that differ from the baseline's
+ * `baseline` — without `force` (MALFORMED_INPUT). Nothing is written then.
+ */
+function refuseRestore(plan: RestorePlan, input: RestoreInput, local: FlatTree, baseline: FlatTree): void {
+  if (input.paths.length > 0 && plan.skipped.length > 0) {
+    const files: ErrorFile[] = plan.skipped.map((p) => ({ path: p, reason: "READ_ONLY", ranges: [] }));
+    throw new DomainError(
+      "READ_ONLY_PATH",
+      "The restore would change paths this process may not change; nothing was restored. Name only paths this process may write.",
+      { files },
+    );
+  }
+  const unpublished = plan.changing.filter((p) => local.get(p) !== baseline.get(p));
+  if (unpublished.length > 0 && !input.force) {
+    const shown = unpublished.slice(0, 20).join(", ") + (unpublished.length > 20 ? `, and ${unpublished.length - 20} more` : "");
+    throw new DomainError(
+      "MALFORMED_INPUT",
+      `The restore would overwrite unpublished local edits (${shown}); nothing was restored. Commit them first, leave those paths out, or add --force to overwrite them.`,
+    );
   }
 }

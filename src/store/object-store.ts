@@ -25,6 +25,23 @@ export interface ListedObject {
 }
 
 /**
+ * What a kind of store does beyond the requests every store serves: each is
+ * an optional member of ObjectStore, which a store of a kind that declares
+ * it (its registry entry, surfaces/stores.ts) offers, and one of a kind that
+ * does not, never. The conformance suite (test/store/conformance.ts) checks
+ * both, and what each promises.
+ */
+export interface StoreCapabilities {
+  /** `queue`: the store orders its writers. */
+  queue: boolean;
+  /** `putWith`: the store writes new objects and a conditional write together, as one atomic step. */
+  putWith: boolean;
+}
+
+/** A store that does only what every store does (S3). */
+export const NO_CAPABILITIES: StoreCapabilities = { queue: false, putWith: false };
+
+/**
  * Every request takes an optional `signal`: once it aborts (a call's
  * deadline passed, store/deadline.ts), a store that talks to a server ends
  * the request and its connection. A write ended so may have landed.
@@ -45,12 +62,14 @@ export interface ObjectStore {
   close(): Promise<void>;
   /**
    * Where a store can order its writers (the embedded store: every writer is
-   * on this machine), writers line up here before reading `current` and leave
-   * once their conditional write is answered, so they take turns instead of
-   * losing races to each other. Only an optimisation: the conditional write
-   * stays the proof, and a writer that does not queue (an older version) is
-   * still safe. Absent on S3, where nothing may coordinate writers
-   * (docs/decisions/0006-one-pointer-over-immutable-packs.md).
+   * on this machine), writers line up here before reading `current` and
+   * leave once their conditional write is answered, so they take turns
+   * instead of losing races to each other. Only an optimisation: the
+   * conditional write stays the proof, and a writer that does not queue (an
+   * older version) is still safe. Absent on S3, where nothing may
+   * coordinate writers (docs/decisions/0006-one-pointer-over-immutable-packs.md);
+   * and where a store that declares it could not set it up (the embedded
+   * store's queue database would not open): writers then race.
    */
   readonly queue?: WriterQueue;
   /**

@@ -11,10 +11,10 @@ import { AGENT_MAX_BYTES, agentProblem } from "../contract/agent.ts";
 import { buildPathSets, parsePathSet } from "../contract/path-sets.ts";
 import type { PathSets } from "../contract/results.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
-import { parseDuration } from "./cli/duration.ts";
+import { parseDuration } from "./duration.ts";
 import { realpathLoose } from "./paths.ts";
 import { type ConfigFlags, type Env, invalid, nonEmpty } from "./settings.ts";
-import { parseStore, type StoreSpec, storeKind } from "./stores.ts";
+import { parseStore, STORE_KINDS, type StoreSpec, storeKind } from "./stores.ts";
 
 export type { ConfigFlags, Env } from "./settings.ts";
 
@@ -105,5 +105,7 @@ export function resolveConfig(flags: ConfigFlags, env: Env, cwd: string): Runtim
  * defence in depth (they should never reach one in the first place).
  */
 export function runtimeSecrets(env: Env): string[] {
-  return [env.AWS_SECRET_ACCESS_KEY, env.AWS_SESSION_TOKEN, env.AWS_ACCESS_KEY_ID].filter((v): v is string => !!v && v.length >= 8);
+  return STORE_KINDS.flatMap((kind) => kind.secretEnv ?? [])
+    .map((name) => env[name])
+    .filter((v): v is string => !!v && v.length >= 8);
 }

@@ -1,10 +1,14 @@
 /**
- * The engine's wiring: its dependencies made from the configuration and the
- * opened store.
+ * The engine's wiring: its dependencies made from the configuration, the
+ * opened store and the process's memory — and the one place the system's
+ * clocks, sleep and random source are made, which the engine reads only
+ * from its dependencies.
  */
 import { mkdirSync, realpathSync } from "node:fs";
 import { hostname, userInfo } from "node:os";
 import { userAtHost } from "../contract/agent.ts";
+import type { Clock, RandomSource } from "../contract/clock.ts";
+import { randomHex } from "../contract/random-hex.ts";
 import type { EngineDeps } from "../engine/engine.ts";
 import type { ProcessMemory } from "../engine/process-memory.ts";
 import type { ObjectStore } from "../store/object-store.ts";
@@ -29,12 +33,43 @@ export function preparePrivateRoot(config: RuntimeConfig): string {
   return realpathSync(config.privateRoot);
 }
 
-/** The process memory: one for the whole process, shared by every call (made by engineDeps). */
-let memory: ProcessMemory | undefined;
+/** The system's clocks and sleep, as the engine is given them. */
+export const SYSTEM_CLOCK: Clock = {
+  now: () => new Date(),
+  monotonic: () => performance.now(),
+  sleep: (ms) => Bun.sleep(ms),
+};
 
-/** Before the process ends: write out what only its memory holds (a CLI call after its command, a server when it stops). */
-export function flushProcessMemory(): void {
-  memory?.flush();
+/** The system's random source, as the engine is given it. */
+export const SYSTEM_RANDOM: RandomSource = {
+  random: Math.random,
+  randomId: randomHex,
+};
+
+/**
+ * What a process keeps between calls (engine/process-memory.ts): one per
+ * process, made by its runner (a CLI call, `serve`) and shared by all its
+ * calls. Made on first use, since making it loads the engine; `flush`,
+ * before the process ends, writes out what only memory holds.
+ */
+export interface ProcessMemoryHolder {
+  get(): ProcessMemory;
+  flush(): void;
+}
+
+export function processMemory(): ProcessMemoryHolder {
+  let made: ProcessMemory | undefined;
+  return {
+    get() {
+      if (made === undefined) {
+        // A synchronous import on first use, not a static one: see engineDeps.
+        const { ProcessMemory } = require("../engine/process-memory.ts") as typeof import("../engine/process-memory.ts");
+        made = new ProcessMemory(SYSTEM_RANDOM);
+      }
+      return made;
+    },
+    flush: () => made?.flush(),
+  };
 }
 
 /**
@@ -42,14 +77,14 @@ export function flushProcessMemory(): void {
  * callers about to run it call this, and not before — `serve` only once the
  * handshake is answered (docs/performance.md, S8).
  */
-export function engineDeps(config: RuntimeConfig, store: ObjectStore): EngineDeps {
+export function engineDeps(config: RuntimeConfig, store: ObjectStore, memory: ProcessMemory): EngineDeps {
   const privateRoot = preparePrivateRoot(config);
   // A synchronous import on first use, not a static one: see above.
   const { DEFAULT_COMMIT_RETRIES } = require("../engine/engine.ts") as typeof import("../engine/engine.ts");
-  const { ProcessMemory } = require("../engine/process-memory.ts") as typeof import("../engine/process-memory.ts");
-  memory ??= new ProcessMemory();
   const agent = config.agent ?? defaultAgent();
   return {
+    ...SYSTEM_CLOCK,
+    ...SYSTEM_RANDOM,
     store,
     storeId: storeIdentity(config.store),
     privateRoot,

@@ -11,7 +11,9 @@
  *
  * Adding an operation is one entry here plus its engine function. Runners
  * load the engine when they run, not when this module loads: the CLI and
- * `serve` read this registry at start (docs/performance.md, S8).
+ * `serve` read this registry at start (docs/performance.md, S8). Renderers
+ * load the CLI's rendering code when they render (`cli()`): `serve` runs
+ * the tools' entries and renders nothing, so it never loads it.
  */
 import { DomainError } from "../contract/errors.ts";
 import { booleanField, countField, malformed, objectInput, optional, stringField, stringListField } from "../contract/input-schema.ts";
@@ -20,12 +22,19 @@ import { StartupRefusal } from "../contract/startup.ts";
 import { type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
-import { parseDuration, parseSince } from "./cli/duration.ts";
-import { filePatch, renderStat } from "./cli/patch.ts";
-import { quotePath } from "./cli/quote.ts";
-import { renderLog, renderShow, type ShownEntry } from "./cli/render-history.ts";
-import { fileStatLines, plural, renderDiffstat } from "./cli/render.ts";
+import type { ShownEntry } from "./cli/render-history.ts";
+import { parseDuration, parseSince } from "./duration.ts";
 import type { Operation } from "./operation.ts";
+
+/** The CLI's rendering code, loaded on first use, synchronously: renderers return text. */
+function cli() {
+  return {
+    ...(require("./cli/render.ts") as typeof import("./cli/render.ts")),
+    ...(require("./cli/render-history.ts") as typeof import("./cli/render-history.ts")),
+    ...(require("./cli/patch.ts") as typeof import("./cli/patch.ts")),
+    ...(require("./cli/quote.ts") as typeof import("./cli/quote.ts")),
+  };
+}
 
 const PATH_HELP = "The notebook directory (default: the current directory)";
 
@@ -57,9 +66,9 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { pull } = await import("../engine/pull.ts");
       const path = ctx.notebookPath(input.path);
-      return successResult(await pull(ctx.engine(), path), ctx.sets);
+      return successResult(await pull(ctx.engine(), { path }), ctx.sets);
     },
-    render: (r) => renderDiffstat(r, PULLED),
+    render: (r) => cli().renderDiffstat(r, PULLED),
   }),
 
   defineOperation({
@@ -74,10 +83,11 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("attach", { path: PATH_FIELD }),
     async run(ctx, input) {
       const { attach } = await import("../engine/pull.ts");
-      const { outcome, attached } = await attach(ctx.engine(), ctx.notebookPath(input.path));
+      const { outcome, attached } = await attach(ctx.engine(), { path: ctx.notebookPath(input.path) });
       return { ...successResult(outcome, ctx.sets), attached };
     },
     render(r) {
+      const { quotePath, renderDiffstat } = cli();
       if (!r.attached) return `the store holds what this checkout was brought to: nothing to attach; pulled as usual\n${renderDiffstat(r, PULLED)}`;
       const head = `attached ${quotePath(r.path)} to the store as it is, at generation ${r.generation}: its files are local edits against it; review them with slivingdoc status, publish them with slivingdoc commit`;
       return `${head}\n${renderDiffstat(r, { verb: "merged the store's files into", upToDate: () => "no file changed on disk" })}`;
@@ -112,10 +122,10 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { commit } = await import("../engine/commit.ts");
       const path = ctx.notebookPath(input.path);
-      return successResult(await commit(ctx.engine(), path, input.message), ctx.sets);
+      return successResult(await commit(ctx.engine(), { path, message: input.message }), ctx.sets);
     },
     render: (r) =>
-      renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
+      cli().renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
   }),
 
   defineOperation({
@@ -141,14 +151,12 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("gc", { graceMs: optional(countField()), dryRun: booleanField(), deleteLost: optional(booleanField()) }),
     async run(ctx, input) {
       const { collectGarbage, DEFAULT_GRACE_MS } = await import("../engine/gc.ts");
-      const { privateRoot, storeId, memory } = ctx.engine();
-      const report = await collectGarbage({
-        store: ctx.store,
-        graceMs: input.graceMs ?? DEFAULT_GRACE_MS,
-        dryRun: input.dryRun,
-        local: { privateRoot, storeId, memory },
-        deleteLost: input.deleteLost === true,
-      });
+      const deps = ctx.engine();
+      const { privateRoot, storeId, memory } = deps;
+      const report = await collectGarbage(
+        { ...deps, local: { privateRoot, storeId, memory } },
+        { graceMs: input.graceMs ?? DEFAULT_GRACE_MS, dryRun: input.dryRun, deleteLost: input.deleteLost === true },
+      );
       // Counts, not keys: no S3 key appears in any output (a server's log has them if needed).
       return {
         generation: report.generation,
@@ -183,7 +191,7 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("generation", {}),
     async run(ctx) {
       const { acceptedGeneration } = await import("../engine/generation.ts");
-      return { generation: await acceptedGeneration(ctx.store) };
+      return { generation: await acceptedGeneration({ store: ctx.store }) };
     },
     render: (r) => `generation ${r.generation}\n`,
   }),
@@ -207,20 +215,14 @@ export const OPERATIONS: readonly Operation[] = [
     },
     input: objectInput("log", { limit: optional(countField()), sinceMs: optional(countField()), paths: optional(stringListField()) }),
     async run(ctx, input) {
-      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
       const { historyLog } = await import("../engine/history/log.ts");
-      const history = await openHistory(ctx.engine());
-      try {
-        return await historyLog(history, {
-          ...(input.limit !== undefined ? { limit: input.limit } : {}),
-          ...(input.sinceMs !== undefined ? { since: new Date(input.sinceMs) } : {}),
-          ...(input.paths !== undefined ? { paths: input.paths } : {}),
-        });
-      } finally {
-        closeHistory(history);
-      }
+      return await historyLog(ctx.engine(), {
+        ...(input.limit !== undefined ? { limit: input.limit } : {}),
+        ...(input.sinceMs !== undefined ? { since: new Date(input.sinceMs) } : {}),
+        ...(input.paths !== undefined ? { paths: input.paths } : {}),
+      });
     },
-    render: renderLog,
+    render: (r) => cli().renderLog(r),
   }),
 
   defineOperation({
@@ -242,22 +244,17 @@ export const OPERATIONS: readonly Operation[] = [
     },
     input: objectInput("show", { generation: countField(), stat: booleanField(), paths: optional(stringListField()) }),
     async run(ctx, input) {
-      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
       const { showGeneration } = await import("../engine/history/log.ts");
-      const history = await openHistory(ctx.engine());
-      try {
-        const { entry, changes } = await showGeneration(history, input.generation, input.paths !== undefined ? { paths: input.paths } : {});
-        if (input.stat || changes === null) return entry as ShownEntry;
-        const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
-        const patch = changes.map((c) => filePatch({ ...c, change: c.status, hunks: unifiedHunks(c.beforeText, c.afterText) })).join("");
-        return { ...entry, patch } as ShownEntry;
-      } finally {
-        closeHistory(history);
-      }
+      const { entry, changes } = await showGeneration(ctx.engine(), { generation: input.generation, ...(input.paths !== undefined ? { paths: input.paths } : {}) });
+      if (input.stat || changes === null) return entry as ShownEntry;
+      const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
+      const { filePatch } = cli();
+      const patch = changes.map((c) => filePatch({ ...c, change: c.status, hunks: unifiedHunks(c.beforeText, c.afterText) })).join("");
+      return { ...entry, patch } as ShownEntry;
     },
     // The patch is data for a pipe, as diff's is (`show 12 > x.patch`); the entry stays on stderr.
     renderStdout: (r) => r.patch ?? "",
-    render: renderShow,
+    render: (r) => cli().renderShow(r),
   }),
 
   defineOperation({
@@ -272,39 +269,27 @@ export const OPERATIONS: readonly Operation[] = [
     },
     input: objectInput("export", { directory: stringField({}) }),
     async run(ctx, input) {
-      const { openHistory, closeHistory } = await import("../engine/history/read.ts");
-      const { checkExportTarget, exportHistory, ExportRefused } = await import("../engine/history/export.ts");
+      const { exportHistory, ExportRefused } = await import("../engine/history/export.ts");
       if (input.directory === "") throw new DomainError("MALFORMED_INPUT", "export needs a directory.");
       const named = ctx.namedPath(input.directory);
       const dir = ctx.notebookPath(input.directory);
-      const deps = ctx.engine();
       // A directory export may not write into is the caller's mistake: refused as an argument, by the name typed.
-      const refusingArgument = (e: unknown): never => {
+      return await exportHistory(ctx.engine(), { named, dir }).catch((e: unknown): never => {
         if (!(e instanceof ExportRefused)) throw e;
         throw new StartupRefusal(
           "argument refusal",
           `export DIR "${input.directory}" ${e.why}; export writes only into a new or empty directory, or an earlier export of this notebook`,
         );
-      };
-      try {
-        // Before the history is read, which may take long: exportHistory checks again before it writes.
-        checkExportTarget(deps, named, dir);
-      } catch (e) {
-        refusingArgument(e);
-      }
-      const history = await openHistory(deps);
-      try {
-        return await exportHistory(deps, history, named, dir).catch(refusingArgument);
-      } finally {
-        closeHistory(history);
-      }
+      });
     },
-    render: (r) =>
-      r.generation === 0
+    render: (r) => {
+      const { quotePath } = cli();
+      return r.generation === 0
         ? "export: the store holds no notebook yet; nothing written\n"
         : `exported generations ${r.oldestRetained}–${r.generation} to ${quotePath(r.directory)}: ${r.added} new publications, ${r.objects} objects` +
           `${r.shallow ? ` (shallow: generation ${r.oldestRetained}'s parent is older than the retained history)` : ""}\n` +
-          `  read it with: git -C ${quotePath(r.directory)} log --stat\n`,
+          `  read it with: git -C ${quotePath(r.directory)} log --stat\n`;
+    },
   }),
 
   defineOperation({
@@ -320,7 +305,7 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("status", { path: PATH_FIELD }),
     async run(ctx, input) {
       const { readLocalChanges } = await import("../engine/local-changes.ts");
-      const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
+      const r = await readLocalChanges(ctx.engine(), { path: ctx.notebookPath(input.path) });
       return {
         path: r.path,
         generation: r.generation,
@@ -334,6 +319,7 @@ export const OPERATIONS: readonly Operation[] = [
       };
     },
     render(r) {
+      const { plural, quotePath } = cli();
       const lines = [`status of ${quotePath(r.path)}: ${behindLine(r)}`];
       if (r.interrupted) lines.push("an interrupted pull or commit is not yet repaired: the next pull or commit repairs it first");
       if (r.files.length === 0) lines.push("nothing to publish: the files agree with the baseline");
@@ -367,7 +353,7 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { readLocalChanges } = await import("../engine/local-changes.ts");
       const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
-      const r = await readLocalChanges(ctx.engine(), ctx.notebookPath(input.path));
+      const r = await readLocalChanges(ctx.engine(), { path: ctx.notebookPath(input.path) });
       const files = r.changes.map((c) => ({ ...c, hunks: unifiedHunks(c.beforeText, c.afterText) }));
       const result = {
         path: r.path,
@@ -384,12 +370,13 @@ export const OPERATIONS: readonly Operation[] = [
           ...(input.stat ? {} : { hunks: f.hunks }),
         })),
       };
+      const { filePatch, renderStat } = cli();
       const patch = input.stat ? renderStat(files) : files.map(filePatch).join("");
       return Object.assign(result, { [PATCH]: patch });
     },
     renderStdout: (r) => r[PATCH],
     render(r) {
-      if (r.files.length === 0) return `no changes in ${quotePath(r.path)}: ${behindLine(r)}\n`;
+      if (r.files.length === 0) return `no changes in ${cli().quotePath(r.path)}: ${behindLine(r)}\n`;
       return "";
     },
   }),
@@ -421,7 +408,7 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { restore } = await import("../engine/restore.ts");
       if (input.from < 1) throw malformed("from must be a generation, 1 or more.");
-      const r = await restore(ctx.engine(), ctx.notebookPath(input.path), input.from, input.paths ?? [], input.force === true).catch((e: unknown) => {
+      const r = await restore(ctx.engine(), { path: ctx.notebookPath(input.path), from: input.from, paths: input.paths ?? [], force: input.force === true }).catch((e: unknown) => {
         // `restore --from G ./notebook` from the directory above a checkout: PATHs are files in the notebook, not the notebook.
         if (input.path !== undefined || !(e instanceof DomainError) || e.reason !== "PATH_OUTSIDE_ROOT") throw e;
         throw new DomainError(e.reason, `${e.message} restore writes into the current directory; name the checkout with --dir, and files in it as PATH.`, { cause: e });
@@ -432,6 +419,7 @@ export const OPERATIONS: readonly Operation[] = [
       return { ...r, filesChanged: r.files.length, insertions, deletions };
     },
     render(r) {
+      const { fileStatLines, plural, quotePath } = cli();
       const lines: string[] = [];
       if (r.files.length === 0) lines.push(`restore: ${quotePath(r.path)} already holds generation ${r.from}'s version; nothing changed`);
       else {
@@ -466,6 +454,7 @@ const PATCH = Symbol("patch");
 
 /** Where the checkout stands against the store, in a line. */
 function behindLine(r: { generation: number; accepted?: number | null; behind: number | null; behindUnknown?: string | null }): string {
+  const { plural } = cli();
   if (r.behind === null) return `at generation ${r.generation}; behind: unknown (${r.behindUnknown ?? "the store could not be read"})`;
   if (r.behind === 0) return `at generation ${r.generation}, the accepted one`;
   return `at generation ${r.generation}, ${plural(r.behind, "generation")} behind the accepted ${r.accepted} (pull brings them in)`;

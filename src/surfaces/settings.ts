@@ -8,9 +8,6 @@ import { StartupRefusal } from "../contract/startup.ts";
 /** The configuration flags every subcommand accepts, by their long names. */
 export interface ConfigFlags {
   store?: string;
-  region?: string;
-  endpoint?: string;
-  "force-path-style"?: boolean;
   "workspace-root"?: string;
   "private-root"?: string;
   "commit-retries"?: string;
@@ -19,6 +16,8 @@ export interface ConfigFlags {
   agent?: string;
   "history-period"?: string;
   deadline?: string;
+  /** The settings of the kinds of store (stores.ts, StoreKind.flags): --region, --endpoint, … */
+  [storeFlag: string]: string | boolean | undefined;
 }
 
 export type Env = Record<string, string | undefined>;

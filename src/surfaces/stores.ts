@@ -1,14 +1,17 @@
 /**
  * The store registry: one entry per kind of store, keyed by its URL scheme
  * (docs/decisions/0001-two-tools-one-entry-per-operation.md,
- * docs/decisions/0002-settings-flags-and-environment.md): how its URL is
- * parsed, its secret-free identity (which keys each checkout's private
- * state), how it is opened, and whether the start-up probe must prove it
- * first. Adding a store is one entry here plus its ObjectStore in src/store/,
- * which must pass test/store/conformance.ts.
+ * docs/decisions/0002-settings-flags-and-environment.md): how its URL and settings are parsed, its
+ * flags, its secret-free identity (which keys each checkout's private
+ * state), the environment variables holding its credentials, how it is
+ * opened, what it does beyond every store's requests, and whether the
+ * start-up probe must prove it first. Help, the parser, the refusals and
+ * the scrubbing of secrets read them from here. Adding a store is one entry
+ * here plus its ObjectStore in src/store/, which must pass
+ * test/store/conformance.ts with the capabilities its entry declares.
  */
 import { join, resolve } from "node:path";
-import type { ObjectStore } from "../store/object-store.ts";
+import { NO_CAPABILITIES, type ObjectStore, type StoreCapabilities } from "../store/object-store.ts";
 import { openSqliteStore } from "../store/sqlite.ts";
 import { queueIdentity } from "./process-identity.ts";
 import { invalid, nonEmpty, type SettingSources } from "./settings.ts";
@@ -29,11 +32,26 @@ export interface S3Spec {
 
 export type StoreSpec = SqliteSpec | S3Spec;
 
+/** A command-line flag of a kind's settings (beside its URL), as help and the parser take it. */
+export interface StoreFlag {
+  type: "string" | "boolean";
+  description: string;
+  valueHint?: string;
+}
+
 export interface StoreKind<S extends StoreSpec> {
   /** What a store URL starts with. */
   scheme: string;
-  /** The URL's form, for refusals. */
+  /** The URL's form, for refusals and help. */
   usage: string;
+  /** What prose calls the kind: "the S3 compatibility probe", "the embedded store". */
+  label: string;
+  /** What its stores do beyond every store's requests (object-store.ts); the conformance suite holds them to it. */
+  capabilities: StoreCapabilities;
+  /** Its settings' flags, by long name, each also an environment variable its `parse` reads (docs/cli.md). */
+  flags?: Record<string, StoreFlag>;
+  /** The environment variables that hold its credentials: no diagnostic or result carries their values. */
+  secretEnv?: readonly string[];
   /** The spec from the URL after the scheme, or a start-up refusal. */
   parse(rest: string, from: SettingSources): S;
   /** The store the environment names when no URL is given (S3_BUCKET), if any. */
@@ -85,10 +103,16 @@ function validateEndpoint(endpoint: string): string {
   return endpoint;
 }
 
+/** A string flag's value; a flag given as a boolean is none. */
+function stringFlag(flags: SettingSources["flags"], name: string): string | undefined {
+  const value = flags[name];
+  return typeof value === "string" ? value : undefined;
+}
+
 /** The S3 settings beside the URL: endpoint, region, path style. */
 function s3Settings({ flags, env }: SettingSources): Pick<S3Spec, "endpoint" | "region" | "forcePathStyle"> {
-  const endpoint = nonEmpty(flags.endpoint) ?? nonEmpty(env.AWS_ENDPOINT_URL_S3) ?? nonEmpty(env.AWS_ENDPOINT_URL);
-  const region = nonEmpty(flags.region) ?? nonEmpty(env.S3_REGION);
+  const endpoint = nonEmpty(stringFlag(flags, "endpoint")) ?? nonEmpty(env.AWS_ENDPOINT_URL_S3) ?? nonEmpty(env.AWS_ENDPOINT_URL);
+  const region = nonEmpty(stringFlag(flags, "region")) ?? nonEmpty(env.S3_REGION);
   const forcePathStyle = flags["force-path-style"] === true || env.S3_FORCE_PATH_STYLE === "1" || env.S3_FORCE_PATH_STYLE === "true";
   return {
     ...(endpoint !== undefined ? { endpoint: validateEndpoint(endpoint) } : {}),
@@ -100,6 +124,16 @@ function s3Settings({ flags, env }: SettingSources): Pick<S3Spec, "endpoint" | "
 const s3: StoreKind<S3Spec> = {
   scheme: "s3://",
   usage: "s3://BUCKET[/PREFIX]",
+  label: "S3",
+  // Nothing may coordinate S3's writers, nor write objects together (docs/storage-protocol.md).
+  capabilities: NO_CAPABILITIES,
+  flags: {
+    region: { type: "string", description: "S3 region (env S3_REGION, then the AWS SDK's own)" },
+    endpoint: { type: "string", description: "S3 endpoint URL (env AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)", valueHint: "URL" },
+    "force-path-style": { type: "boolean", description: "S3 path-style addressing (env S3_FORCE_PATH_STYLE=1)" },
+  },
+  // Read by the AWS SDK's default chain, never from a flag.
+  secretEnv: ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"],
   parse(rest, from) {
     if (rest.includes("@")) throw invalid("the store URL must not carry user information");
     const slash = rest.indexOf("/");
@@ -130,6 +164,9 @@ const s3: StoreKind<S3Spec> = {
 const sqlite: StoreKind<SqliteSpec> = {
   scheme: "sqlite:",
   usage: "sqlite:PATH",
+  label: "embedded",
+  // Every writer is on this machine: they take turns, and a commit is one transaction (sqlite.ts).
+  capabilities: { queue: true, putWith: true },
   parse(rest, { cwd }) {
     if (rest === "") throw invalid("the store URL sqlite:PATH needs a file path");
     return { kind: "sqlite", file: resolve(cwd, rest) };
@@ -148,7 +185,16 @@ const sqlite: StoreKind<SqliteSpec> = {
 /** Every kind of store, by the `kind` of its spec, in the order refusals list them. */
 export const STORES: { [K in StoreSpec["kind"]]: StoreKind<Extract<StoreSpec, { kind: K }>> } = { s3, sqlite };
 
-const kinds = Object.values(STORES) as StoreKind<StoreSpec>[];
+/** Every kind, in the order refusals and help list them. */
+export const STORE_KINDS = Object.values(STORES) as StoreKind<StoreSpec>[];
+
+/** The kind of store a configuration that names none gets. Exactly one kind has `byDefault`. */
+export const DEFAULT_STORE_KIND = STORE_KINDS.find((kind) => kind.byDefault)!;
+
+/** The store URLs of every kind, as refusals and help give them: "s3://BUCKET[/PREFIX] or sqlite:PATH". */
+export function storeUsages(): string {
+  return STORE_KINDS.map((k) => k.usage).join(" or ");
+}
 
 export function storeKind<S extends StoreSpec>(spec: S): StoreKind<S> {
   return STORES[spec.kind] as unknown as StoreKind<S>;
@@ -158,19 +204,19 @@ export function storeKind<S extends StoreSpec>(spec: S): StoreKind<S> {
 export function parseStore(from: SettingSources): StoreSpec {
   const url = nonEmpty(from.flags.store) ?? nonEmpty(from.env.SLIVINGDOC_STORE);
   if (url === undefined) {
-    for (const kind of kinds) {
+    for (const kind of STORE_KINDS) {
       const spec = kind.fromEnvironment?.(from);
       if (spec !== undefined) return spec;
     }
-    return kinds.find((kind) => kind.byDefault)!.byDefault!(from);
+    return DEFAULT_STORE_KIND.byDefault!(from);
   }
-  const kind = kinds.find((k) => url.startsWith(k.scheme));
-  if (kind === undefined) throw invalid(`the store must be ${kinds.map((k) => k.usage).join(" or ")}`);
+  const kind = STORE_KINDS.find((k) => url.startsWith(k.scheme));
+  if (kind === undefined) throw invalid(`the store must be ${storeUsages()}`);
   // A query or a fragment would be taken for part of the prefix or the file
   // name and kept in each checkout's state; a query is where a pasted
   // pre-signed URL carries its credential, so it is not repeated here.
   if (/[?#]/.test(url)) {
-    throw invalid(`the store URL must not carry a query string or a fragment ('?' or '#'); give ${kinds.map((k) => k.usage).join(" or ")}`);
+    throw invalid(`the store URL must not carry a query string or a fragment ('?' or '#'); give ${storeUsages()}`);
   }
   return kind.parse(url.slice(kind.scheme.length), from);
 }

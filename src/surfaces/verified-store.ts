@@ -41,7 +41,7 @@ export async function openVerifiedStore(config: RuntimeConfig, deadline: Deadlin
     const passedAt = (JSON.parse(readFileSync(marker, "utf8")) as { passedAt?: unknown }).passedAt;
     if (typeof passedAt === "number" && now() - passedAt >= 0 && now() - passedAt < PROBE_TRUST_MS) {
       const spec = config.store;
-      return new DeferredStore(spec.kind, () => openStore(spec));
+      return new DeferredStore(spec.kind, kind.capabilities, () => openStore(spec));
     }
   } catch {
     /* no marker, or an unreadable one: probe */
@@ -51,7 +51,7 @@ export async function openVerifiedStore(config: RuntimeConfig, deadline: Deadlin
   const result = await probeStore(boundedStore(store, deadline));
   if (!result.ok) {
     await store.close();
-    throw new StartupRefusal("INCOMPATIBLE_STORE", `the S3 compatibility probe failed: ${result.cause}`);
+    throw new StartupRefusal("INCOMPATIBLE_STORE", `the ${kind.label} compatibility probe failed: ${result.cause}`);
   }
   try {
     mkdirSync(dirname(marker), { recursive: true, mode: 0o700 });

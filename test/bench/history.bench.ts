@@ -75,7 +75,7 @@ export async function historyScenario(
       const index = (i * 37) % FILES;
       const path = `d${String(Math.floor(index / 100)).padStart(3, "0")}/f${String(index).padStart(5, "0")}.md`;
       L.writeTree(writer, new Map([[path, `${readFileSync(join(writer, path), "utf8")}small change ${i}\n`]]));
-      await commit(deps, writer, `small change ${i}`);
+      await commit(deps, { path: writer, message: `small change ${i}` });
     }
     L.log(`  ${commits} commits on ${longLoc.label} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
@@ -98,7 +98,7 @@ export async function historyScenario(
 
     // Sanity: the compacted notebook still pulls to the writer's tree.
     const check = join(root, "check");
-    await pull(L.engineDepsFor(long, longLoc, join(root, "check-private")), check);
+    await pull(L.engineDepsFor(long, longLoc, join(root, "check-private")), { path: check });
     for (const [path, text] of finalTree) {
       if (readFileSync(join(check, path), "utf8") !== text) throw new Error(`compacted pull differs at ${path}`);
     }

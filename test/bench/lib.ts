@@ -24,6 +24,7 @@ import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 import { isolatedGitEnv, mulberry32 } from "../support/seeded.ts";
+import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 export const ROOT = join(import.meta.dir, "../..");
 /** The binary under test; SLIVINGDOC_BENCH_BINARY compares another build (e.g. one compiled with bytecode). */
@@ -189,12 +190,14 @@ export function s3Location(s3: S3Env, name: string): Location {
 }
 
 /** The bench process's process memory, shared by its in-process calls as a server's would be. */
-const benchMemory = new ProcessMemory();
+const benchMemory = new ProcessMemory(SYSTEM_RANDOM);
 
 /** Engine dependencies for in-process work (seeding, writers) on a location. */
 export function engineDepsFor(store: ObjectStore, loc: Location, privateRoot: string, overrides: Partial<EngineDeps> = {}): EngineDeps {
   mkdirSync(privateRoot, { recursive: true });
   return {
+    ...SYSTEM_CLOCK,
+    ...SYSTEM_RANDOM,
     store,
     storeId: loc.storeId,
     privateRoot,
@@ -207,9 +210,9 @@ export function engineDepsFor(store: ObjectStore, loc: Location, privateRoot: st
 
 /** Publish `files` as one commit through the engine (pull, write, commit). */
 export async function seedNotebook(deps: EngineDeps, dir: string, files: Map<string, string>, message = "seed"): Promise<number> {
-  await pull(deps, dir);
+  await pull(deps, { path: dir });
   writeTree(dir, files);
-  const out = await commit(deps, dir, message);
+  const out = await commit(deps, { path: dir, message });
   return out.generation;
 }
 

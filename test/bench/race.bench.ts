@@ -131,7 +131,7 @@ async function race(loc: L.Location, n: number, commits: number, mode: "serve" |
 
     // Nothing lost: a fresh checkout holds every line of every writer.
     const check = join(root, "check");
-    const out = await pull(L.engineDepsFor(store, loc, join(root, "check-private")), check);
+    const out = await pull(L.engineDepsFor(store, loc, join(root, "check-private")), { path: check });
     let lost = 0;
     for (let i = 0; i < n; i++) {
       const want = Array.from({ length: commits }, (_, j) => `agent ${i} commit ${j}\n`).join("");
@@ -165,7 +165,7 @@ async function race(loc: L.Location, n: number, commits: number, mode: "serve" |
 }
 
 async function headGeneration(store: import("../../src/store/object-store.ts").ObjectStore, loc: L.Location, root: string): Promise<number> {
-  return (await pull(L.engineDepsFor(store, loc, join(root, "gen-private")), join(root, "gen"))).generation;
+  return (await pull(L.engineDepsFor(store, loc, join(root, "gen-private")), { path: join(root, "gen") })).generation;
 }
 
 function rowOf(loc: L.Location, r: RaceResult, scenario: string, how: string, limit: number, bar: { p99Ms: number; minRate: number } | null): Row {

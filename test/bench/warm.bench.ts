@@ -106,10 +106,10 @@ export async function warmScenarios(loc: L.Location, reps: number): Promise<Row[
     const s2: number[] = [];
     const s2Floor: number[] = [];
     const s2First = server.completions.length;
-    await pull(writerDeps, writerDir);
+    await pull(writerDeps, { path: writerDir });
     for (let i = 0; i < reps; i++) {
       L.writeTree(writerDir, new Map([[`d00${i % 10}/f00${i % 10}1${i % 10}.md`, `remote change ${i}\n`]]));
-      await commit(writerDeps, writerDir, `s2 ${i}`);
+      await commit(writerDeps, { path: writerDir, message: `s2 ${i}` });
       const newest = parseManifest((await store.get(MANIFEST_KEY))!.body).packs.at(-1)!.key;
       const t = await L.timed(() => server!.call("notes_pull", {}));
       s2.push(t.ms);

@@ -28,6 +28,9 @@ function importsIn(text: string): string[] {
 
 const imports = (file: string) => importsIn(readFileSync(join(src, file), "utf8"));
 
+/** A file's code without its comments, which may name anything. */
+const codeOf = (file: string) => readFileSync(join(src, file), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+
 test("the import finder sees every form of import", () => {
   expect(importsIn('import { a } from "./a.ts";\nimport "./d.ts";\nconst b = await import("./b.ts");\nconst c = require("./c.ts") as C;')).toEqual(["./a.ts", "./d.ts", "./b.ts", "./c.ts"]);
   // The lazy loads this test exists for are really seen.
@@ -113,10 +116,57 @@ test("isomorphic-git in one engine file, the AWS SDK in one store file", () => {
   expect(users(/^citty$/).every((f) => f.startsWith("surfaces/cli/"))).toBe(true);
 });
 
+/**
+ * Time and chance come in EngineDeps (contract/clock.ts), made by the
+ * surfaces: the engine reads no clock, timer or random source itself, so a
+ * test can set each. `new Date(x)` turns a value into a date and reads no
+ * clock; `new Date()` does.
+ */
+const GLOBAL_TIME_AND_CHANCE = [
+  /\bDate\.now\b/,
+  /\bnew Date\(\s*\)/,
+  /\bperformance\.now\b/,
+  /\bMath\.random\b/,
+  /\bBun\.sleep\b/,
+  /\bsetTimeout\b/,
+  /\brandomHex\b/,
+  /\brandom-hex\.ts\b/,
+  /\bgetRandomValues\b/,
+  /\brandomUUID\b/,
+  /\brandomBytes\b/,
+];
+
+test("the engine reads no clock, timer or random source of its own", () => {
+  const reading = files.filter((f) => {
+    if (!f.startsWith("engine/")) return false;
+    const code = codeOf(f);
+    return GLOBAL_TIME_AND_CHANCE.some((read) => read.test(code));
+  });
+  expect(reading).toEqual([]);
+  // The check sees what it looks for.
+  expect(GLOBAL_TIME_AND_CHANCE.some((read) => read.test("const at = Date.now();"))).toBe(true);
+  expect(GLOBAL_TIME_AND_CHANCE.some((read) => read.test("const at = new Date(seconds * 1000);"))).toBe(false);
+});
+
+/**
+ * A kind of store is its file under src/store/ and its entry in the store
+ * registry (surfaces/stores.ts), which declares its URL, flags, secrets,
+ * capabilities and probe: no other code names one, so a new kind touches
+ * nothing else (and one test: the conformance suite with its capabilities).
+ */
+test("only the store layer and the store registry name a kind of store", () => {
+  const naming = files.filter((f) => {
+    if (f.startsWith("store/") || f === "surfaces/stores.ts") return false;
+    const code = codeOf(f);
+    return /\b(sqlite|s3|S3|AWS_[A-Z_]+)\b/.test(code);
+  });
+  expect(naming).toEqual([]);
+});
+
 test("only the surfaces and main.ts touch `process`", () => {
   const touching = files.filter((f) => {
     if (f === "main.ts" || f.startsWith("surfaces/")) return false;
-    const code = readFileSync(join(src, f), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    const code = codeOf(f);
     return /\bprocess\.(?!exitCode)/.test(code);
   });
   expect(touching).toEqual([]);
@@ -129,7 +179,8 @@ test("only the surfaces and main.ts touch `process`", () => {
  * `serve` answers `initialize` before loading any of them
  * (docs/performance.md, S8).
  */
-test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
+/** The modules `from` reach by static imports (type-only ones cost nothing), and the packages they import. */
+function loadedBy(...from: string[]): { modules: string[]; packages: string[] } {
   const staticImports = (file: string) =>
     [...readFileSync(join(src, file), "utf8").matchAll(/^\s*(?:(?:import|export)\s+(?!type\s)[^;]*?from\s+|import\s+)"([^"]+)"/gm)].map((m) => m[1]!);
   const seen = new Set<string>();
@@ -142,7 +193,23 @@ test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
       else packages.add(spec);
     }
   };
-  visit("main.ts");
-  expect([...seen].filter((f) => f.startsWith("engine/"))).toEqual([]);
-  expect([...packages].filter((p) => /^@modelcontextprotocol\/|^@aws-sdk\/|^isomorphic-git|^zod/.test(p))).toEqual([]);
+  for (const file of from) visit(file);
+  return { modules: [...seen], packages: [...packages] };
+}
+
+test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
+  const { modules, packages } = loadedBy("main.ts");
+  expect(modules.filter((f) => f.startsWith("engine/"))).toEqual([]);
+  expect(packages.filter((p) => /^@modelcontextprotocol\/|^@aws-sdk\/|^isomorphic-git|^zod/.test(p))).toEqual([]);
+});
+
+/**
+ * `serve` runs the registry's entries that are tools, and renders none of
+ * their results: what it loads (serve.ts, then server.ts once the handshake
+ * is answered) holds no CLI code. The renderers load theirs when they render.
+ */
+test("the MCP server loads no CLI code", () => {
+  const { modules } = loadedBy("surfaces/mcp/serve.ts", "surfaces/mcp/server.ts");
+  expect(modules).toContain("surfaces/operations.ts");
+  expect(modules.filter((f) => f.startsWith("surfaces/cli/"))).toEqual([]);
 });

@@ -11,6 +11,14 @@ import { TOOL_NAMES } from "../../src/contract/tools.ts";
 import { subCommands } from "../../src/surfaces/cli/definitions.ts";
 import { OPERATIONS, toolList } from "../../src/surfaces/operations.ts";
 import { NO_PATH_SETS } from "../../src/contract/results.ts";
+import { commit } from "../../src/engine/commit.ts";
+import { collectGarbage } from "../../src/engine/gc.ts";
+import { acceptedGeneration } from "../../src/engine/generation.ts";
+import { exportHistory } from "../../src/engine/history/export.ts";
+import { historyLog, showGeneration } from "../../src/engine/history/log.ts";
+import { readLocalChanges } from "../../src/engine/local-changes.ts";
+import { attach, pull } from "../../src/engine/pull.ts";
+import { restore } from "../../src/engine/restore.ts";
 
 test("the MCP tools are exactly notes_pull and notes_commit, in that order", () => {
   expect(OPERATIONS.flatMap((op) => (op.tool ? [op.tool.name] : [])).sort()).toEqual([...TOOL_NAMES].sort());
@@ -45,4 +53,18 @@ test("docs/cli.md's synopsis lists every command as the registry calls it", () =
   const cliDoc = readFileSync(join(import.meta.dir, "../../docs/cli.md"), "utf8");
   const synopsis = /^```\n([\s\S]*?)\n```/m.exec(cliDoc)![1]!.split("\n");
   for (const op of OPERATIONS) expect(synopsis.some((line) => line.startsWith(`slivingdoc ${op.cli.usage}`))).toBe(true);
+});
+
+/** The parameters a function declares, as its source names them. */
+function parameters(fn: (...args: never[]) => unknown): string[] {
+  const list = /^[^(]*\(([^)]*)\)/.exec(fn.toString())![1]!;
+  return list.split(",").map((p) => p.trim()).filter((p) => p !== "");
+}
+
+test("every engine operation takes its dependencies, then one input object: op(deps, input)", () => {
+  for (const op of [pull, attach, commit, restore, readLocalChanges, collectGarbage, historyLog, showGeneration, exportHistory]) {
+    expect({ op: op.name, parameters: parameters(op) }).toEqual({ op: op.name, parameters: ["deps", "input"] });
+  }
+  // Reading `current` needs no input.
+  expect(parameters(acceptedGeneration)).toEqual(["deps"]);
 });

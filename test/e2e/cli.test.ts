@@ -10,7 +10,7 @@ import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { DEFAULT_COMMIT_RETRIES } from "../../src/engine/engine.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { resolveConfig } from "../../src/surfaces/config.ts";
-import { engineDeps } from "../../src/surfaces/engine-deps.ts";
+import { engineDeps, processMemory } from "../../src/surfaces/engine-deps.ts";
 import { read, write } from "../support/fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-cli-"));
@@ -159,7 +159,7 @@ describe("configuration", () => {
     const store = openSqliteStore(join(root, "retries.db"));
     try {
       const deps = (flags: Record<string, string>, extra: Record<string, string> = {}) =>
-        engineDeps(resolveConfig(flags, { HOME: join(root, "home"), XDG_STATE_HOME: join(root, "state"), ...extra }, root), store).commitRetries;
+        engineDeps(resolveConfig(flags, { HOME: join(root, "home"), XDG_STATE_HOME: join(root, "state"), ...extra }, root), store, processMemory().get()).commitRetries;
       expect(deps({})).toBe(DEFAULT_COMMIT_RETRIES);
       expect(deps({ "commit-retries": "0" })).toBe(0);
       expect(deps({}, { SLIVINGDOC_COMMIT_RETRIES: "7" })).toBe(7);

@@ -11,7 +11,7 @@
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { resolveConfig } from "../../src/surfaces/config.ts";
-import { engineDeps } from "../../src/surfaces/engine-deps.ts";
+import { engineDeps, processMemory } from "../../src/surfaces/engine-deps.ts";
 import { openStore } from "../../src/surfaces/stores.ts";
 
 const [op, dir, point, raceFrom] = process.argv.slice(2) as ["pull" | "commit", string, string, string | undefined];
@@ -30,13 +30,14 @@ const die = async () => {
   else process.kill(process.pid, "SIGKILL");
 };
 let writes = 0;
+const memory = processMemory().get();
 const deps = {
-  ...engineDeps(config, store),
+  ...engineDeps(config, store, memory),
   onStage: async (stage: string) => {
     if (stage === killAt) await die();
     if (stage === "publish" && !raced) {
       raced = true;
-      await commit({ ...engineDeps(config, store) }, raceFrom!, "the other writer");
+      await commit({ ...engineDeps(config, store, memory) }, { path: raceFrom!, message: "the other writer" });
     }
   },
   afterWrite: async () => {
@@ -44,7 +45,7 @@ const deps = {
     if (killAt === `write:${writes}`) await die();
   },
 };
-if (op === "pull") await pull(deps, dir);
-else await commit(deps, dir, "from the crash worker");
+if (op === "pull") await pull(deps, { path: dir });
+else await commit(deps, { path: dir, message: "from the crash worker" });
 // Reaching here means the stage never came: the test treats exit 0 as "not killed".
 await store.close();

@@ -17,6 +17,7 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 import { read, write } from "../support/fixture.ts";
 import { mulberry32 } from "../support/seeded.ts";
+import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-crash-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -37,8 +38,10 @@ function crashWorld(name: string, racing = false) {
     return racing ? { ...store, queue: undefined } : store;
   };
   /** `memory`: the process `fn` runs in, when it is a long-lived one (a fresh one by default). */
-  const run = async <T>(fn: (d: EngineDeps) => Promise<T>, memory = new ProcessMemory()): Promise<T> => {
+  const run = async <T>(fn: (d: EngineDeps) => Promise<T>, memory = new ProcessMemory(SYSTEM_RANDOM)): Promise<T> => {
     const d: EngineDeps = {
+      ...SYSTEM_CLOCK,
+      ...SYSTEM_RANDOM,
       store: open(),
       storeId: `sqlite:${storeFile}`,
       privateRoot,
@@ -83,17 +86,17 @@ for (const op of ["pull", "commit"] as const) {
         const a = dir("a");
         const b = dir("b");
         // Accepted: generation 1 seeded by a; b then changes, adds and deletes files (generation 2).
-        await run((d) => pull(d, a));
+        await run((d) => pull(d, { path: a }));
         write(a, "shared.md", "one\ntwo\nthree\n");
         write(a, "old.md", "to be deleted\n");
         write(a, "mine.md", "mine\n");
-        await run((d) => commit(d, a, "seed"));
-        await run((d) => pull(d, b));
+        await run((d) => commit(d, { path: a, message: "seed" }));
+        await run((d) => pull(d, { path: b }));
         write(b, "shared.md", "one\ntwo\nthree by b\n");
         write(b, "new-1.md", "new from b\n");
         write(b, "new-2.md", "another from b\n");
         rmSync(join(b, "old.md"));
-        await run((d) => commit(d, b, "b"));
+        await run((d) => commit(d, { path: b, message: "b" }));
         // a's unpublished edits, then the crashing call.
         write(a, "mine.md", "mine, edited locally\n");
         write(a, "local.md", "only in a\n");
@@ -105,7 +108,7 @@ for (const op of ["pull", "commit"] as const) {
         const generation = await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation);
         expect([2, 3]).toContain(generation);
         // The next call recovers: the unpublished edits are intact and merged with b's changes.
-        const pulled = await run((d) => pull(d, a));
+        const pulled = await run((d) => pull(d, { path: a }));
         expect(pulled.generation).toBe(generation);
         expect(read(a, "mine.md")).toBe("mine, edited locally\n");
         expect(read(a, "local.md")).toBe("only in a\n");
@@ -117,9 +120,9 @@ for (const op of ["pull", "commit"] as const) {
         const { readdirSync } = await import("node:fs");
         expect(readdirSync(a).filter((n) => n.startsWith(".slivingdoc-partial-"))).toEqual([]);
         // And everything publishes: a fresh checkout sees a's edits and b's.
-        await run((d) => commit(d, a, "after the crash"));
+        await run((d) => commit(d, { path: a, message: "after the crash" }));
         const c = dir("c");
-        await run((d) => pull(d, c));
+        await run((d) => pull(d, { path: c }));
         expect(read(c, "mine.md")).toBe("mine, edited locally\n");
         expect(read(c, "local.md")).toBe("only in a\n");
         expect(read(c, "shared.md")).toBe("one by a\ntwo\nthree by b\n");
@@ -134,41 +137,41 @@ test("a commit killed while writing files, then its checkout moved (mv): the jou
   const { dir, run, crash } = crashWorld("moved-after-kill");
   const a = dir("a");
   const b = dir("b");
-  await run((d) => pull(d, a));
+  await run((d) => pull(d, { path: a }));
   write(a, "shared.md", "one\ntwo\nthree\n");
   write(a, "old.md", "to be deleted\n");
-  await run((d) => commit(d, a, "seed"));
-  await run((d) => pull(d, b));
+  await run((d) => commit(d, { path: a, message: "seed" }));
+  await run((d) => pull(d, { path: b }));
   write(b, "shared.md", "one\ntwo\nthree by b\n");
   write(b, "new.md", "new from b\n");
-  await run((d) => commit(d, b, "b"));
+  await run((d) => commit(d, { path: b, message: "b" }));
   write(a, "shared.md", "one by a\ntwo\nthree\n");
   rmSync(join(a, "old.md"));
   // The commit lands (generation 3) and dies writing b's changes into a, before its baseline moves.
   await crash("commit", a, "write:1");
   const moved = dir("a-moved");
   renameSync(a, moved);
-  const pulled = await run((d) => pull(d, moved));
+  const pulled = await run((d) => pull(d, { path: moved }));
   expect(pulled.generation).toBe(3);
   expect([read(moved, "shared.md"), read(moved, "new.md"), read(moved, "old.md")]).toEqual(["one by a\ntwo\nthree by b\n", "new from b\n", null]);
   // The publication was settled: nothing of it is published again.
-  expect((await run((d) => commit(d, moved, "again"))).files).toEqual([]);
+  expect((await run((d) => commit(d, { path: moved, message: "again" }))).files).toEqual([]);
 });
 
 test("SIGKILL after a conflicting pull wrote its markers but before the baseline moved: the next pull gives the same single conflict", async () => {
   const { dir, run, crash } = crashWorld("conflict");
   const a = dir("a");
   const b = dir("b");
-  await run((d) => pull(d, a));
+  await run((d) => pull(d, { path: a }));
   write(a, "x.md", "one\ntwo\nthree\n");
-  await run((d) => commit(d, a, "seed"));
-  await run((d) => pull(d, b));
+  await run((d) => commit(d, { path: a, message: "seed" }));
+  await run((d) => pull(d, { path: b }));
   write(b, "x.md", "one\nTWO by b\nthree\n");
-  await run((d) => commit(d, b, "b"));
+  await run((d) => commit(d, { path: b, message: "b" }));
   write(a, "x.md", "one\nTWO by a\nthree\n");
   await crash("pull", a, "baseline");
   // The killed pull had written the markers; the baseline had not moved.
-  const e = await run((d) => pull(d, a)).then(
+  const e = await run((d) => pull(d, { path: a })).then(
     () => null,
     (err: { reason: string; files: unknown }) => err,
   );
@@ -189,15 +192,15 @@ describe("SIGKILL in the middle of writing a new file", () => {
     const { dir, run, crash } = crashWorld(name);
     const a = dir("a");
     const b = dir("b");
-    await run((d) => pull(d, a));
+    await run((d) => pull(d, { path: a }));
     write(a, "old.md", "to be deleted\n");
     write(a, "shared.md", "one\ntwo\n");
-    await run((d) => commit(d, a, "seed"));
-    await run((d) => pull(d, b));
+    await run((d) => commit(d, { path: a, message: "seed" }));
+    await run((d) => pull(d, { path: b }));
     write(b, "new-1.md", "new from b\nwith a second line\n");
     write(b, "new-2.md", "another from b\n");
     rmSync(join(b, "old.md"));
-    await run((d) => commit(d, b, "b"));
+    await run((d) => commit(d, { path: b, message: "b" }));
     write(a, "shared.md", "one by a\ntwo\n");
     await crash("pull", a, "write:2");
     expect(read(a, "new-1.md")).toBe("new from b\nwith a second line\n");
@@ -208,25 +211,25 @@ describe("SIGKILL in the middle of writing a new file", () => {
     const { a, run } = await killedWhileAdding("half-new");
     write(a, "new-1.md", "new from b\nwith a");
     write(a, "new-2.md", "");
-    const pulled = await run((d) => pull(d, a));
+    const pulled = await run((d) => pull(d, { path: a }));
     expect(pulled.generation).toBe(2);
     expect(read(a, "new-1.md")).toBe("new from b\nwith a second line\n");
     expect(read(a, "new-2.md")).toBe("another from b\n");
     expect(read(a, "shared.md")).toBe("one by a\ntwo\n");
     expect(read(a, "old.md")).toBeNull();
     // Nothing half written was taken for a local edit: there is nothing to publish but a's own.
-    expect((await run((d) => commit(d, a, "after"))).files).toEqual([{ path: "shared.md", insertions: 1, deletions: 1 }]);
+    expect((await run((d) => commit(d, { path: a, message: "after" }))).files).toEqual([{ path: "shared.md", insertions: 1, deletions: 1 }]);
   });
 
   test("a file changed since into anything but a prefix is a local edit over what the pull wrote, and is kept", async () => {
     const { a, run } = await killedWhileAdding("edited-new");
     write(a, "new-1.md", "new from b\nrewritten by a\n");
     // The dead pull had written b's file; a edited that: an edit of b's file, no conflict.
-    const pulled = await run((d) => pull(d, a));
+    const pulled = await run((d) => pull(d, { path: a }));
     expect(pulled.generation).toBe(2);
     expect(read(a, "new-1.md")).toBe("new from b\nrewritten by a\n");
     expect(read(a, "new-2.md")).toBe("another from b\n");
-    expect((await run((d) => commit(d, a, "a's edit"))).files).toEqual([
+    expect((await run((d) => commit(d, { path: a, message: "a's edit" }))).files).toEqual([
       { path: "new-1.md", insertions: 1, deletions: 1 },
       { path: "shared.md", insertions: 1, deletions: 1 },
     ]);
@@ -251,14 +254,14 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     const { dir, run, crash } = crashWorld(name);
     const a = dir("a");
     const b = dir("b");
-    await run((d) => pull(d, a));
+    await run((d) => pull(d, { path: a }));
     write(a, "x.md", "1\n2\n3\n");
     write(a, "y.md", "y\n");
-    await run((d) => commit(d, a, "seed"));
-    await run((d) => pull(d, b));
+    await run((d) => commit(d, { path: a, message: "seed" }));
+    await run((d) => pull(d, { path: b }));
     // Another writer's change, merged into a's publication but not yet written when a dies.
     write(b, other[0], other[1]);
-    await run((d) => commit(d, b, "b"));
+    await run((d) => commit(d, { path: b, message: "b" }));
     write(a, "x.md", "1\n2\n3\nk\n");
     for (const [path, content] of Object.entries(mine)) write(a, path, content);
     await crash("commit", a, stage);
@@ -271,13 +274,13 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     test(`at ${stage}: a line deleted since stays deleted, and nothing else changes`, async () => {
       const { a, dir, run } = await landedWithMergedIn(`landed-delete-${stage.replace(":", "-")}`, stage);
       write(a, "x.md", "1\n2\n3\n");
-      const committed = await run((d) => commit(d, a, "delete k"));
+      const committed = await run((d) => commit(d, { path: a, message: "delete k" }));
       expect(committed.generation).toBe(4);
       expect(committed.files).toEqual([{ path: "x.md", insertions: 0, deletions: 1 }]);
       expect(read(a, "x.md")).toBe("1\n2\n3\n");
       expect(read(a, "y.md")).toBe("y by b\n");
       const c = dir("c");
-      await run((d) => pull(d, c));
+      await run((d) => pull(d, { path: c }));
       expect(read(c, "x.md")).toBe("1\n2\n3\n");
       expect(read(c, "y.md")).toBe("y by b\n");
     });
@@ -285,10 +288,10 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     test(`at ${stage}: a committed line edited since is no conflict`, async () => {
       const { a, dir, run } = await landedWithMergedIn(`landed-edit-${stage.replace(":", "-")}`, stage, ["z.md", "z by b\n"], { "y.md": "y\nmore\n" });
       write(a, "x.md", "1\n2\n3\nk, edited\n");
-      const committed = await run((d) => commit(d, a, "edit k"));
+      const committed = await run((d) => commit(d, { path: a, message: "edit k" }));
       expect(committed.files).toEqual([{ path: "x.md", insertions: 1, deletions: 1 }]);
       const c = dir("c");
-      await run((d) => pull(d, c));
+      await run((d) => pull(d, { path: c }));
       expect(read(c, "x.md")).toBe("1\n2\n3\nk, edited\n");
       expect(read(c, "y.md")).toBe("y\nmore\n");
       expect(read(c, "z.md")).toBe("z by b\n");
@@ -310,13 +313,13 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     // Edited over what the dead commit wrote, and a committed line taken back.
     write(a, "y.md", "y by b\nmore by a\n");
     write(a, "x.md", "1\n2\n3\n");
-    const committed = await run((d) => commit(d, a, "after the crash"));
+    const committed = await run((d) => commit(d, { path: a, message: "after the crash" }));
     expect(committed.files).toEqual([
       { path: "x.md", insertions: 0, deletions: 1 },
       { path: "y.md", insertions: 1, deletions: 0 },
     ]);
     const c = dir("c");
-    await run((d) => pull(d, c));
+    await run((d) => pull(d, { path: c }));
     expect(read(c, "x.md")).toBe("1\n2\n3\n");
     expect(read(c, "y.md")).toBe("y by b\nmore by a\n");
   });
@@ -324,13 +327,13 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
   test("killed before the write was sent: the edit is still unpublished, and the next commit publishes it", async () => {
     const { dir, run, crash } = crashWorld("not-landed");
     const a = dir("a");
-    await run((d) => pull(d, a));
+    await run((d) => pull(d, { path: a }));
     write(a, "x.md", "1\n");
-    await run((d) => commit(d, a, "seed"));
+    await run((d) => commit(d, { path: a, message: "seed" }));
     write(a, "x.md", "1\nk\n");
     await crash("commit", a, "publish");
     expect(await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation)).toBe(1);
-    const committed = await run((d) => commit(d, a, "again"));
+    const committed = await run((d) => commit(d, { path: a, message: "again" }));
     expect([committed.generation, committed.files]).toEqual([2, [{ path: "x.md", insertions: 1, deletions: 0 }]]);
   });
 });
@@ -347,16 +350,16 @@ async function rAheadOfV(name: string, change: Record<string, string>) {
   const world = crashWorld(name);
   const r = world.dir("r");
   const v = world.dir("v");
-  await world.run((d) => pull(d, r));
+  await world.run((d) => pull(d, { path: r }));
   write(r, "shared.md", shared());
-  await world.run((d) => commit(d, r, "seed"));
-  await world.run((d) => pull(d, v));
+  await world.run((d) => commit(d, { path: r, message: "seed" }));
+  await world.run((d) => pull(d, { path: v }));
   for (const [path, content] of Object.entries(change)) write(r, path, content);
-  await world.run((d) => commit(d, r, "r's change"));
+  await world.run((d) => commit(d, { path: r, message: "r's change" }));
   let fresh = 0;
   const published = async (path: string) => {
     const c = world.dir(`c-${++fresh}`);
-    await world.run((d) => pull(d, c));
+    await world.run((d) => pull(d, { path: c }));
     return read(c, path);
   };
   return { ...world, r, v, published };
@@ -382,10 +385,10 @@ describe("SIGKILL after a pull wrote a file that is edited since", () => {
   test("the other writer takes its line back: the next pull and commit do not publish it again", async () => {
     const { r, v, run, published } = await killedThenEdited("edited-after-pull-delete");
     write(r, "shared.md", shared());
-    await run((d) => commit(d, r, "r takes r 2 back"));
-    await run((d) => pull(d, v));
+    await run((d) => commit(d, { path: r, message: "r takes r 2 back" }));
+    await run((d) => pull(d, { path: v }));
     expect(read(v, "shared.md")).toBe(shared([], ["v 2"]));
-    const committed = await run((d) => commit(d, v, "v 2"));
+    const committed = await run((d) => commit(d, { path: v, message: "v 2" }));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
     expect(await published("shared.md")).toBe(shared([], ["v 2"]));
   });
@@ -393,8 +396,8 @@ describe("SIGKILL after a pull wrote a file that is edited since", () => {
   test("the other writer adds after its line: no conflict, both kept", async () => {
     const { r, v, run } = await killedThenEdited("edited-after-pull-add");
     write(r, "shared.md", shared(["r 2", "r 3"]));
-    await run((d) => commit(d, r, "r 3"));
-    const pulled = await run((d) => pull(d, v));
+    await run((d) => commit(d, { path: r, message: "r 3" }));
+    const pulled = await run((d) => pull(d, { path: v }));
     expect(pulled.generation).toBe(3);
     expect(read(v, "shared.md")).toBe(shared(["r 2", "r 3"], ["v 2"]));
   });
@@ -416,7 +419,7 @@ test("a recovery killed after putting a file back, then the file edited: the oth
   expect(read(v, "shared.md")).toBe(shared());
   // Then v edits the content it sees.
   write(v, "shared.md", shared([], ["v 2"]));
-  const committed = await run((d) => commit(d, v, "v 2"));
+  const committed = await run((d) => commit(d, { path: v, message: "v 2" }));
   expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
   expect(await published("shared.md")).toBe(shared(["r 2"], ["v 2"]));
 });
@@ -457,8 +460,8 @@ describe("SIGKILL between a file's change and its progress record", () => {
     expect(read(v, "shared.md")).toBe(shared(["r 2"]));
     write(v, "shared.md", shared(["r 2"], ["v 2"]));
     write(r, "shared.md", shared());
-    await run((d) => commit(d, r, "r takes r 2 back"));
-    const committed = await run((d) => commit(d, v, "v 2"));
+    await run((d) => commit(d, { path: r, message: "r takes r 2 back" }));
+    const committed = await run((d) => commit(d, { path: v, message: "v 2" }));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
     expect(await published("shared.md")).toBe(shared([], ["v 2"]));
     expect(await published("new.md")).toBe("new from r\n");
@@ -468,7 +471,7 @@ describe("SIGKILL between a file's change and its progress record", () => {
     const { v, run, published } = await killedBeforeTheRecord("before-record-new");
     expect(read(v, "new.md")).toBe("new from r\n");
     write(v, "new.md", "new from r\nand v\n");
-    const committed = await run((d) => commit(d, v, "v edits new.md"));
+    const committed = await run((d) => commit(d, { path: v, message: "v edits new.md" }));
     expect(committed.files).toEqual([{ path: "new.md", insertions: 1, deletions: 0 }]);
     expect(await published("new.md")).toBe("new from r\nand v\n");
   });
@@ -480,7 +483,7 @@ test("a user's file under the name of a temporary file: recovery leaves it, and 
   // Beside the files the dead pull was writing, before the call that repairs it.
   const name = ".slivingdoc-partial-0123456789abcdef";
   write(v, name, "the user's own notes\n");
-  for (const op of [(d: EngineDeps) => pull(d, v), (d: EngineDeps) => commit(d, v, "v")]) {
+  for (const op of [(d: EngineDeps) => pull(d, { path: v }), (d: EngineDeps) => commit(d, { path: v, message: "v" })]) {
     const e = await run(op).then(
       () => null,
       (err: { reason?: string; files?: Array<{ path: string }>; message: string }) => err,
@@ -493,7 +496,7 @@ test("a user's file under the name of a temporary file: recovery leaves it, and 
   // Renamed, it is notebook content like any other.
   const { renameSync } = await import("node:fs");
   renameSync(join(v, name), join(v, "notes.md"));
-  await run((d) => pull(d, v));
+  await run((d) => pull(d, { path: v }));
   expect(read(v, "shared.md")).toBe(shared(["r 2"]));
   expect(read(v, "notes.md")).toBe("the user's own notes\n");
 });
@@ -503,7 +506,7 @@ test("a new file the dead pull wrote, deleted since: the deletion is published",
   await crash("pull", v, "write:1");
   expect(read(v, "new.md")).toBe("new from r\n");
   rmSync(join(v, "new.md"));
-  const committed = await run((d) => commit(d, v, "v deletes new.md"));
+  const committed = await run((d) => commit(d, { path: v, message: "v deletes new.md" }));
   expect(committed.files).toEqual([{ path: "new.md", insertions: 0, deletions: 1 }]);
   expect(await published("new.md")).toBeNull();
 });
@@ -527,9 +530,9 @@ describe("SIGKILL after a pull wrote a file holding unpublished edits, then the 
   test("an unpublished line kept, another added: both are published", async () => {
     const { v, run, published } = await killedWithUnpublished("unpublished-kept");
     write(v, "shared.md", shared(["r 2"], ["v 2, unpublished", "v 3"]));
-    await run((d) => pull(d, v));
+    await run((d) => pull(d, { path: v }));
     expect(read(v, "shared.md")).toBe(shared(["r 2"], ["v 2, unpublished", "v 3"]));
-    const committed = await run((d) => commit(d, v, "v 2 and 3"));
+    const committed = await run((d) => commit(d, { path: v, message: "v 2 and 3" }));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 2, deletions: 0 }]);
     expect(await published("shared.md")).toBe(shared(["r 2"], ["v 2, unpublished", "v 3"]));
   });
@@ -537,9 +540,9 @@ describe("SIGKILL after a pull wrote a file holding unpublished edits, then the 
   test("the unpublished line taken back and another added: no conflict", async () => {
     const { v, run } = await killedWithUnpublished("unpublished-replaced");
     write(v, "shared.md", shared(["r 2"], ["v 3"]));
-    await run((d) => pull(d, v));
+    await run((d) => pull(d, { path: v }));
     expect(read(v, "shared.md")).toBe(shared(["r 2"], ["v 3"]));
-    const committed = await run((d) => commit(d, v, "v 3"));
+    const committed = await run((d) => commit(d, { path: v, message: "v 3" }));
     expect(committed.files).toEqual([{ path: "shared.md", insertions: 1, deletions: 0 }]);
   });
 });
@@ -549,10 +552,10 @@ describe("SIGKILL while a commit that lost a race waits for its offer to be carr
   async function killedWhileOffered(name: string) {
     const w = crashWorld(name, true);
     const [v, r, c] = [w.dir("v"), w.dir("r"), w.dir("c")];
-    await w.run((d) => pull(d, v));
+    await w.run((d) => pull(d, { path: v }));
     write(v, "shared.md", "one\n");
-    await w.run((d) => commit(d, v, "first"));
-    for (const d of [r, c]) await w.run((deps) => pull(deps, d));
+    await w.run((d) => commit(d, { path: v, message: "first" }));
+    for (const d of [r, c]) await w.run((deps) => pull(deps, { path: d }));
     write(v, "v.md", "v 1\nv 2\n");
     write(r, "r.md", "r\n");
     await w.crash("commit", v, "retry", r);
@@ -562,7 +565,7 @@ describe("SIGKILL while a commit that lost a race waits for its offer to be carr
     expect(offered).toBe(1);
     const stored = async (d: string) => {
       const fresh = w.dir(`fresh-${Math.random().toString(36).slice(2)}`);
-      await w.run((deps) => pull(deps, fresh));
+      await w.run((deps) => pull(deps, { path: fresh }));
       return read(fresh, d);
     };
     return { w, v, c, stored };
@@ -570,16 +573,16 @@ describe("SIGKILL while a commit that lost a race waits for its offer to be carr
 
   test("nobody carried it: the next call withdraws it, the edit is still local, and a line deleted since stays deleted", async () => {
     const { w, v, c, stored } = await killedWhileOffered("offer-withdrawn");
-    await w.run((d) => pull(d, v));
+    await w.run((d) => pull(d, { path: v }));
     expect(await stored("v.md")).toBeNull();
     expect(read(v, "v.md")).toBe("v 1\nv 2\n");
     expect(read(v, "r.md")).toBe("r\n");
     // The offer is gone for good: a third writer publishes without it.
     write(c, "c.md", "c\n");
-    await w.run((d) => commit(d, c, "c"));
+    await w.run((d) => commit(d, { path: c, message: "c" }));
     expect(await stored("v.md")).toBeNull();
     write(v, "v.md", "v 1\n");
-    const out = await w.run((d) => commit(d, v, "v"));
+    const out = await w.run((d) => commit(d, { path: v, message: "v" }));
     expect(out.files).toEqual([{ path: "v.md", insertions: 1, deletions: 0 }]);
     expect(await stored("v.md")).toBe("v 1\n");
   });
@@ -587,14 +590,14 @@ describe("SIGKILL while a commit that lost a race waits for its offer to be carr
   test("another writer carried it first: the next call finds where it landed, and a line deleted since stays deleted", async () => {
     const { w, v, c, stored } = await killedWhileOffered("offer-carried");
     write(c, "c.md", "c\n");
-    const carried = await w.run((d) => commit(d, c, "c"));
+    const carried = await w.run((d) => commit(d, { path: c, message: "c" }));
     // The dead commit landed as generation 3 (after R's), C's own as 4.
     expect(carried.generation).toBe(4);
     expect(await stored("v.md")).toBe("v 1\nv 2\n");
-    expect((await w.run((d) => pull(d, v))).generation).toBe(4);
+    expect((await w.run((d) => pull(d, { path: v }))).generation).toBe(4);
     expect(read(v, "c.md")).toBe("c\n");
     write(v, "v.md", "v 1\n");
-    const out = await w.run((d) => commit(d, v, "v"));
+    const out = await w.run((d) => commit(d, { path: v, message: "v" }));
     expect(out.files).toEqual([{ path: "v.md", insertions: 0, deletions: 1 }]);
     expect(await stored("v.md")).toBe("v 1\n");
     const store = w.open();
@@ -620,16 +623,16 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
   const w = crashWorld("offer-fuzz", true);
   const [v, r, c] = [w.dir("v"), w.dir("r"), w.dir("c")];
   // Each writer a long-lived process (as a server is): hundreds of fresh ones would each keep pack files open.
-  const mem = { v: new ProcessMemory(), r: new ProcessMemory(), c: new ProcessMemory(), fresh: new ProcessMemory() };
-  await w.run((d) => pull(d, v));
+  const mem = { v: new ProcessMemory(SYSTEM_RANDOM), r: new ProcessMemory(SYSTEM_RANDOM), c: new ProcessMemory(SYSTEM_RANDOM), fresh: new ProcessMemory(SYSTEM_RANDOM) };
+  await w.run((d) => pull(d, { path: v }));
   const truth = { v: ["v seed"], r: [] as string[], c: [] as string[] };
   const text = (lines: string[]) => lines.map((l) => `${l}\n`).join("");
   write(v, "v.md", text(truth.v));
-  await w.run((d) => commit(d, v, "seed"));
-  for (const d of [r, c]) await w.run((deps) => pull(deps, d));
+  await w.run((d) => commit(d, { path: v, message: "seed" }));
+  for (const d of [r, c]) await w.run((deps) => pull(deps, { path: d }));
   const stored = async () => {
     const fresh = w.dir(`fresh-${Math.random().toString(36).slice(2)}`);
-    await w.run((deps) => pull(deps, fresh), mem.fresh);
+    await w.run((deps) => pull(deps, { path: fresh }), mem.fresh);
     const got = { v: read(fresh, "v.md"), r: read(fresh, "r.md"), c: read(fresh, "c.md") };
     rmSync(fresh, { recursive: true, force: true });
     return got;
@@ -661,7 +664,7 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
       truth.c.push(`c ${i}`);
       write(c, "c.md", text(truth.c));
       const delay = rnd() * Math.max(span, 50);
-      third = Bun.sleep(delay).then(() => w.run((d) => commit(d, c, `c ${i}`), mem.c));
+      third = Bun.sleep(delay).then(() => w.run((d) => commit(d, { path: c, message: `c ${i}` }), mem.c));
     }
     await p.exited;
     if (timer) clearTimeout(timer);
@@ -682,12 +685,12 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
       write(v, "v.md", text(truth.v));
     }
     // R's commit ran inside V's (unless V died first): R commits again, acknowledged.
-    await w.run((d) => commit(d, r, `r ${i} again`), mem.r);
-    const next = await w.run((d) => (rnd() < 0.5 ? commit(d, v, `v ${i} next`) : pull(d, v)), mem.v);
+    await w.run((d) => commit(d, { path: r, message: `r ${i} again` }), mem.r);
+    const next = await w.run((d) => (rnd() < 0.5 ? commit(d, { path: v, message: `v ${i} next` }) : pull(d, { path: v })), mem.v);
     expect(next.generation).toBeGreaterThan(0);
     expect(read(v, "v.md")).toBe(text(truth.v));
-    await w.run((d) => commit(d, v, `v ${i} acknowledged`), mem.v);
-    await w.run((d) => pull(d, c), mem.c);
+    await w.run((d) => commit(d, { path: v, message: `v ${i} acknowledged` }), mem.v);
+    await w.run((d) => pull(d, { path: c }), mem.c);
     const s = await stored();
     expect(s.v).toBe(text(truth.v));
     expect(s.r).toBe(text(truth.r));

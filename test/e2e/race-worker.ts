@@ -9,14 +9,14 @@ import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { resolveConfig } from "../../src/surfaces/config.ts";
-import { engineDeps } from "../../src/surfaces/engine-deps.ts";
+import { engineDeps, processMemory } from "../../src/surfaces/engine-deps.ts";
 import { openStore } from "../../src/surfaces/stores.ts";
 
 const [id, dir, commits] = [process.argv[2]!, process.argv[3]!, Number(process.argv[4])];
 const config = resolveConfig({}, process.env, process.cwd());
 const store = await openStore(config.store);
-const deps = engineDeps(config, store);
-await pull(deps, dir);
+const deps = engineDeps(config, store, processMemory().get());
+await pull(deps, { path: dir });
 let retried = 0;
 for (let j = 0; j < commits; j++) {
   appendFileSync(join(dir, `agent-${id}.md`), `agent ${id} commit ${j}\n`);
@@ -25,7 +25,7 @@ for (let j = 0; j < commits; j++) {
   writeFileSync(shared, text);
   for (;;) {
     try {
-      const r = await commit(deps, dir, `agent ${id} commit ${j}`);
+      const r = await commit(deps, { path: dir, message: `agent ${id} commit ${j}` });
       process.stdout.write(`${JSON.stringify({ id, j, generation: r.generation })}\n`);
       break;
     } catch (e) {

@@ -196,12 +196,12 @@ if (!bucket) {
     try {
       const a = world.checkout("a");
       const b = world.checkout("b");
-      await pull(world.deps(), a);
+      await pull(world.deps(), { path: a });
 
       // The first publication (create-only write of `current`): it lands, the answer is lost.
       write(a, "one.md", "one\n");
       armed = { operation: "putIfAbsent", fault: "lose-response" };
-      const first = await commit(world.deps(), a, "one");
+      const first = await commit(world.deps(), { path: a, message: "one" });
       expect(store.injected).toBe(1);
       expect(first.generation).toBe(1);
       expect((await stored()).generation).toBe(1);
@@ -211,7 +211,7 @@ if (!bucket) {
       manifestWrites.length = 0;
       write(a, "two.md", "two\n");
       armed = { operation: "putIfMatch", fault: "lose-response" };
-      const second = await commit(world.deps(), a, "two");
+      const second = await commit(world.deps(), { path: a, message: "two" });
       expect(store.injected).toBe(2);
       expect(second.generation).toBe(2);
       expect(manifestWrites).toEqual(["putIfMatch"]);
@@ -225,7 +225,7 @@ if (!bucket) {
       manifestWrites.length = 0;
       write(a, "three.md", "three\n");
       armed = { operation: "putIfMatch", fault: "drop-request" };
-      const third = await commit(world.deps(), a, "three");
+      const third = await commit(world.deps(), { path: a, message: "three" });
       expect(store.injected).toBe(3);
       expect(third.generation).toBe(3);
       expect(manifestWrites).toEqual(["putIfMatch", "putIfMatch"]);
@@ -235,7 +235,7 @@ if (!bucket) {
       expect(afterThird.packs.slice(0, 2)).toEqual(afterSecond.packs);
 
       // Another checkout sees exactly the three commits.
-      const pulled = await pull(world.deps(), b);
+      const pulled = await pull(world.deps(), { path: b });
       expect(pulled.generation).toBe(3);
       expect([read(b, "one.md"), read(b, "two.md"), read(b, "three.md")]).toEqual(["one\n", "two\n", "three\n"]);
       // The retry after the dropped write rebuilds its commit; when the clock

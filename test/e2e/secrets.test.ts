@@ -130,9 +130,9 @@ describe("in process: faults that carry secrets", () => {
     };
 
     const a = world.checkout("a");
-    await pull(world.deps(), a);
+    await pull(world.deps(), { path: a });
     write(a, "seed.md", "seed\n");
-    await commit(world.deps(), a, "seed");
+    await commit(world.deps(), { path: a, message: "seed" });
 
     armed = (op, key) => (op === "get" && key === "current" ? "fail-before" : null);
     await run("manifest read on pull", ["MANIFEST_READ"], "notes_pull", { path: a });
@@ -166,9 +166,9 @@ describe("in process: faults that carry secrets", () => {
     await run("engine exception at merge", ["INTERNAL"], "notes_commit", { path: a, message: "m" });
     // Something accepted that A lacks, so the commit has visible files to rewrite.
     const b = world.checkout("b");
-    await pull(world.deps(), b);
+    await pull(world.deps(), { path: b });
     write(b, "from-b.md", "b\n");
-    await commit(world.deps(), b, "b");
+    await commit(world.deps(), { path: b, message: "b" });
     throwAt = "materialize";
     await run("engine exception at materialize", ["INTERNAL", "LOCAL_MUTATION_FAILED"], "notes_commit", { path: a, message: "m" });
     throwAt = null;

@@ -21,6 +21,7 @@ import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive, isProcessStopped, processStartTime } from "../../src/surfaces/process-identity.ts";
 import { read, write } from "../support/fixture.ts";
+import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-stopped-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -33,11 +34,13 @@ function world(name: string) {
   /** An engine call as another process on this host makes it: this process's identity, judged as the CLI judges one. */
   const run = async <T>(fn: (d: EngineDeps) => Promise<T>, extra: Partial<EngineDeps> = {}): Promise<T> => {
     const d: EngineDeps = {
+      ...SYSTEM_CLOCK,
+      ...SYSTEM_RANDOM,
       store: openSqliteStore(storeFile),
       storeId: `sqlite:${storeFile}`,
       privateRoot,
       self: { pid: process.pid, isAlive: isProcessAlive, startTime: processStartTime, isStopped: isProcessStopped },
-      memory: new ProcessMemory(),
+      memory: new ProcessMemory(SYSTEM_RANDOM),
       commitRetries: 10,
       ...extra,
     };
@@ -106,13 +109,13 @@ async function twoWriters(name: string) {
   const w = world(name);
   const a = w.dir("a");
   const b = w.dir("b");
-  await w.run((d) => pull(d, a));
+  await w.run((d) => pull(d, { path: a }));
   write(a, "shared.md", "one\ntwo\nthree\nfour\nfive\n");
-  await w.run((d) => commit(d, a, "seed"));
-  await w.run((d) => pull(d, b));
+  await w.run((d) => commit(d, { path: a, message: "seed" }));
+  await w.run((d) => pull(d, { path: b }));
   write(b, "shared.md", "one by b\ntwo\nthree\nfour\nfive\n");
   write(b, "old.md", "b's file\n");
-  await w.run((d) => commit(d, b, "b 1"));
+  await w.run((d) => commit(d, { path: b, message: "b 1" }));
   write(a, "mine.md", "a's unpublished edit\n");
   return { ...w, a, b };
 }
@@ -131,7 +134,7 @@ describe("a call stopped while it holds the checkout, taken over, then continued
       await until(stopped.pid, ["T", "t"]);
       silence(lockOf());
       write(b, "shared.md", "one by b\ntwo\nthree\nfour\nfive by b\n");
-      await run((d) => commit(d, b, "b 2"));
+      await run((d) => commit(d, { path: b, message: "b 2" }));
 
       // The successor takes the checkout over, and holds it while the stopped call goes on.
       let successorLock = "";
@@ -148,7 +151,7 @@ describe("a call stopped while it holds the checkout, taken over, then continued
         // Its lock is where it was: the continued call did not remove it.
         expect(statSync(lockOf()).ino).toBe(before);
       };
-      const pulled = await run((d) => pull(d, a), { onStage });
+      const pulled = await run((d) => pull(d, { path: a }), { onStage });
       expect(successorLock).not.toBe("");
       expect(pulled.generation).toBe(op === "commit" && at === "write:1" ? 4 : 3);
 
@@ -161,10 +164,10 @@ describe("a call stopped while it holds the checkout, taken over, then continued
       expect(read(a, "mine.md")).toBe("a's unpublished edit\n");
       expect(readdirSync(a).filter((n) => n.startsWith(".slivingdoc-partial-"))).toEqual([]);
       // Nothing it had begun is waiting to be repaired, and the next commit has no conflict to answer.
-      const committed = await run((d) => commit(d, a, "a"));
+      const committed = await run((d) => commit(d, { path: a, message: "a" }));
       expect(committed.files.map((f) => f.path)).toEqual(op === "commit" && at === "write:1" ? [] : ["mine.md"]);
       const fresh = dir("c");
-      await run((d) => pull(d, fresh));
+      await run((d) => pull(d, { path: fresh }));
       expect(read(fresh, "mine.md")).toBe("a's unpublished edit\n");
       expect(read(fresh, "shared.md")).toBe("one by b\ntwo\nthree\nfour\nfive by b\n");
     });
@@ -181,7 +184,7 @@ test("a holder that runs, however long, keeps its lock: the other call answers L
     const lock = lockOf();
     const ino = statSync(lock).ino;
     silence(lock);
-    const e = await run((d) => pull(d, a), { lockTimeoutMs: 1_500 }).then(
+    const e = await run((d) => pull(d, { path: a }), { lockTimeoutMs: 1_500 }).then(
       () => null,
       (err: DomainError) => err,
     );

@@ -22,7 +22,7 @@ import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { StoreOperation } from "../../src/store/object-store.ts";
 import { resolveConfig } from "../../src/surfaces/config.ts";
-import { engineDeps } from "../../src/surfaces/engine-deps.ts";
+import { engineDeps, processMemory } from "../../src/surfaces/engine-deps.ts";
 import { openStore } from "../../src/surfaces/stores.ts";
 import { type Fault, faultyStore } from "../support/faulty-store.ts";
 import { mulberry32 } from "../support/seeded.ts";
@@ -76,7 +76,7 @@ const config = resolveConfig({}, process.env, process.cwd());
 const inner = await openStore(config.store);
 const wrapped = faulty ? faultyStore(inner, pickFault, { delayMs: 150 }) : null;
 const store = wrapped ?? inner;
-const deps = engineDeps(config, store);
+const deps = engineDeps(config, store, processMemory().get());
 
 const counts = { tried: 0, conflicted: 0, retried: 0, pulls: 0, lostLocal: 0 };
 const lostLines: string[] = [];
@@ -115,7 +115,7 @@ async function pullUntilDone(pending: { line: string; files: string[] } | null):
     if (calls > MAX_CALLS_PER_COMMIT) throw new Error(`w${id}: pull never succeeded`);
     counts.pulls++;
     try {
-      await pull(deps, dir);
+      await pull(deps, { path: dir });
       return;
     } catch (raw) {
       const e = asDomainError(raw);
@@ -143,7 +143,7 @@ for (let j = 0; j < commits; j++) {
     if (calls > MAX_CALLS_PER_COMMIT) throw new Error(`w${id}: ${line} never landed`);
     counts.tried++;
     try {
-      const r = await commit(deps, dir, line);
+      const r = await commit(deps, { path: dir, message: line });
       process.stdout.write(`${JSON.stringify({ ack: line, shared, generation: r.generation })}\n`);
       break;
     } catch (raw) {

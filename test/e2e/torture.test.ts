@@ -127,7 +127,7 @@ if (!bucket) {
     // The accepted state, read by a fresh checkout through the plain store.
     const world = makeWorld(s3Store(prefix), `s3://${bucket}/${prefix}/@${endpoint ?? "aws"}`);
     const check = world.checkout("check");
-    const final = await pull(world.deps(), check);
+    const final = await pull(world.deps(), { path: check });
     const read = (dir: string, f: string) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), "utf8") : "");
     const accepted = new Map<string, string[]>();
     for (let s = 0; s < SHARED_FILES; s++) accepted.set(`shared-${s}.md`, lines(read(check, `shared-${s}.md`)));

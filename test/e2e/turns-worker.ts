@@ -8,18 +8,18 @@ import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { resolveConfig } from "../../src/surfaces/config.ts";
-import { engineDeps } from "../../src/surfaces/engine-deps.ts";
+import { engineDeps, processMemory } from "../../src/surfaces/engine-deps.ts";
 import { openStore } from "../../src/surfaces/stores.ts";
 
 const [id, dir, commits] = [process.argv[2]!, process.argv[3]!, Number(process.argv[4])];
 const config = resolveConfig({}, process.env, process.cwd());
 const store = await openStore(config.store);
 let publishes = 0;
-const deps = { ...engineDeps(config, store), onStage: (stage: string) => void (stage === "publish" && publishes++) };
-await pull(deps, dir);
+const deps = { ...engineDeps(config, store, processMemory().get()), onStage: (stage: string) => void (stage === "publish" && publishes++) };
+await pull(deps, { path: dir });
 for (let j = 0; j < commits; j++) {
   appendFileSync(join(dir, `agent-${id}.md`), `agent ${id} commit ${j}\n`);
-  await commit(deps, dir, `agent ${id} commit ${j}`);
+  await commit(deps, { path: dir, message: `agent ${id} commit ${j}` });
 }
 process.stdout.write(`${publishes - commits}\n`);
 await store.close();

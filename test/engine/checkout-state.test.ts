@@ -22,10 +22,10 @@ afterEach(async () => {
 async function withUnpublishedDeletion(name: string): Promise<string> {
   world ??= makeWorld();
   const a = world.checkout(name);
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   write(a, "gone.md", "to be deleted\n");
   write(a, "keep.md", "kept\n");
-  await commit(world.deps(), a, "seed");
+  await commit(world.deps(), { path: a, message: "seed" });
   rmSync(join(a, "gone.md"));
   return a;
 }
@@ -38,7 +38,7 @@ test("a takeover killed part-way (the state claimed, its object cache moved, not
   const moved = world.checkout("moved");
   renameSync(a, moved);
   // Any call lists the checkouts, and sets a's state aside.
-  await pull(world.deps(), world.checkout("other"));
+  await pull(world.deps(), { path: world.checkout("other") });
   const [id] = readdirSync(setAside());
   // What a call on `moved` killed after its first two steps leaves.
   const stateDir = checkoutStateDir(world.privateRoot, world.deps().storeId, moved);
@@ -46,8 +46,8 @@ test("a takeover killed part-way (the state claimed, its object cache moved, not
   renameSync(join(setAside(), id!), join(stateDir, "adopting"));
   renameSync(join(stateDir, "adopting", "git"), join(stateDir, "git"));
 
-  expect((await readLocalChanges(world.deps(), moved)).changes.map((c) => [c.path, c.change])).toEqual([["gone.md", "deleted"]]);
-  expect((await pull(world.deps(), moved)).files).toEqual([]);
+  expect((await readLocalChanges(world.deps(), { path: moved })).changes.map((c) => [c.path, c.change])).toEqual([["gone.md", "deleted"]]);
+  expect((await pull(world.deps(), { path: moved })).files).toEqual([]);
   expect(read(moved, "gone.md")).toBeNull();
   expect(readdirSync(stateDir)).not.toContain("adopting");
 });
@@ -56,14 +56,14 @@ test("a state set aside longer than 30 days is removed when the next one is set 
   world = makeWorld();
   const old = await withUnpublishedDeletion("old");
   rmSync(old, { recursive: true });
-  await pull(world.deps(), world.checkout("other"));
+  await pull(world.deps(), { path: world.checkout("other") });
   const [oldId] = readdirSync(setAside());
   const longAgo = new Date(Date.now() - 31 * 24 * 3600 * 1000);
   utimesSync(join(setAside(), oldId!), longAgo, longAgo);
   const recent = world.checkout("recent");
-  await pull(world.deps(), recent);
+  await pull(world.deps(), { path: recent });
   rmSync(recent, { recursive: true });
-  await pull(world.deps(), world.checkout("other"));
+  await pull(world.deps(), { path: world.checkout("other") });
   const left = readdirSync(setAside());
   expect(left).toHaveLength(1);
   expect(left).not.toContain(oldId);
@@ -74,11 +74,11 @@ test("on a damaged state, restore asks for a pull too, saying the state is damag
   const a = await withUnpublishedDeletion("a");
   const stateDir = checkoutStateDir(world.privateRoot, world.deps().storeId, a);
   writeFileSync(join(stateDir, "state.json"), '{"version":1,"checkout":');
-  const e = await refusal(() => restore(world.deps(), a, 1, ["gone.md"], false));
+  const e = await refusal(() => restore(world.deps(), { path: a, from: 1, paths: ["gone.md"], force: false }));
   expect([e.code, e.reason, e.action, e.retryable]).toEqual(["INVALID_REQUEST", "PULL_REQUIRED", "PULL", false]);
   expect(e.message).toContain("damaged");
   expect(e.message).not.toMatch(/JSON|Parse/);
   // Nothing was dropped by the refusals: the pull that follows rebuilds the state.
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   expect(read(a, "keep.md")).toBe("kept\n");
 });

@@ -16,10 +16,10 @@ async function seeded(files: Record<string, string>): Promise<{ a: string; b: st
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   for (const [path, content] of Object.entries(files)) write(a, path, content);
-  await commit(world.deps(), a, "seed");
-  await pull(world.deps(), b);
+  await commit(world.deps(), { path: a, message: "seed" });
+  await pull(world.deps(), { path: b });
   return { a, b };
 }
 
@@ -30,15 +30,15 @@ describe("two checkouts", () => {
     const { a, b } = await seeded({ "a.md": "alpha\n", "b.md": "beta\n" });
     write(a, "a.md", "alpha changed\n");
     write(b, "b.md", "beta changed\n");
-    const ra = await commit(world.deps(), a, "a edits a.md");
-    const rb = await commit(world.deps(), b, "b edits b.md");
+    const ra = await commit(world.deps(), { path: a, message: "a edits a.md" });
+    const rb = await commit(world.deps(), { path: b, message: "b edits b.md" });
     expect(ra.generation).toBe(2);
     expect(rb.generation).toBe(3);
     // The commit's diffstat is its increment over the remote parent: only b.md.
     expect(rb.files).toEqual([{ path: "b.md", insertions: 1, deletions: 1 }]);
     // b's commit incorporated a's change into b's visible files.
     expect(read(b, "a.md")).toBe("alpha changed\n");
-    const pulled = await pull(world.deps(), a);
+    const pulled = await pull(world.deps(), { path: a });
     expect(pulled.files).toEqual([{ path: "b.md", insertions: 1, deletions: 1 }]);
     expect(read(a, "b.md")).toBe("beta changed\n");
   });
@@ -48,11 +48,11 @@ describe("two checkouts", () => {
     const { a, b } = await seeded({ "notes.md": base });
     write(a, "notes.md", base.replace("line 2\n", "line 2 by a\n"));
     write(b, "notes.md", base.replace("line 18\n", "line 18 by b\n"));
-    await commit(world.deps(), a, "a");
-    await commit(world.deps(), b, "b");
+    await commit(world.deps(), { path: a, message: "a" });
+    await commit(world.deps(), { path: b, message: "b" });
     const expected = base.replace("line 2\n", "line 2 by a\n").replace("line 18\n", "line 18 by b\n");
     expect(read(b, "notes.md")).toBe(expected);
-    await pull(world.deps(), a);
+    await pull(world.deps(), { path: a });
     expect(read(a, "notes.md")).toBe(expected);
   });
 
@@ -61,9 +61,9 @@ describe("two checkouts", () => {
     const { a, b } = await seeded({ "notes.md": base });
     write(a, "notes.md", base.replace("line 5\n", "line 5 by a\n"));
     write(b, "notes.md", base.replace("line 5\n", "line 5 by b\n"));
-    await commit(world.deps(), a, "a");
+    await commit(world.deps(), { path: a, message: "a" });
     const before = await snapshotStore(world.store);
-    const e = await refusal(() => commit(world.deps(), b, "b"));
+    const e = await refusal(() => commit(world.deps(), { path: b, message: "b" }));
     expect([e.code, e.reason, e.action, e.retryable]).toEqual(["CONTENT_CONFLICT", "MERGE_CONFLICT", "EDIT_FILES", false]);
     expect(e.files).toEqual([{ path: "notes.md", reason: "TEXT_CONFLICT", ranges: [{ start: 5, end: 9 }] }]);
     expect(await snapshotStore(world.store)).toBe(before);
@@ -71,25 +71,25 @@ describe("two checkouts", () => {
     expect(text.split("\n").slice(4, 9)).toEqual(["<<<<<<< local", "line 5 by b", "=======", "line 5 by a", ">>>>>>> accepted"]);
 
     // Markers block the commit before any store access.
-    const blocked = await refusal(() => commit(world.deps(), b, "still conflicted"));
+    const blocked = await refusal(() => commit(world.deps(), { path: b, message: "still conflicted" }));
     expect([blocked.code, blocked.reason, blocked.action]).toEqual(["CONTENT_CONFLICT", "UNRESOLVED_MARKERS", "EDIT_FILES"]);
     expect(blocked.files).toEqual([{ path: "notes.md", reason: "UNRESOLVED_MARKERS", ranges: [{ start: 5, end: 9 }] }]);
     expect(await snapshotStore(world.store)).toBe(before);
 
     // Resolve by hand, commit, and both sides agree.
     write(b, "notes.md", base.replace("line 5\n", "line 5 by a and b\n"));
-    const resolved = await commit(world.deps(), b, "resolved");
+    const resolved = await commit(world.deps(), { path: b, message: "resolved" });
     expect(resolved.files).toEqual([{ path: "notes.md", insertions: 1, deletions: 1 }]);
-    await pull(world.deps(), a);
+    await pull(world.deps(), { path: a });
     expect(read(a, "notes.md")).toBe(base.replace("line 5\n", "line 5 by a and b\n"));
   });
 
   test("a pull that conflicts writes markers and reports MERGE_CONFLICT with ranges", async () => {
     const { a, b } = await seeded({ "x.md": "one\ntwo\nthree\n" });
     write(a, "x.md", "one\nTWO (a)\nthree\n");
-    await commit(world.deps(), a, "a");
+    await commit(world.deps(), { path: a, message: "a" });
     write(b, "x.md", "one\nTWO (b)\nthree\n");
-    const e = await refusal(() => pull(world.deps(), b));
+    const e = await refusal(() => pull(world.deps(), { path: b }));
     expect([e.code, e.reason]).toEqual(["CONTENT_CONFLICT", "MERGE_CONFLICT"]);
     expect(e.files).toEqual([{ path: "x.md", reason: "TEXT_CONFLICT", ranges: [{ start: 2, end: 6 }] }]);
     expect(read(b, "x.md")).toBe("one\n<<<<<<< local\nTWO (b)\n=======\nTWO (a)\n>>>>>>> accepted\nthree\n");
@@ -102,8 +102,8 @@ describe("two checkouts", () => {
     write(b, "shared.md", lines(10).replace("line 9\n", "line 9 by b\n"));
     write(a, "shared.md", lines(10).replace("line 1\n", "line 1 by a\n"));
     write(a, "other.md", "from a\n");
-    await commit(world.deps(), a, "a");
-    const result = await pull(world.deps(), b);
+    await commit(world.deps(), { path: a, message: "a" });
+    const result = await pull(world.deps(), { path: b });
     expect(result.generation).toBe(2);
     expect(read(b, "mine.md")).toBe("mine, edited and not yet published\n");
     expect(read(b, "new.md")).toBe("a new file of b\n");
@@ -115,7 +115,7 @@ describe("two checkouts", () => {
       { path: "shared.md", insertions: 1, deletions: 1 },
     ]);
     // And a later commit publishes exactly b's edits.
-    const published = await commit(world.deps(), b, "b");
+    const published = await commit(world.deps(), { path: b, message: "b" });
     expect(published.files).toEqual([
       { path: "mine.md", insertions: 1, deletions: 1 },
       { path: "new.md", insertions: 1, deletions: 0 },
@@ -128,14 +128,14 @@ describe("two checkouts", () => {
     // a deletes gone.md; b pulls and loses it from disk.
     const { rmSync } = await import("node:fs");
     rmSync(`${a}/gone.md`);
-    await commit(world.deps(), a, "delete");
-    await pull(world.deps(), b);
+    await commit(world.deps(), { path: a, message: "delete" });
+    await pull(world.deps(), { path: b });
     expect(read(b, "gone.md")).toBeNull();
     // b edits kept.md while a deletes it.
     write(b, "kept.md", "keep\nme\nplease\n");
     rmSync(`${a}/kept.md`);
-    await commit(world.deps(), a, "delete kept");
-    const e = await refusal(() => commit(world.deps(), b, "edit kept"));
+    await commit(world.deps(), { path: a, message: "delete kept" });
+    const e = await refusal(() => commit(world.deps(), { path: b, message: "edit kept" }));
     expect(e.reason).toBe("MERGE_CONFLICT");
     expect(e.files.map((f) => [f.path, f.reason])).toEqual([["kept.md", "TEXT_CONFLICT"]]);
     expect(read(b, "kept.md")).toContain("please");
@@ -144,16 +144,16 @@ describe("two checkouts", () => {
   test("a file against a directory of the same name is a PATH_CONFLICT that keeps both sides", async () => {
     const { a, b } = await seeded({ "start.md": "x\n" });
     write(a, "topic", "a file named topic\n");
-    await commit(world.deps(), a, "file");
+    await commit(world.deps(), { path: a, message: "file" });
     write(b, "topic/inner.md", "a directory named topic\n");
-    const e = await refusal(() => commit(world.deps(), b, "dir"));
+    const e = await refusal(() => commit(world.deps(), { path: b, message: "dir" }));
     expect([e.code, e.reason]).toEqual(["CONTENT_CONFLICT", "MERGE_CONFLICT"]);
     expect(e.files).toEqual([{ path: "topic", reason: "PATH_CONFLICT", ranges: [] }]);
     expect(read(b, "topic/inner.md")).toBe("a directory named topic\n");
     expect(read(b, "topic~accepted")).toBe("a file named topic\n");
     // Nothing is blocked: committing the resolution publishes both.
-    await commit(world.deps(), b, "keep both");
-    await pull(world.deps(), a);
+    await commit(world.deps(), { path: b, message: "keep both" });
+    await pull(world.deps(), { path: a });
     expect(read(a, "topic/inner.md")).toBe("a directory named topic\n");
     expect(read(a, "topic~accepted")).toBe("a file named topic\n");
   });
@@ -161,9 +161,9 @@ describe("two checkouts", () => {
   test("a commit with nothing to publish is a no-op synchronisation", async () => {
     const { a, b } = await seeded({ "x.md": "x\n" });
     write(a, "x.md", "x2\n");
-    await commit(world.deps(), a, "a");
+    await commit(world.deps(), { path: a, message: "a" });
     const before = await snapshotStore(world.store);
-    const r = await commit(world.deps(), b, "nothing");
+    const r = await commit(world.deps(), { path: b, message: "nothing" });
     expect(r).toEqual({ path: r.path, generation: 2, files: [] });
     expect(await snapshotStore(world.store)).toBe(before);
     expect(read(b, "x.md")).toBe("x2\n");
@@ -202,7 +202,7 @@ describe("the notebook contract", () => {
     write(a, "\uFFFD real replacement character.md", "a valid name\n");
     write(a, "ok.md", "changed\n");
     const before = await snapshotStore(world.store);
-    for (const op of [() => commit(world.deps(), a, "bad"), () => pull(world.deps(), a)]) {
+    for (const op of [() => commit(world.deps(), { path: a, message: "bad" }), () => pull(world.deps(), { path: a })]) {
       const e = await refusal(op);
       expect([e.code, e.reason, e.action]).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES"]);
       expect(e.files).toEqual(

@@ -20,6 +20,7 @@ import { openHistory } from "../../src/engine/history/read.ts";
 import { settlePublication } from "../../src/engine/publish/publication.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
+import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 let world: World;
 afterEach(async () => {
@@ -34,7 +35,7 @@ function racing(w: World): ObjectStore {
 
 /** Deps of a process of its own (own memory: no shared guess), racing, with hooks. */
 function processDeps(w: World, overrides: Partial<EngineDeps> = {}): EngineDeps {
-  return w.deps({ store: racing(w), memory: new ProcessMemory(), random: () => 0.5, ...overrides });
+  return w.deps({ store: racing(w), memory: new ProcessMemory(SYSTEM_RANDOM), random: () => 0.5, ...overrides });
 }
 
 /** Three checkouts pulled at generation 1 (one file each written by a first commit). */
@@ -42,10 +43,10 @@ async function threeWriters() {
   world = makeWorld();
   const [a, b, c] = ["a", "b", "c"].map((n) => world.checkout(n)) as [string, string, string];
   const first = world.checkout("first");
-  await pull(processDeps(world), first);
+  await pull(processDeps(world), { path: first });
   write(first, "shared.md", "one\ntwo\nthree\n");
-  await commit(processDeps(world), first, "first");
-  for (const d of [a, b, c]) await pull(processDeps(world), d);
+  await commit(processDeps(world), { path: first, message: "first" });
+  for (const d of [a, b, c]) await pull(processDeps(world), { path: d });
   return { a, b, c };
 }
 
@@ -81,7 +82,7 @@ async function loseThen(a: string, b: string, whileWaiting: () => Promise<void>,
   let waited = false;
   return commit(
     processDeps(world, {
-      onStage: atFirstPublish(() => commit(processDeps(world), b, "b")),
+      onStage: atFirstPublish(() => commit(processDeps(world), { path: b, message: "b" })),
       sleep: async () => {
         if (!waited) {
           waited = true;
@@ -90,8 +91,7 @@ async function loseThen(a: string, b: string, whileWaiting: () => Promise<void>,
       },
       ...overrides,
     }),
-    a,
-    "a",
+    { path: a, message: "a" },
   );
 }
 
@@ -101,7 +101,7 @@ test("a commit that lost a race is published by the next writer, before that wri
   let cOut: Awaited<ReturnType<typeof commit>> | null = null;
   const aOut = await loseThen(a, b, async () => {
     expect((await racing(world).list(PROPOSALS_PREFIX)).length).toBe(1);
-    cOut = await commit(processDeps(world), c, "c");
+    cOut = await commit(processDeps(world), { path: c, message: "c" });
   });
   // B was generation 2; C published A's commit as 3, then its own as 4.
   expect(aOut.generation).toBe(3);
@@ -123,13 +123,13 @@ test("a commit that lost a race is published by the next writer, before that wri
   // The proposal is gone; every file is in a fresh pull; A and C carry on.
   expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
   const fresh = world.checkout("fresh");
-  await pull(processDeps(world), fresh);
+  await pull(processDeps(world), { path: fresh });
   for (const [f, text] of [["a.md", "from a\n"], ["b.md", "from b\n"], ["c.md", "from c\n"]]) expect(read(fresh, f!)).toBe(text!);
   expect(read(a, "a.md")).toBe("from a\n");
-  expect((await pull(processDeps(world), a)).generation).toBe(4);
+  expect((await pull(processDeps(world), { path: a })).generation).toBe(4);
   for (const f of ["b.md", "c.md"]) expect(read(a, f)).toBe(read(fresh, f));
   write(a, "a.md", "from a, again\n");
-  expect((await commit(processDeps(world), a, "a again")).generation).toBe(5);
+  expect((await commit(processDeps(world), { path: a, message: "a again" })).generation).toBe(5);
 });
 
 test("a writer that builds on what it remembers (no read) learns who waits, and its next commit carries them", async () => {
@@ -139,25 +139,25 @@ test("a writer that builds on what it remembers (no read) learns who waits, and 
   // C's process saw no race: its commit builds on the state its pull left,
   // without reading `current` (the guess), and lists the proposals meanwhile
   // without waiting for the listing; its next commit reads, and carries A.
-  const cMemory = new ProcessMemory();
+  const cMemory = new ProcessMemory(SYSTEM_RANDOM);
   const cOps: string[] = [];
   const cOut: number[] = [];
   const aOut = await loseThen(a, b, async () => {
-    await pull(processDeps(world, { memory: cMemory }), c);
+    await pull(processDeps(world, { memory: cMemory }), { path: c });
     write(c, "c.md", "from c\n");
     const store = racing(world);
     const watched: ObjectStore = { ...store, get: (key) => (cOps.push(`get ${key}`), store.get(key)) };
-    cOut.push((await commit(processDeps(world, { memory: cMemory, store: watched }), c, "c")).generation);
+    cOut.push((await commit(processDeps(world, { memory: cMemory, store: watched }), { path: c, message: "c" })).generation);
     expect(cOps.filter((op) => op === "get current")).toEqual([]);
     write(c, "c.md", "from c, again\n");
-    cOut.push((await commit(processDeps(world, { memory: cMemory, store: watched }), c, "c again")).generation);
+    cOut.push((await commit(processDeps(world, { memory: cMemory, store: watched }), { path: c, message: "c again" })).generation);
     expect(cOps.filter((op) => op === "get current").length).toBeGreaterThan(0);
   });
   // C published alone (3), then A's commit (4) and its own (5).
   expect(cOut).toEqual([3, 5]);
   expect(aOut.generation).toBe(4);
   const fresh = world.checkout("fresh");
-  await pull(processDeps(world), fresh);
+  await pull(processDeps(world), { path: fresh });
   for (const [f, text] of [["a.md", "from a\n"], ["b.md", "from b\n"], ["c.md", "from c, again\n"]]) expect(read(fresh, f!)).toBe(text!);
 });
 
@@ -171,7 +171,7 @@ test("with nobody else publishing, the loser publishes its own proposal", async 
   expect(manifest.combined?.map((x) => x.generation)).toEqual([3]);
   expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
   const fresh = world.checkout("fresh");
-  await pull(processDeps(world), fresh);
+  await pull(processDeps(world), { path: fresh });
   expect(read(fresh, "a.md")).toBe("from a\n");
   expect(read(fresh, "b.md")).toBe("from b\n");
 });
@@ -181,7 +181,7 @@ test("a proposal that conflicts with what landed meanwhile is withdrawn, and the
   write(a, "shared.md", "one\nTWO by a\nthree\n");
   write(b, "b.md", "from b\n");
   write(c, "shared.md", "one\nTWO by c\nthree\n");
-  const e = await refusal(() => loseThen(a, b, async () => void (await commit(processDeps(world), c, "c"))));
+  const e = await refusal(() => loseThen(a, b, async () => void (await commit(processDeps(world), { path: c, message: "c" }))));
   expect(e.reason).toBe("MERGE_CONFLICT");
   expect(read(a, "shared.md")).toContain("<<<<<<<");
   expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
@@ -189,7 +189,7 @@ test("a proposal that conflicts with what landed meanwhile is withdrawn, and the
   const { manifest } = await readCurrent(world.store);
   expect(manifest.combined).toBeUndefined();
   const fresh = world.checkout("fresh");
-  await pull(processDeps(world), fresh);
+  await pull(processDeps(world), { path: fresh });
   expect(read(fresh, "shared.md")).toBe("one\nTWO by c\nthree\n");
 });
 
@@ -208,25 +208,25 @@ test("a commit that died with its proposal posted: the next call withdraws it, o
     expect(String(died)).toContain("killed");
     expect((await racing(world).list(PROPOSALS_PREFIX)).length).toBe(1);
     if (combinedFirst) {
-      expect((await commit(processDeps(world), c, "c")).generation).toBe(4);
+      expect((await commit(processDeps(world), { path: c, message: "c" })).generation).toBe(4);
     }
     // The next call on A settles: a pull.
-    const out = await pull(processDeps(world), a);
+    const out = await pull(processDeps(world), { path: a });
     expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
     const fresh = world.checkout(`fresh-${combinedFirst}`);
-    await pull(processDeps(world), fresh);
+    await pull(processDeps(world), { path: fresh });
     if (combinedFirst) {
       // Landed as generation 3: A's baseline moved there, so its edit is not local any more.
       expect(out.generation).toBe(4);
       expect(read(fresh, "a.md")).toBe("from a\n");
       write(a, "a.md", "from a, changed\n");
-      expect((await commit(processDeps(world), a, "a changed")).files).toEqual([{ path: "a.md", insertions: 1, deletions: 1 }]);
+      expect((await commit(processDeps(world), { path: a, message: "a changed" })).files).toEqual([{ path: "a.md", insertions: 1, deletions: 1 }]);
     } else {
       // Withdrawn: never landed, and no writer can publish it now; A's edit is still local.
       expect(read(fresh, "a.md")).toBeNull();
-      expect((await commit(processDeps(world), c, "c")).generation).toBe(3);
+      expect((await commit(processDeps(world), { path: c, message: "c" })).generation).toBe(3);
       expect((await readCurrent(world.store)).manifest.combined).toBeUndefined();
-      expect((await commit(processDeps(world), a, "a")).generation).toBe(4);
+      expect((await commit(processDeps(world), { path: a, message: "a" })).generation).toBe(4);
       expect(read(a, "c.md")).toBe("from c\n");
     }
     await world.close();
@@ -242,16 +242,15 @@ test("a combiner never publishes a withdrawn proposal, even one it read before t
   const publication = offered!.key.slice(PROPOSALS_PREFIX.length);
   // C reads the proposal, then A's next call withdraws it before C writes.
   const cOut = await commit(
-    processDeps(world, { onStage: atFirstPublish(() => pull(processDeps(world), a)) }),
-    c,
-    "c",
+    processDeps(world, { onStage: atFirstPublish(() => pull(processDeps(world), { path: a })) }),
+    { path: c, message: "c" },
   );
   // C lost the write it had built with A's proposal (then offered its own,
   // and published that): A's is in no manifest.
   expect(cOut.generation).toBe(3);
   expect((await readCurrent(world.store)).manifest.combined?.map((x) => x.publication)).not.toContain(publication);
   const fresh = world.checkout("fresh");
-  await pull(processDeps(world), fresh);
+  await pull(processDeps(world), { path: fresh });
   expect(read(fresh, "a.md")).toBeNull();
   expect(read(fresh, "c.md")).toBe("from c\n");
 });
@@ -259,7 +258,7 @@ test("a combiner never publishes a withdrawn proposal, even one it read before t
 test("the combined packs pass C git's verify-pack", async () => {
   const { a, b, c } = await threeWriters();
   editEach({ a, b, c });
-  await loseThen(a, b, async () => void (await commit(processDeps(world), c, "c")));
+  await loseThen(a, b, async () => void (await commit(processDeps(world), { path: c, message: "c" })));
   const { manifest } = await readCurrent(world.store);
   const dir = mkdtempSync(join(tmpdir(), "slivingdoc-verify-"));
   const last = manifest.packs[manifest.packs.length - 1]!;
@@ -277,27 +276,27 @@ test("the combined packs pass C git's verify-pack", async () => {
 test("gc deletes proposals left behind once they are older than the grace period", async () => {
   world = makeWorld();
   const dir = world.checkout("a");
-  await pull(processDeps(world), dir);
+  await pull(processDeps(world), { path: dir });
   write(dir, "a.md", "a\n");
-  await commit(processDeps(world), dir, "a");
+  await commit(processDeps(world), { path: dir, message: "a" });
   const key = proposalKey("1".repeat(32));
   expect((await world.store.putIfAbsent(key, new TextEncoder().encode("{}\n"))).ok).toBe(true);
   const { collectGarbage } = await import("../../src/engine/gc.ts");
   // Young: kept.
-  expect((await collectGarbage({ store: world.store })).proposals).toBeUndefined();
+  expect((await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store }, {})).proposals).toBeUndefined();
   expect(await world.store.get(key)).not.toBeNull();
   // Past the grace period: a dry run names it, a run deletes it.
   const later = () => new Date(Date.now() + 2 * 60 * 60 * 1000);
-  expect((await collectGarbage({ store: world.store, now: later, dryRun: true })).proposals).toEqual([key]);
+  expect((await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, { dryRun: true })).proposals).toEqual([key]);
   expect(await world.store.get(key)).not.toBeNull();
-  expect((await collectGarbage({ store: world.store, now: later })).proposals).toEqual([key]);
+  expect((await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, {})).proposals).toEqual([key]);
   expect(await world.store.get(key)).toBeNull();
 });
 
 test("an offer whose attempt carried another proposal, later withdrawn: once it lands, the files hold none of that proposal", async () => {
   const { a, b, c } = await threeWriters();
   const x = world.checkout("x");
-  await pull(processDeps(world), x);
+  await pull(processDeps(world), { path: x });
   write(x, "x.md", "from x\n");
   write(b, "b.md", "from b\n");
   // X loses to B and dies waiting: its proposal stays posted.
@@ -310,22 +309,21 @@ test("an offer whose attempt carried another proposal, later withdrawn: once it 
   const aOut = await commit(
     processDeps(world, {
       onStage: atFirstPublish(async () => {
-        await pull(processDeps(world), x);
-        await commit(processDeps(world), c, "c");
+        await pull(processDeps(world), { path: x });
+        await commit(processDeps(world), { path: c, message: "c" });
       }),
     }),
-    a,
-    "a",
+    { path: a, message: "a" },
   );
   expect(aOut.files).toEqual([{ path: "a.md", insertions: 1, deletions: 0 }]);
   expect(read(a, "a.md")).toBe("from a\n");
   expect(read(a, "x.md")).toBeNull();
   const fresh = world.checkout("fresh");
-  await pull(processDeps(world), fresh);
+  await pull(processDeps(world), { path: fresh });
   expect(read(fresh, "x.md")).toBeNull();
   expect(read(fresh, "a.md")).toBe("from a\n");
   // A's next pull brings what landed before its commit, and nothing of X.
-  await pull(processDeps(world), a);
+  await pull(processDeps(world), { path: a });
   expect(read(a, "c.md")).toBe("from c\n");
   expect(read(a, "x.md")).toBeNull();
 });
@@ -340,12 +338,12 @@ test("a proposal offered for longer than any writer offers is never combined", a
   await store.delete(offered!.key);
   const stretched = { ...proposal, until: proposal.until + 1000 };
   expect((await store.putIfAbsent(offered!.key, new TextEncoder().encode(JSON.stringify(stretched)))).ok).toBe(true);
-  expect((await commit(processDeps(world), c, "c")).generation).toBe(3);
+  expect((await commit(processDeps(world), { path: c, message: "c" })).generation).toBe(3);
   expect((await readCurrent(world.store)).manifest.combined).toBeUndefined();
   // A's next call withdraws it: never landed; A's edit is still local, and its commit publishes it.
-  await pull(processDeps(world), a);
+  await pull(processDeps(world), { path: a });
   expect(read(a, "a.md")).toBe("from a\n");
-  expect((await commit(processDeps(world), a, "a")).generation).toBe(4);
+  expect((await commit(processDeps(world), { path: a, message: "a" })).generation).toBe(4);
 });
 
 test("retries spent with an offer posted: withdrawn for good, REMOTE_BUSY · RETRIES_EXHAUSTED, files untouched, nothing left to settle", async () => {
@@ -363,7 +361,7 @@ test("retries spent with an offer posted: withdrawn for good, REMOTE_BUSY · RET
       return generation > before ? { ok: false as const } : store.putIfMatch(key, body, etag);
     },
   };
-  const e = await refusal(() => commit(processDeps(world, { store: losing, commitRetries: 2, sleep: async () => {} }), a, "a"));
+  const e = await refusal(() => commit(processDeps(world, { store: losing, commitRetries: 2, sleep: async () => {} }), { path: a, message: "a" }));
   expect([e.code, e.reason]).toEqual(["REMOTE_BUSY", "RETRIES_EXHAUSTED"]);
   expect(read(a, "a.md")).toBe("from a\n");
   expect(await store.list(PROPOSALS_PREFIX)).toEqual([]);
@@ -372,27 +370,27 @@ test("retries spent with an offer posted: withdrawn for good, REMOTE_BUSY · RET
   // Nothing left to settle: the next call writes nothing to the store before its own commit.
   let writes = 0;
   const counting: ObjectStore = { ...store, putIfMatch: (k, b, t) => (writes++, store.putIfMatch(k, b, t)) };
-  await pull(processDeps(world, { store: counting }), a);
+  await pull(processDeps(world, { store: counting }), { path: a });
   expect(writes).toBe(0);
-  expect((await commit(processDeps(world), a, "a")).generation).toBe(before + 1);
+  expect((await commit(processDeps(world), { path: a, message: "a" })).generation).toBe(before + 1);
 });
 
 test("a landed offer's baseline survives its pack being collected from the store and dropped from the cache", async () => {
   const { a, b, c } = await threeWriters();
   editEach({ a, b, c });
-  await loseThen(a, b, async () => void (await commit(processDeps(world), c, "c")));
+  await loseThen(a, b, async () => void (await commit(processDeps(world), { path: c, message: "c" })));
   // The only copy of A's own commit and tree was its proposal's pack: gc
   // takes it from the store, and a damaged cache loses it too.
   const { collectGarbage } = await import("../../src/engine/gc.ts");
-  await collectGarbage({ store: world.store, graceMs: 0 });
+  await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store }, { graceMs: 0 });
   const checkouts = join(world.privateRoot, "checkouts");
   for (const id of readdirSync(checkouts)) rmSync(join(checkouts, id, "git", "objects", "pack"), { recursive: true, force: true });
   // A edits its own line again: no conflict, nothing lost.
   write(a, "a.md", "from a, again\n");
-  const out = await commit(processDeps(world), a, "a again");
+  const out = await commit(processDeps(world), { path: a, message: "a again" });
   expect(out.files).toEqual([{ path: "a.md", insertions: 1, deletions: 1 }]);
   const fresh = world.checkout("fresh");
-  await pull(processDeps(world), fresh);
+  await pull(processDeps(world), { path: fresh });
   expect(read(fresh, "a.md")).toBe("from a, again\n");
   expect(read(a, "c.md")).toBe("from c\n");
 });

@@ -22,6 +22,7 @@ import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { makeWorld, read, readCurrent, type World, write } from "../support/fixture.ts";
 import { isolatedGitEnv } from "../support/seeded.ts";
+import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 let world: World;
 afterEach(async () => {
@@ -32,7 +33,7 @@ const current = readCurrent;
 
 /** A maintenance cache holding every listed pack, as `slivingdoc gc` would open one. */
 async function maintenanceCache(name: string): Promise<ObjectCache> {
-  const git = await ObjectCache.open(join(world.root, "maintenance", name), world.memory.objects);
+  const git = await ObjectCache.open(join(world.root, "maintenance", name), world.memory.objects, SYSTEM_RANDOM.randomId);
   await loadAcceptedState(world.store, git);
   return git;
 }
@@ -41,9 +42,9 @@ async function maintenanceCache(name: string): Promise<ObjectCache> {
 async function compactAndPublish(policy: Partial<CompactionPolicy>, name = "m") {
   const { manifest, etag } = await current(world.store);
   const git = await maintenanceCache(name);
-  const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy });
+  const result = await compactPacks({ now: new Date(), randomId: SYSTEM_RANDOM.randomId, store: world.store, git, head: manifest.head, packs: manifest.packs, policy });
   if (result === null) return null;
-  const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result.packs };
+  const next: Manifest = { ...manifest, publication: newPublicationId(SYSTEM_RANDOM.randomId), packs: result.packs };
   const swapped = await world.store.putIfMatch(MANIFEST_KEY, serializeManifest(next), etag);
   expect(swapped.ok).toBe(true);
   return result;
@@ -53,13 +54,13 @@ async function compactAndPublish(policy: Partial<CompactionPolicy>, name = "m") 
 async function history(commits: number): Promise<string> {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps({ compaction: false }), a);
+  await pull(world.deps({ compaction: false }), { path: a });
   for (let f = 0; f < 5; f++) write(a, `dir${f % 2}/file${f}.md`, `file ${f}\n`);
-  await commit(world.deps({ compaction: false }), a, "seed");
+  await commit(world.deps({ compaction: false }), { path: a, message: "seed" });
   for (let i = 0; i < commits; i++) {
     const path = `dir${i % 2}/file${i % 5}.md`;
     write(a, path, `${read(a, path)}change ${i}\n`);
-    await commit(world.deps({ compaction: false }), a, `change ${i}`);
+    await commit(world.deps({ compaction: false }), { path: a, message: `change ${i}` });
   }
   return a;
 }
@@ -89,7 +90,7 @@ describe("compaction", () => {
     const { manifest } = await current(world.store);
     expect(needsCompaction(manifest.packs)).toBe(false);
     const git = await maintenanceCache("m");
-    expect(await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs })).toBeNull();
+    expect(await compactPacks({ now: new Date(), randomId: SYSTEM_RANDOM.randomId, store: world.store, git, head: manifest.head, packs: manifest.packs })).toBeNull();
   });
 
   test("40 commits, history \"all\": one base plus the newest packs, every file and every commit kept, C git agrees", async () => {
@@ -106,7 +107,7 @@ describe("compaction", () => {
 
     // A cold pull of the compacted state equals the writer's files.
     const b = world.checkout("b");
-    const pulled = await pull(world.deps({ compaction: false }), b);
+    const pulled = await pull(world.deps({ compaction: false }), { path: b });
     expect(pulled.generation).toBe(41);
     for (let f = 0; f < 5; f++) expect(read(b, `dir${f % 2}/file${f}.md`)).toBe(read(a, `dir${f % 2}/file${f}.md`));
 
@@ -128,15 +129,15 @@ describe("compaction", () => {
   test("a warm checkout keeps merging after compaction and commits on top of it", async () => {
     const a = await history(35);
     const b = world.checkout("b");
-    await pull(world.deps({ compaction: false }), b);
+    await pull(world.deps({ compaction: false }), { path: b });
     await compactAndPublish({ maxPacks: 32, keepRecent: 4 });
     write(b, "dir0/file0.md", `${read(b, "dir0/file0.md")}from b\n`);
-    const out = await commit(world.deps({ compaction: false }), b, "b after compaction");
+    const out = await commit(world.deps({ compaction: false }), { path: b, message: "b after compaction" });
     expect(out.generation).toBe(37);
-    await pull(world.deps({ compaction: false }), a);
+    await pull(world.deps({ compaction: false }), { path: a });
     expect(read(a, "dir0/file0.md")).toContain("from b\n");
     const c = world.checkout("c");
-    await pull(world.deps({ compaction: false }), c);
+    await pull(world.deps({ compaction: false }), { path: c });
     expect(read(c, "dir0/file0.md")).toBe(read(a, "dir0/file0.md"));
   });
 
@@ -173,7 +174,7 @@ describe("compaction", () => {
     }
     expect(commits).toBe(5);
     const b = world.checkout("b");
-    await pull(world.deps({ compaction: false }), b);
+    await pull(world.deps({ compaction: false }), { path: b });
     for (let f = 0; f < 5; f++) expect(read(b, `dir${f % 2}/file${f}.md`)).toBe(read(a, `dir${f % 2}/file${f}.md`));
   });
 
@@ -181,13 +182,13 @@ describe("compaction", () => {
     const a = await history(34);
     const { manifest, etag } = await current(world.store);
     const [id] = readdirSync(join(world.privateRoot, "checkouts"));
-    const git = await ObjectCache.open(join(world.privateRoot, "checkouts", id!, "git"), world.memory.objects);
-    const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { history: "all" } });
+    const git = await ObjectCache.open(join(world.privateRoot, "checkouts", id!, "git"), world.memory.objects, SYSTEM_RANDOM.randomId);
+    const result = await compactPacks({ now: new Date(), randomId: SYSTEM_RANDOM.randomId, store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { history: "all" } });
     expect(result!.packs).toHaveLength(9);
-    const next: Manifest = { ...manifest, publication: newPublicationId(), packs: result!.packs };
+    const next: Manifest = { ...manifest, publication: newPublicationId(SYSTEM_RANDOM.randomId), packs: result!.packs };
     expect((await world.store.putIfMatch(MANIFEST_KEY, serializeManifest(next), etag)).ok).toBe(true);
     const b = world.checkout("b");
-    await pull(world.deps({ compaction: false }), b);
+    await pull(world.deps({ compaction: false }), { path: b });
     for (let f = 0; f < 5; f++) expect(read(b, `dir${f % 2}/file${f}.md`)).toBe(read(a, `dir${f % 2}/file${f}.md`));
     const repo = await cGitRepo(next);
     try {
@@ -201,8 +202,8 @@ describe("compaction", () => {
     await history(33);
     const { manifest } = await current(world.store);
     const git = await maintenanceCache("m");
-    const one = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs });
-    const two = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs });
+    const one = await compactPacks({ now: new Date(), randomId: SYSTEM_RANDOM.randomId, store: world.store, git, head: manifest.head, packs: manifest.packs });
+    const two = await compactPacks({ now: new Date(), randomId: SYSTEM_RANDOM.randomId, store: world.store, git, head: manifest.head, packs: manifest.packs });
     expect(one!.base!.key).not.toBe(two!.base!.key);
     expect(one!.objects).toBe(two!.objects);
   });
@@ -210,14 +211,14 @@ describe("compaction", () => {
   test("compacting whenever the bound is passed keeps the pack count bounded over a long history", async () => {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps({ compaction: false }), a);
+    await pull(world.deps({ compaction: false }), { path: a });
     write(a, "log.md", "start\n");
-    await commit(world.deps({ compaction: false }), a, "seed");
+    await commit(world.deps({ compaction: false }), { path: a, message: "seed" });
     const policy = { maxPacks: 6, keepRecent: 2 };
     let most = 0;
     for (let i = 0; i < 30; i++) {
       write(a, "log.md", `${read(a, "log.md")}entry ${i}\n`);
-      await commit(world.deps({ compaction: false }), a, `entry ${i}`);
+      await commit(world.deps({ compaction: false }), { path: a, message: `entry ${i}` });
       const { manifest } = await current(world.store);
       most = Math.max(most, manifest.packs.length);
       if (needsCompaction(manifest.packs, { ...policy, history: "all" })) await compactAndPublish(policy, `m${i}`);
@@ -225,7 +226,7 @@ describe("compaction", () => {
     expect(most).toBeLessThanOrEqual(7);
     expect((await current(world.store)).manifest.packs.length).toBeLessThanOrEqual(6);
     const b = world.checkout("b");
-    await pull(world.deps({ compaction: false }), b);
+    await pull(world.deps({ compaction: false }), { path: b });
     expect(read(b, "log.md")).toBe(read(a, "log.md"));
   });
 });

@@ -27,14 +27,14 @@ async function twoWriters(): Promise<{ a: string; b: string }> {
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   write(a, "shared.md", SEED);
   write(a, "old.md", "to be removed by b\n");
-  await commit(world.deps(), a, "seed");
-  await pull(world.deps(), b);
+  await commit(world.deps(), { path: a, message: "seed" });
+  await pull(world.deps(), { path: b });
   write(b, "shared.md", SEED.replace("line 1\n", "line 1 by b\n"));
   rmSync(join(b, "old.md"));
-  await commit(world.deps(), b, "b");
+  await commit(world.deps(), { path: b, message: "b" });
   write(a, "mine.md", "a's own edit\n");
   return { a, b };
 }
@@ -51,8 +51,8 @@ async function stagesOf(op: "pull" | "commit"): Promise<string[]> {
     afterWrite: () => void seen.push(`write:${++writes}`),
     beforeReplace: (path) => void seen.push(`replace:${path}`),
   };
-  if (op === "pull") await pull(world.deps(hooks), a);
-  else await commit(world.deps(hooks), a, "a");
+  if (op === "pull") await pull(world.deps(hooks), { path: a });
+  else await commit(world.deps(hooks), { path: a, message: "a" });
   await world.close();
   return [...new Set(seen)];
 }
@@ -80,7 +80,7 @@ function count(text: string | null, line: string): number {
 /** The accepted state, as a fresh checkout pulls it. */
 async function accepted(name: string, path: string): Promise<string | null> {
   const fresh = world.checkout(name);
-  await pull(world.deps(), fresh);
+  await pull(world.deps(), { path: fresh });
   return read(fresh, path);
 }
 
@@ -98,13 +98,13 @@ for (const op of ["pull", "commit"] as const) {
         const { a } = await twoWriters();
         const line = `appended at ${at}\n`;
         const hooks = appendAt(a, "shared.md", at, line);
-        if (op === "pull") await pull(world.deps(hooks), a);
-        else await commit(world.deps(hooks), a, "a");
+        if (op === "pull") await pull(world.deps(hooks), { path: a });
+        else await commit(world.deps(hooks), { path: a, message: "a" });
         // On disk at once, with b's change merged in beside it.
         expect(count(read(a, "shared.md"), line)).toBe(1);
         expect(count(read(a, "shared.md"), "line 1 by b\n")).toBe(1);
         // A local edit like any other: the next commit publishes it, once.
-        await commit(world.deps(), a, "after");
+        await commit(world.deps(), { path: a, message: "after" });
         const shared = await accepted("c", "shared.md");
         expect(count(shared, line)).toBe(1);
         expect(count(shared, "line 1 by b\n")).toBe(1);
@@ -118,7 +118,7 @@ for (const op of ["pull", "commit"] as const) {
 test("a line appended to a file the pull removes, between the check and the removal: the file stays, and conflicts", async () => {
   const { a } = await twoWriters();
   const line = "appended to the file b removed\n";
-  const e = await pull(world.deps(appendAt(a, "old.md", "replace:old.md", line)), a).then(
+  const e = await pull(world.deps(appendAt(a, "old.md", "replace:old.md", line)), { path: a }).then(
     () => null,
     (err: DomainError) => err,
   );
@@ -132,15 +132,15 @@ test("a file created at a path the pull adds, after the scan: kept, and merged a
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
-  await pull(world.deps(), b);
+  await pull(world.deps(), { path: a });
+  await pull(world.deps(), { path: b });
   write(b, "notes/new.md", "from b\n");
   write(b, "notes/other.md", "also from b\n");
-  await commit(world.deps(), b, "b");
+  await commit(world.deps(), { path: b, message: "b" });
   const onStage = (stage: string) => {
     if (stage === "materialize") write(a, "notes/new.md", "appeared meanwhile\n");
   };
-  const e = await pull(world.deps({ onStage }), a).then(
+  const e = await pull(world.deps({ onStage }), { path: a }).then(
     () => null,
     (err: DomainError) => err,
   );
@@ -158,7 +158,7 @@ test("a file that keeps changing through every round is left for the next call, 
   const beforeReplace = (path: string) => {
     if (path === "shared.md") appendFileSync(join(a, "shared.md"), `busy ${++n}\n`);
   };
-  const r = await pull(world.deps({ beforeReplace }), a);
+  const r = await pull(world.deps({ beforeReplace }), { path: a });
   expect(r.generation).toBe(2);
   expect(n).toBeGreaterThan(1);
   const text = read(a, "shared.md")!;
@@ -167,9 +167,9 @@ test("a file that keeps changing through every round is left for the next call, 
   expect(count(text, "line 1 by b\n")).toBe(0);
   expect(r.files.map((f) => f.path)).not.toContain("shared.md");
   // The next call merges it: b's change arrives, the lines stay local edits and publish once.
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   expect(count(read(a, "shared.md"), "line 1 by b\n")).toBe(1);
-  await commit(world.deps(), a, "after");
+  await commit(world.deps(), { path: a, message: "after" });
   const shared = await accepted("c", "shared.md");
   for (let i = 1; i <= n; i++) expect(count(shared, `busy ${i}\n`)).toBe(1);
   expect(count(shared, "line 1 by b\n")).toBe(1);

@@ -96,9 +96,9 @@ test("custom messages and causes travel in the injected StoreError", async () =>
 test("a corrupted read of current or of a pack: STORAGE_INTEGRITY, nothing materialised, nothing published", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   write(a, "x.md", "x\n");
-  await commit(world.deps(), a, "seed");
+  await commit(world.deps(), { path: a, message: "seed" });
   // A checkout already holding every pack never downloads one: only the fresh one meets a corrupt pack.
   const cases: Array<[(key: string) => boolean, string, boolean]> = [
     [(key) => key === "current", "MANIFEST_INVALID", true],
@@ -111,7 +111,7 @@ test("a corrupted read of current or of a pack: STORAGE_INTEGRITY, nothing mater
     write(a, "x.md", `x ${reason}\n`);
     const before = await snapshotStore(world.store);
     // The commit must read `current` to meet the fault, not publish on the state it last saw.
-    const runs = [() => pull(world.deps({ store }), fresh), ...(commitToo ? [() => commit(world.deps({ store, guessCurrent: false }), a, "m")] : [])];
+    const runs = [() => pull(world.deps({ store }), { path: fresh }), ...(commitToo ? [() => commit(world.deps({ store, guessCurrent: false }), { path: a, message: "m" })] : [])];
     for (const run of runs) {
       const e = await refusal(run);
       expect<string[]>([e.code, e.reason, e.action]).toEqual(["STORAGE_INTEGRITY", reason, "OPERATOR"]);

@@ -145,8 +145,8 @@ test(`${ROUNDS} rounds of random trees: every valid file round-trips byte for by
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
-  await pull(world.deps(), b);
+  await pull(world.deps(), { path: a });
+  await pull(world.deps(), { path: b });
   const tree: Tree = new Map();
   let accepted: Tree = new Map();
   let generation = 0;
@@ -159,10 +159,10 @@ test(`${ROUNDS} rounds of random trees: every valid file round-trips byte for by
       const y = accepted.get(p);
       return x === undefined || y === undefined || !Buffer.from(x).equals(y);
     });
-    const committed = await commit(world!.deps(), from, `round ${round}`);
+    const committed = await commit(world!.deps(), { path: from, message: `round ${round}` });
     if (changed.length > 0) generation++;
     expect(treeDiff(tree, readTree(from))).toEqual([]);
-    const pulled = await pull(world!.deps(), to);
+    const pulled = await pull(world!.deps(), { path: to });
     // The round trip first: a file lost on the way is the failure that matters.
     expect(treeDiff(tree, readTree(to))).toEqual([]);
     expect(emptyDirectories(to)).toEqual([]);
@@ -182,7 +182,7 @@ test(`${ROUNDS} rounds of random trees: every valid file round-trips byte for by
       const planted = plantInvalid(gen, from, tree, round);
       const expected = [...new Set(planted.map((p) => p.reported))].sort().map((path) => ({ path, reason: "INVALID_CONTENT" as const, ranges: [] }));
       const storeBefore = await snapshotStore(world.store);
-      for (const run of [() => commit(world!.deps(), from, `round ${round} with invalid files`), () => pull(world!.deps(), from)]) {
+      for (const run of [() => commit(world!.deps(), { path: from, message: `round ${round} with invalid files` }), () => pull(world!.deps(), { path: from })]) {
         const e = await refusal(run);
         expect([e.code, e.reason, e.action, e.retryable]).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES", false]);
         expect(e.files).toEqual(expected);
@@ -215,14 +215,14 @@ test("a name beginning with U+FEFF next to a name with U+FFFD is still notebook 
   try {
     const a = w.checkout("a");
     const b = w.checkout("b");
-    await pull(w.deps(), a);
-    await pull(w.deps(), b);
+    await pull(w.deps(), { path: a });
+    await pull(w.deps(), { path: b });
     write(a, "\ufeffbom.md", "bom\n");
-    expect((await commit(w.deps(), a, "one")).files.map((f) => f.path)).toEqual(["\ufeffbom.md"]);
+    expect((await commit(w.deps(), { path: a, message: "one" })).files.map((f) => f.path)).toEqual(["\ufeffbom.md"]);
     write(a, "replacement\ufffd.md", "r\n");
-    const two = await commit(w.deps(), a, "two");
+    const two = await commit(w.deps(), { path: a, message: "two" });
     expect(two.files).toEqual([{ path: "replacement\ufffd.md", insertions: 1, deletions: 0 }]);
-    await pull(w.deps(), b);
+    await pull(w.deps(), { path: b });
     expect(read(b, "\ufeffbom.md")).toBe("bom\n");
   } finally {
     await w.close();

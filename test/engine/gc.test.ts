@@ -25,6 +25,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { faultyStore } from "../support/faulty-store.ts";
+import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const HOUR = 60 * 60 * 1000;
 const later = () => new Date(Date.now() + 2 * HOUR);
@@ -62,9 +63,9 @@ function aged(inner: ObjectStore, modified: Map<string, Date>): ObjectStore {
 async function seeded(store?: ObjectStore, storeId?: string): Promise<string> {
   world = makeWorld(store, storeId);
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   write(a, "note.md", "seed\n");
-  await commit(world.deps(), a, "seed");
+  await commit(world.deps(), { path: a, message: "seed" });
   return a;
 }
 
@@ -83,7 +84,7 @@ describe("gc", () => {
     const now = new Date();
     const store = aged(world.store, new Map([[old, new Date(now.getTime() - 2 * HOUR)], [listed[0]!, new Date(0)]]));
     const before = await current(world.store);
-    const report = await collectGarbage({ store, now: () => now });
+    const report = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store, now: () => now }, {});
     expect(report.deleted).toEqual([old]);
     expect(report.young).toEqual([young]);
     expect(report.referenced).toBe(1);
@@ -97,7 +98,7 @@ describe("gc", () => {
   test("nothing to delete: `current` is not rewritten", async () => {
     await seeded();
     const before = await current(world.store);
-    const report = await collectGarbage({ store: world.store, now: later });
+    const report = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, {});
     expect(report).toMatchObject({ deleted: [], reason: "nothing to delete" });
     expect((await current(world.store)).etag).toBe(before.etag);
   });
@@ -106,7 +107,7 @@ describe("gc", () => {
     await seeded();
     const o = await orphan(world.store, "orphan");
     const before = await current(world.store);
-    const report = await collectGarbage({ store: world.store, now: later, dryRun: true });
+    const report = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, { dryRun: true });
     expect(report).toMatchObject({ deleted: [o], reason: "dry run" });
     expect(await world.store.get(o)).not.toBeNull();
     expect((await current(world.store)).etag).toBe(before.etag);
@@ -115,7 +116,7 @@ describe("gc", () => {
   test("without a manifest nothing is deleted: the first publication is create-only and cannot be fenced", async () => {
     world = makeWorld();
     const o = await orphan(world.store, "first writer's pack");
-    const report = await collectGarbage({ store: world.store, now: later });
+    const report = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, {});
     expect(report).toMatchObject({ generation: null, deleted: [], reason: "no notebook" });
     expect(await world.store.get(o)).not.toBeNull();
   });
@@ -124,7 +125,7 @@ describe("gc", () => {
     world = makeWorld();
     const o = await orphan(world.store, "orphan");
     await world.store.putIfAbsent(MANIFEST_KEY, new TextEncoder().encode("{\"format\":1}"));
-    const e = await refusal(() => collectGarbage({ store: world.store, now: later }));
+    const e = await refusal(() => collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, {}));
     expect(e.reason).toBe("MANIFEST_INVALID");
     expect(await world.store.get(o)).not.toBeNull();
   });
@@ -139,7 +140,7 @@ describe("gc", () => {
         throw new StoreError("list", "injected failure", "failed");
       },
     };
-    const e = await refusal(() => collectGarbage({ store: failing, now: later }));
+    const e = await refusal(() => collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: failing, now: later }, {}));
     expect([e.code, e.reason, e.action, e.retryable]).toEqual(["STORAGE_FAILURE", "INTERNAL", "RETRY", true]);
     expect(e.message).toBe("The store's packs could not be listed; nothing was deleted.");
     expect(await world.store.get(o)).not.toBeNull();
@@ -153,15 +154,15 @@ describe("gc", () => {
     const beforeFence = async () => {
       if (fences++ > 0) return;
       write(a, "note.md", "published during gc\n");
-      await commit(world.deps(), a, "during gc");
+      await commit(world.deps(), { path: a, message: "during gc" });
     };
-    const busy = await collectGarbage({ store: world.store, now: later, beforeFence, attempts: 1 });
+    const busy = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later, beforeFence }, { attempts: 1 });
     expect(busy).toMatchObject({ deleted: [], reason: "busy" });
     expect(await world.store.get(o)).not.toBeNull();
-    const done = await collectGarbage({ store: world.store, now: later });
+    const done = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, {});
     expect(done.deleted).toEqual([o]);
     const b = world.checkout("b");
-    expect((await pull(world.deps(), b)).generation).toBe(2);
+    expect((await pull(world.deps(), { path: b })).generation).toBe(2);
     expect(read(b, "note.md")).toBe("published during gc\n");
   });
 
@@ -169,23 +170,23 @@ describe("gc", () => {
     const a = await seeded();
     for (let i = 0; i < 12; i++) {
       write(a, "note.md", `${read(a, "note.md")}line ${i}\n`);
-      await commit(world.deps(), a, `line ${i}`);
+      await commit(world.deps(), { path: a, message: `line ${i}` });
     }
     const warm = world.checkout("warm");
-    await pull(world.deps(), warm);
+    await pull(world.deps(), { path: warm });
     const { manifest, etag } = await current(world.store);
-    const git = await ObjectCache.open(join(world.root, "maintenance"), world.memory.objects);
+    const git = await ObjectCache.open(join(world.root, "maintenance"), world.memory.objects, SYSTEM_RANDOM.randomId);
     await loadAcceptedState(world.store, git);
-    const result = await compactPacks({ store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { maxPacks: 8, keepRecent: 3 } });
-    const next = { ...manifest, publication: newPublicationId(), packs: result!.packs };
+    const result = await compactPacks({ now: new Date(), randomId: SYSTEM_RANDOM.randomId, store: world.store, git, head: manifest.head, packs: manifest.packs, policy: { maxPacks: 8, keepRecent: 3 } });
+    const next = { ...manifest, publication: newPublicationId(SYSTEM_RANDOM.randomId), packs: result!.packs };
     expect((await world.store.putIfMatch(MANIFEST_KEY, serializeManifest(next), etag)).ok).toBe(true);
-    const report = await collectGarbage({ store: world.store, now: later });
+    const report = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, {});
     expect(report.deleted.sort()).toEqual(result!.replaced.map((p) => p.key).sort());
     expect(await keys(world.store, "packs/")).toEqual(next.packs.map((p) => p.key).sort());
     write(warm, "other.md", "after gc\n");
-    await commit(world.deps(), warm, "after gc");
+    await commit(world.deps(), { path: warm, message: "after gc" });
     const cold = world.checkout("cold");
-    await pull(world.deps(), cold);
+    await pull(world.deps(), { path: cold });
     expect(read(cold, "note.md")).toBe(read(a, "note.md"));
     expect(read(cold, "other.md")).toBe("after gc\n");
   });
@@ -194,26 +195,26 @@ describe("gc", () => {
     const a = await seeded();
     for (let i = 0; i < 12; i++) {
       write(a, "note.md", `${read(a, "note.md")}line ${i}\n`);
-      await commit(world.deps(), a, `line ${i}`);
+      await commit(world.deps(), { path: a, message: `line ${i}` });
     }
     const o = await orphan(world.store, "orphan");
     const before = (await current(world.store)).manifest;
     const compact = async (m: Manifest) => {
-      const git = await ObjectCache.open(join(world.root, "maintenance-gc"), world.memory.objects);
+      const git = await ObjectCache.open(join(world.root, "maintenance-gc"), world.memory.objects, SYSTEM_RANDOM.randomId);
       await loadAcceptedState(world.store, git);
-      const r = await compactPacks({ store: world.store, git, head: m.head, packs: m.packs, policy: { maxPacks: 8, keepRecent: 3 } });
+      const r = await compactPacks({ now: new Date(), randomId: SYSTEM_RANDOM.randomId, store: world.store, git, head: m.head, packs: m.packs, policy: { maxPacks: 8, keepRecent: 3 } });
       return r?.packs ?? null;
     };
-    const first = await collectGarbage({ store: world.store, now: later, compact });
+    const first = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later, compact }, {});
     expect(first.compacted).toEqual({ from: 13, to: 4 });
     expect(first.deleted).toEqual([o]); // the packs it replaced were listed when gc read `current`
     const after = (await current(world.store)).manifest;
     expect(after.packs.slice(1)).toEqual(before.packs.slice(-3));
     expect({ ...after, publication: "", packs: [] }).toEqual({ ...before, publication: "", packs: [] });
-    const second = await collectGarbage({ store: world.store, now: later });
+    const second = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, {});
     expect(second.deleted.sort()).toEqual(before.packs.slice(0, 10).map((p) => p.key).sort());
     const cold = world.checkout("cold");
-    await pull(world.deps(), cold);
+    await pull(world.deps(), { path: cold });
     expect(read(cold, "note.md")).toBe(read(a, "note.md"));
   });
 });
@@ -224,9 +225,9 @@ describe("gc", () => {
  */
 async function stalledWriter(interfere: (orphanKey: string) => Promise<void>): Promise<{ a: string; generation: number }> {
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   write(a, "note.md", "seed\n");
-  await commit(world.deps(), a, "seed");
+  await commit(world.deps(), { path: a, message: "seed" });
   write(a, "note.md", "the stalled writer's edit\n");
   let reached!: () => void;
   const atPublish = new Promise<void>((r) => (reached = r));
@@ -239,7 +240,7 @@ async function stalledWriter(interfere: (orphanKey: string) => Promise<void>): P
       await wake;
     }
   };
-  const pending = commit(world.deps({ onStage }), a, "stalled");
+  const pending = commit(world.deps({ onStage }), { path: a, message: "stalled" });
   await atPublish;
   const listed = (await current(world.store)).manifest.packs.map((p) => p.key);
   const orphans = (await keys(world.store, "packs/")).filter((k) => !listed.includes(k));
@@ -257,18 +258,18 @@ function stalledWriterTests(name: string, open: () => { store?: ObjectStore; sto
       world = makeWorld(o.store, o.storeId);
       try {
         const { generation } = await stalledWriter(async (orphanKey) => {
-          const kept = await collectGarbage({ store: world.store, now: later });
+          const kept = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, {});
           expect(kept.onHead).toEqual([orphanKey]);
           expect(kept.deleted).toEqual([]);
           expect(await world.store.get(orphanKey)).not.toBeNull();
-          const report = await collectGarbage({ store: world.store, now: later, deleteLost: true });
+          const report = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store, now: later }, { deleteLost: true });
           expect(report.deleted).toEqual([orphanKey]);
           expect(await world.store.get(orphanKey)).toBeNull();
         });
         expect(generation).toBe(2);
         for (const p of (await current(world.store)).manifest.packs) expect(await world.store.get(p.key)).not.toBeNull();
         const b = world.checkout("b");
-        await pull(world.deps(), b);
+        await pull(world.deps(), { path: b });
         expect(read(b, "note.md")).toBe("the stalled writer's edit\n");
       } finally {
         await o.cleanup?.();
@@ -282,7 +283,7 @@ function stalledWriterTests(name: string, open: () => { store?: ObjectStore; sto
         await stalledWriter(async (orphanKey) => {
           await world.store.delete(orphanKey); // what a naive gc does
         });
-        const e = await refusal(() => pull(world.deps(), world.checkout("b")));
+        const e = await refusal(() => pull(world.deps(), { path: world.checkout("b") }));
         expect(e.reason).toBe("PACK_INVALID");
       } finally {
         await o.cleanup?.();

@@ -8,6 +8,7 @@ import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { git, withPacksInGit } from "../support/cgit.ts";
 import { makeWorld, write } from "../support/fixture.ts";
+import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const world = makeWorld();
 afterAll(() => world.close());
@@ -16,20 +17,20 @@ afterAll(() => world.close());
 test("every published pack passes git verify-pack, and the history passes git fsck --strict", async () => {
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
-  await pull(world.deps(), b);
+  await pull(world.deps(), { path: a });
+  await pull(world.deps(), { path: b });
   const messages = ["first", "with\r\ncarriage returns and no final newline", "  leading and trailing spaces  \n\n", "ünïcødé ✓ 日本語"];
   write(a, "notes/one.md", "one\n");
   write(a, "z/deep/er/file.md", "deep\n");
   write(a, "a-b.md", "sorts before a/\n");
   write(a, "a/b.md", "inside a/\n");
-  await commit(world.deps(), a, messages[0]!);
+  await commit(world.deps(), { path: a, message: messages[0]! });
   write(b, "b.md", "from b\n");
-  await commit(world.deps(), b, messages[1]!);
+  await commit(world.deps(), { path: b, message: messages[1]! });
   write(a, "notes/one.md", "one, edited\n");
-  await commit(world.deps(), a, messages[2]!);
+  await commit(world.deps(), { path: a, message: messages[2]! });
   write(b, "notes/two.md", "two\n");
-  await commit(world.deps(), b, messages[3]!);
+  await commit(world.deps(), { path: b, message: messages[3]! });
 
   const packs = await world.store.list("packs/");
   expect(packs.length).toBe(4);
@@ -111,7 +112,7 @@ test("deltified packs written by C git import and read correctly, and their obje
     const pack = new Uint8Array(packed.stdout);
     expect(indexUndeltifiedPack(pack)).toBeNull(); // it does hold deltas
 
-    const cache = await ObjectCache.open(join(dir, "cache"), new ProcessMemory().objects);
+    const cache = await ObjectCache.open(join(dir, "cache"), new ProcessMemory(SYSTEM_RANDOM).objects, SYSTEM_RANDOM.randomId);
     await cache.importPack("from-c-git", pack);
     const head = git(repo, "rev-parse", "main").out.trim();
     const tree = await cache.readFlatTree(await cache.commitTree(head));

@@ -48,15 +48,15 @@ test("past compaction, an export whose main is the oldest retained publication's
   // Compaction keeps 3 commits and no history packs: the retained history moves on quickly.
   const deps = (more: Partial<EngineDeps> = {}) => world.deps({ compaction: { maxPacks: 4, keepRecent: 1, history: 3, periodMs: 0 }, ...more });
   const a = world.checkout("a");
-  await pull(deps(), a);
+  await pull(deps(), { path: a });
   // An export after every commit, kept as it was: exports[g] has main at generation g.
   const exports: string[] = [];
   const head = 12;
   for (let g = 1; g <= head; g++) {
     write(a, "n.md", `${g}\n`);
-    await commit(deps(), a, `c${g}`);
+    await commit(deps(), { path: a, message: `c${g}` });
     exports[g] = join(world.root, `export-${g}`);
-    await withHistory(world.privateRoot, (history) => exportHistory(deps(), history, exports[g]!, exports[g]!));
+    await exportHistory(deps(), { named: exports[g]!, dir: exports[g]! });
   }
   // A history cache keeps the packs it once read: a fresh one holds only what the store retains.
   const fresh = mkdtempSync(join(world.root, "fresh-"));
@@ -65,23 +65,21 @@ test("past compaction, an export whose main is the oldest retained publication's
     return history.publications.at(-1)!.generation - 1;
   });
   expect(boundary).toBeGreaterThan(1);
-  await withHistory(fresh, async (history) => {
-    for (let g = 1; g < head; g++) {
-      const dir = join(world.root, `again-${g}`);
-      cpSync(exports[g]!, dir, { recursive: true });
-      if (g < boundary) {
-        const before = contents(dir);
-        const refused = await exportHistory(deps({ privateRoot: fresh }), history, dir, dir).catch((e: unknown) => e);
-        expect(refused).toBeInstanceOf(ExportRefused);
-        expect((refused as ExportRefused).why).toBe("is an export of another notebook, or of this one from before the history the store keeps");
-        expect(contents(dir)).toEqual(before);
-        continue;
-      }
-      const result = await exportHistory(deps({ privateRoot: fresh }), history, dir, dir);
-      expect(result).toMatchObject({ generation: head, added: head - g, shallow: false });
-      expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
-      // Joined: the whole line from generation 1, no shallow boundary.
-      expect(git(dir, "rev-list", "--count", "main").out).toBe(`${head}\n`);
+  for (let g = 1; g < head; g++) {
+    const dir = join(world.root, `again-${g}`);
+    cpSync(exports[g]!, dir, { recursive: true });
+    if (g < boundary) {
+      const before = contents(dir);
+      const refused = await exportHistory(deps({ privateRoot: fresh }), { named: dir, dir }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ExportRefused);
+      expect((refused as ExportRefused).why).toBe("is an export of another notebook, or of this one from before the history the store keeps");
+      expect(contents(dir)).toEqual(before);
+      continue;
     }
-  });
+    const result = await exportHistory(deps({ privateRoot: fresh }), { named: dir, dir });
+    expect(result).toMatchObject({ generation: head, added: head - g, shallow: false });
+    expect(git(dir, "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+    // Joined: the whole line from generation 1, no shallow boundary.
+    expect(git(dir, "rev-list", "--count", "main").out).toBe(`${head}\n`);
+  }
 });

@@ -15,6 +15,7 @@ import { MANIFEST_KEY, type Manifest, parseManifest, serializeManifest } from ".
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { makeWorld, read, type World, write } from "../support/fixture.ts";
+import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 let world: World;
 afterEach(async () => {
@@ -31,14 +32,14 @@ async function commits(a: string, n: number, start: number, stepMs: number, extr
     const when = new Date(start + i * stepMs);
     write(a, "log.md", `${read(a, "log.md") ?? ""}entry ${i}\n`);
     write(a, `notes/${i % 5}.md`, `note ${i}\n`);
-    await commit(world.deps({ now: () => when, ...extra }), a, `entry ${i}`);
+    await commit(world.deps({ now: () => when, ...extra }), { path: a, message: `entry ${i}` });
   }
 }
 
 test("within the period every commit stays retained; pulls download only the base and recent packs", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   const start = Date.now() - 2 * DAY;
   await commits(a, 100, start, 60_000);
   const raw = await rawManifest(world.store);
@@ -61,7 +62,7 @@ test("within the period every commit stays retained; pulls download only the bas
     },
   };
   const cold = world.checkout("cold");
-  await pull(world.deps({ store: counting }), cold);
+  await pull(world.deps({ store: counting }), { path: cold });
   expect(read(cold, "log.md")).toBe(read(a, "log.md"));
   expect(historyReads).toBe(0);
 
@@ -71,7 +72,7 @@ test("within the period every commit stays retained; pulls download only the bas
     expect(history.publications.map((p) => p.generation)).toEqual(Array.from({ length: 100 }, (_, i) => 100 - i));
     expect(history.boundary).toBeNull();
     expect((await readGenerationTree(history, 1)).has("log.md")).toBe(true);
-    const log = await historyLog(history);
+    const log = await historyLog(world.deps(), {});
     expect(log.entries.at(-1)!.files).toEqual([
       { path: "log.md", status: "added", insertions: 1, deletions: 0 },
       { path: "notes/0.md", status: "added", insertions: 1, deletions: 0 },
@@ -81,7 +82,7 @@ test("within the period every commit stays retained; pulls download only the bas
     closeHistory(history);
   }
   // gc keeps history packs: the manifest names them.
-  const report = await collectGarbage({ store: world.store, graceMs: 0 });
+  const report = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: world.store }, { graceMs: 0 });
   for (const h of manifest.history!) expect(report.deleted).not.toContain(h.key);
   const again = await openHistory({ ...world.deps(), privateRoot: `${world.privateRoot}-fresh` });
   try {
@@ -94,7 +95,7 @@ test("within the period every commit stays retained; pulls download only the bas
 test("history packs past the period leave the list, oldest first; what remains reads back to a shallow boundary", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   // 200 commits six hours apart (50 days), with a 30-day period: the oldest drop out.
   const start = Date.now() - 50 * DAY;
   const step = DAY / 4;
@@ -124,7 +125,7 @@ test("history packs past the period leave the list, oldest first; what remains r
 test("a period of 0 keeps only the base's commits and lists no history packs, as before them", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   await commits(a, 40, Date.now() - DAY, 60_000, { compaction: { periodMs: 0 } });
   const raw = await rawManifest(world.store);
   expect(raw.format).toBe(4);

@@ -21,12 +21,12 @@ async function seeded(): Promise<{ admin: string; agent: string }> {
   world = makeWorld();
   const admin = world.checkout("admin");
   const agent = world.checkout("agent");
-  await pull(world.deps(), admin);
+  await pull(world.deps(), { path: admin });
   write(admin, "docs/guide.md", "guide\nline 2\nline 3\n");
   write(admin, "faq.md", "faq\n");
   write(admin, "notes.md", "notes\n");
-  await commit(world.deps(), admin, "seed");
-  await pull(world.deps({ pathSets: readOnlyDocs }), agent);
+  await commit(world.deps(), { path: admin, message: "seed" });
+  await pull(world.deps({ pathSets: readOnlyDocs }), { path: agent });
   return { admin, agent };
 }
 
@@ -39,7 +39,7 @@ test("a commit touching protected and free files: free edits kept, protected res
   write(agent, "notes.md", "notes, edited\n");
   write(agent, "mine.md", "new and free\n");
   const before = await snapshotStore(world.store);
-  const e = await refusal(() => commit(deps, agent, "mixed"));
+  const e = await refusal(() => commit(deps, { path: agent, message: "mixed" }));
   expect([e.code, e.reason, e.action, e.retryable]).toEqual(["INVALID_REQUEST", "READ_ONLY_PATH", "EDIT_FILES", false]);
   expect(e.files).toEqual(["docs/guide.md", "docs/new.md", "faq.md"].map((path) => ({ path, reason: "READ_ONLY", ranges: [] })));
   expect(e.message).toContain("read-only: docs, faq.md");
@@ -52,7 +52,7 @@ test("a commit touching protected and free files: free edits kept, protected res
   expect(read(agent, "notes.md")).toBe("notes, edited\n");
   expect(read(agent, "mine.md")).toBe("new and free\n");
   // With the protected edits gone, the same commit lands.
-  const ok = await commit(deps, agent, "mixed");
+  const ok = await commit(deps, { path: agent, message: "mixed" });
   expect(ok.files).toEqual([
     { path: "mine.md", insertions: 1, deletions: 0 },
     { path: "notes.md", insertions: 1, deletions: 1 },
@@ -65,16 +65,16 @@ test("a writable set protects everything outside it", async () => {
   write(agent, "agents/alice/log.md", "mine\n");
   write(agent, "agents/bob/log.md", "not mine\n");
   write(agent, "notes.md", "changed\n");
-  const e = await refusal(() => commit(deps, agent, "w"));
+  const e = await refusal(() => commit(deps, { path: agent, message: "w" }));
   expect(e.files.map((f) => f.path)).toEqual(["agents/bob/log.md", "notes.md"]);
   expect(read(agent, "agents/alice/log.md")).toBe("mine\n");
-  expect((await commit(deps, agent, "w")).files).toEqual([{ path: "agents/alice/log.md", insertions: 1, deletions: 0 }]);
+  expect((await commit(deps, { path: agent, message: "w" })).files).toEqual([{ path: "agents/alice/log.md", insertions: 1, deletions: 0 }]);
 });
 
 test("a marker block written by hand under a protected path is UNRESOLVED_MARKERS, before the path check", async () => {
   const { agent } = await seeded();
   write(agent, "docs/guide.md", "guide\n<<<<<<< mine\na\n=======\nb\n>>>>>>> theirs\n");
-  const e = await refusal(() => commit(world.deps({ pathSets: readOnlyDocs }), agent, "markers"));
+  const e = await refusal(() => commit(world.deps({ pathSets: readOnlyDocs }), { path: agent, message: "markers" }));
   expect([e.code, e.reason]).toEqual(["CONTENT_CONFLICT", "UNRESOLVED_MARKERS"]);
   expect(e.files).toEqual([{ path: "docs/guide.md", reason: "UNRESOLVED_MARKERS", ranges: [{ start: 2, end: 6 }] }]);
   // The path check did not run: the file was not reset.
@@ -90,16 +90,16 @@ test("a concurrent remote change to a protected path never conflicts in the prot
   // Meanwhile the admin changes the same protected lines and adds a directory where the agent made a file.
   write(admin, "docs/guide.md", "admin's guide\nline 2\nline 3\n");
   write(admin, "faq.md", "faq v2\n");
-  await commit(world.deps(), admin, "admin");
-  const pulled = await pull(deps, agent);
+  await commit(world.deps(), { path: admin, message: "admin" });
+  const pulled = await pull(deps, { path: agent });
   expect(pulled.generation).toBe(2);
   expect(read(agent, "docs/guide.md")).toBe("admin's guide\nline 2\nline 3\n");
   expect(read(agent, "faq.md")).toBe("faq v2\n");
   expect(read(agent, "notes.md")).toBe("agent notes\n");
   // And on commit: the admin changes a protected file again; the agent's commit merges without conflict.
   write(admin, "docs/guide.md", "admin's guide, v3\nline 2\nline 3\n");
-  await commit(world.deps(), admin, "admin again");
-  const committed = await commit(deps, agent, "notes");
+  await commit(world.deps(), { path: admin, message: "admin again" });
+  const committed = await commit(deps, { path: agent, message: "notes" });
   expect(committed.generation).toBe(4);
   expect(read(agent, "docs/guide.md")).toBe("admin's guide, v3\nline 2\nline 3\n");
 });

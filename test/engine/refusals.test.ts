@@ -51,17 +51,17 @@ describe("commit refusals before any store access", () => {
     });
     const dir = world.checkout("never");
     write(dir, "x.md", "x\n");
-    const e = await refusal(() => commit(world.deps({ store: counting }), dir, "m"));
+    const e = await refusal(() => commit(world.deps({ store: counting }), { path: dir, message: "m" }));
     expect(tokens(e)).toEqual(["INVALID_REQUEST", "PULL_REQUIRED", "PULL", false]);
     expect(touched).toBe(0);
-    const missing = await refusal(() => commit(world.deps(), world.checkout("does-not-exist"), "m"));
+    const missing = await refusal(() => commit(world.deps(), { path: world.checkout("does-not-exist"), message: "m" }));
     expect(tokens(missing)).toEqual(["INVALID_REQUEST", "PULL_REQUIRED", "PULL", false]);
   });
 
   test("message rules: blank, too long in bytes, NUL, lone surrogate; kept byte for byte otherwise", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "x\n");
     const before = await snapshotStore(world.store);
     const cases: Array<[string, string]> = [
@@ -72,14 +72,14 @@ describe("commit refusals before any store access", () => {
       ["lone \ud800 surrogate", "MESSAGE_INVALID"],
     ];
     for (const [message, reason] of cases) {
-      const e = await refusal(() => commit(world.deps(), dir, message));
+      const e = await refusal(() => commit(world.deps(), { path: dir, message }));
       expect(tokens(e)).toEqual(["INVALID_REQUEST", reason, "FIX_INPUT", false]);
     }
     expect(await snapshotStore(world.store)).toBe(before);
     // 16,384 bytes exactly is accepted, and the message is stored as given.
     const exact = `${"é".repeat(8191)}\r\n`;
     expect(Buffer.byteLength(exact)).toBe(16_384);
-    const ok = await commit(world.deps(), dir, exact);
+    const ok = await commit(world.deps(), { path: dir, message: exact });
     expect(ok.generation).toBe(1);
   });
 });
@@ -89,12 +89,12 @@ describe("lost races", () => {
     world = makeWorld();
     const dir = world.checkout("a");
     const other = world.checkout("b");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "x\n");
-    await commit(world.deps(), dir, "seed");
-    await pull(world.deps(), other);
+    await commit(world.deps(), { path: dir, message: "seed" });
+    await pull(world.deps(), { path: other });
     write(other, "y.md", "from b\n");
-    await commit(world.deps(), other, "b");
+    await commit(world.deps(), { path: other, message: "b" });
     write(dir, "x.md", "x edited\n");
     let attempts = 0;
     const losing = faultyStore(world.store, (op) => {
@@ -103,7 +103,7 @@ describe("lost races", () => {
       return "lose-race";
     });
     const before = await snapshotStore(world.store);
-    const e = await refusal(() => commit(world.deps({ store: losing, commitRetries: 3, sleep: async () => {} }), dir, "m"));
+    const e = await refusal(() => commit(world.deps({ store: losing, commitRetries: 3, sleep: async () => {} }), { path: dir, message: "m" }));
     expect(tokens(e)).toEqual(["REMOTE_BUSY", "RETRIES_EXHAUSTED", "RETRY", true]);
     // Four publication attempts; the last three offered the lost one to other
     // writers (combining), so before answering the commit withdrew that offer,
@@ -116,7 +116,7 @@ describe("lost races", () => {
     expect(read(dir, "x.md")).toBe("x edited\n");
     expect(read(dir, "y.md")).toBeNull();
     // The same call succeeds once the race is not lost.
-    const ok = await commit(world.deps(), dir, "m");
+    const ok = await commit(world.deps(), { path: dir, message: "m" });
     expect(ok.generation).toBe(3);
     expect(read(dir, "y.md")).toBe("from b\n");
   });
@@ -124,9 +124,9 @@ describe("lost races", () => {
   test("the call's deadline ends the retries as their bound does: REMOTE_BUSY · RETRIES_EXHAUSTED, the files untouched", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "x\n");
-    await commit(world.deps(), dir, "seed");
+    await commit(world.deps(), { path: dir, message: "seed" });
     write(dir, "x.md", "x edited\n");
     const losing = faultyStore(world.store, (op, key) => (op === "putIfMatch" && key === "current" ? "lose-race" : null));
     // The deadline passes during the second retry: a clock the test moves.
@@ -136,7 +136,7 @@ describe("lost races", () => {
     const onStage = (stage: string) => {
       if (stage === "retry" && ++retries === 2) left = 0;
     };
-    const e = await refusal(() => commit(world.deps({ store: losing, commitRetries: 100, sleep: async () => {}, deadline, onStage }), dir, "m"));
+    const e = await refusal(() => commit(world.deps({ store: losing, commitRetries: 100, sleep: async () => {}, deadline, onStage }), { path: dir, message: "m" }));
     expect(tokens(e)).toEqual(["REMOTE_BUSY", "RETRIES_EXHAUSTED", "RETRY", true]);
     expect(e.message).toBe("Other commits won the race 3 times in a row until the call deadline; your files are untouched. Call again.");
     expect(retries).toBe(2);
@@ -146,13 +146,13 @@ describe("lost races", () => {
   test("a manifest write whose response is lost after it landed is proved by reading back: OK, once", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "x\n");
-    await commit(world.deps(), dir, "seed");
+    await commit(world.deps(), { path: dir, message: "seed" });
     write(dir, "x.md", "x2\n");
     let lost = 0;
     const lossy = faultyStore(world.store, (op) => (op === "putIfMatch" && lost++ === 0 ? "lose-response" : null));
-    const r = await commit(world.deps({ store: lossy }), dir, "m");
+    const r = await commit(world.deps({ store: lossy }), { path: dir, message: "m" });
     expect(r.generation).toBe(2);
     expect(r.files).toEqual([{ path: "x.md", insertions: 1, deletions: 1 }]);
     expect(lost).toBe(1);
@@ -161,11 +161,11 @@ describe("lost races", () => {
   test("a manifest write lost before it landed is proved absent by reading back, retried, and lands", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "x\n");
     let calls = 0;
     const flaky = faultyStore(world.store, (op, key) => (op === "putIfAbsent" && key === "current" && calls++ === 0 ? "drop-request" : null));
-    const r = await commit(world.deps({ store: flaky, sleep: async () => {} }), dir, "m");
+    const r = await commit(world.deps({ store: flaky, sleep: async () => {} }), { path: dir, message: "m" });
     expect(r.generation).toBe(1);
     expect(calls).toBe(2);
   });
@@ -173,10 +173,10 @@ describe("lost races", () => {
   test("a definite manifest write failure is STORAGE_FAILURE · MANIFEST_WRITE and the files stay", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "x\n");
     const failing = faultyStore(world.store, (op, key) => (op === "putIfAbsent" && key === "current" ? "fail-before" : null));
-    const e = await refusal(() => commit(world.deps({ store: failing }), dir, "m"));
+    const e = await refusal(() => commit(world.deps({ store: failing }), { path: dir, message: "m" }));
     expect(tokens(e)).toEqual(["STORAGE_FAILURE", "MANIFEST_WRITE", "RETRY", true]);
     expect(await world.store.get("current")).toBeNull();
     expect(read(dir, "x.md")).toBe("x\n");
@@ -185,7 +185,7 @@ describe("lost races", () => {
   test("an unprovable publication is STORAGE_FAILURE · PUBLICATION_UNPROVEN with action PULL", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "x\n");
     let wrote = false;
     const dark = faultyStore(world.store, (op, key) => {
@@ -196,11 +196,11 @@ describe("lost races", () => {
       // After the lost response, the store cannot be reached to prove it.
       return wrote && op === "get" ? "fail-before" : null;
     });
-    const e = await refusal(() => commit(world.deps({ store: dark }), dir, "m"));
+    const e = await refusal(() => commit(world.deps({ store: dark }), { path: dir, message: "m" }));
     expect(tokens(e)).toEqual(["STORAGE_FAILURE", "PUBLICATION_UNPROVEN", "PULL", true]);
     expect(read(dir, "x.md")).toBe("x\n");
     // Pulling shows the truth: it landed, and the checkout converges.
-    const pulled = await pull(world.deps(), dir);
+    const pulled = await pull(world.deps(), { path: dir });
     expect(pulled.generation).toBe(1);
     expect(read(dir, "x.md")).toBe("x\n");
   });
@@ -208,9 +208,9 @@ describe("lost races", () => {
   test("after an unprovable publication that landed, the next call knows it: a line deleted since stays deleted", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "1\n");
-    await commit(world.deps(), dir, "seed");
+    await commit(world.deps(), { path: dir, message: "seed" });
     write(dir, "x.md", "1\nk\n");
     let wrote = false;
     const dark = faultyStore(world.store, (op, key) => {
@@ -220,11 +220,11 @@ describe("lost races", () => {
       }
       return wrote && op === "get" ? "fail-before" : null;
     });
-    const e = await refusal(() => commit(world.deps({ store: dark, guessCurrent: false }), dir, "k"));
+    const e = await refusal(() => commit(world.deps({ store: dark, guessCurrent: false }), { path: dir, message: "k" }));
     expect(tokens(e)).toEqual(["STORAGE_FAILURE", "PUBLICATION_UNPROVEN", "PULL", true]);
     // The user takes the line out again before anything else.
     write(dir, "x.md", "1\n");
-    const committed = await commit(world.deps(), dir, "no k after all");
+    const committed = await commit(world.deps(), { path: dir, message: "no k after all" });
     expect([committed.generation, committed.files]).toEqual([3, [{ path: "x.md", insertions: 0, deletions: 1 }]]);
     expect(read(dir, "x.md")).toBe("1\n");
   });
@@ -232,10 +232,10 @@ describe("lost races", () => {
   test("a failed manifest read is STORAGE_FAILURE · MANIFEST_READ, retryable, and nothing changes locally", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     write(dir, "x.md", "mine\n");
     const broken = faultyStore(world.store, (op, key) => (op === "get" && key === "current" ? "fail-before" : null));
-    for (const op of [() => pull(world.deps({ store: broken }), dir), () => commit(world.deps({ store: broken }), dir, "m")]) {
+    for (const op of [() => pull(world.deps({ store: broken }), { path: dir }), () => commit(world.deps({ store: broken }), { path: dir, message: "m" })]) {
       const e = await refusal(op);
       expect(tokens(e)).toEqual(["STORAGE_FAILURE", "MANIFEST_READ", "RETRY", true]);
     }
@@ -245,12 +245,12 @@ describe("lost races", () => {
   test("an invalid manifest is STORAGE_INTEGRITY · MANIFEST_INVALID and nothing is materialised", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
+    await pull(world.deps(), { path: dir });
     const store = openSqliteStore(world.storeFile);
     await store.putIfAbsent("current", new TextEncoder().encode('{"format":1,"generation":1,"extra":true}'));
     await store.close();
     write(dir, "x.md", "mine\n");
-    const e = await refusal(() => pull(world.deps(), dir));
+    const e = await refusal(() => pull(world.deps(), { path: dir }));
     expect(tokens(e)).toEqual(["STORAGE_INTEGRITY", "MANIFEST_INVALID", "OPERATOR", false]);
     expect(read(dir, "x.md")).toBe("mine\n");
   });
@@ -258,9 +258,9 @@ describe("lost races", () => {
   test("a pack missing from the store, or contradicting its descriptor, is PACK_INVALID; a missing commit is HISTORY_INVALID", async () => {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps(), a);
+    await pull(world.deps(), { path: a });
     write(a, "x.md", "x\n");
-    await commit(world.deps(), a, "seed");
+    await commit(world.deps(), { path: a, message: "seed" });
     const store = openSqliteStore(world.storeFile);
     const current = (await store.get("current"))!;
     const manifest = JSON.parse(new TextDecoder().decode(current.body));
@@ -270,7 +270,7 @@ describe("lost races", () => {
     const check = async (reason: string) => {
       const fresh = world.checkout(`fresh-${reason}-${Math.random()}`);
       write(fresh, "mine.md", "unpublished\n");
-      const e = await refusal(() => pull(world.deps(), fresh));
+      const e = await refusal(() => pull(world.deps(), { path: fresh }));
       expect(tokens(e)).toEqual(["STORAGE_INTEGRITY", reason, "OPERATOR", false]);
       expect(read(fresh, "mine.md")).toBe("unpublished\n");
       expect(read(fresh, "x.md")).toBeNull();
@@ -298,19 +298,19 @@ describe("lost races", () => {
     world = makeWorld();
     const a = world.checkout("a");
     const b = world.checkout("b");
-    await pull(world.deps(), a);
+    await pull(world.deps(), { path: a });
     write(a, "x.md", "x\n");
-    await commit(world.deps(), a, "seed");
+    await commit(world.deps(), { path: a, message: "seed" });
     const noPacks = faultyStore(world.store, (op, key) => (op === "get" && key.startsWith("packs/") ? "fail-before" : null));
     write(b, "mine.md", "mine\n");
-    const down = await refusal(() => pull(world.deps({ store: noPacks }), b));
+    const down = await refusal(() => pull(world.deps({ store: noPacks }), { path: b }));
     expect(tokens(down)).toEqual(["STORAGE_FAILURE", "PACK_DOWNLOAD", "RETRY", true]);
     expect([read(b, "x.md"), read(b, "mine.md")]).toEqual([null, "mine\n"]);
 
     write(a, "x.md", "x2\n");
     const before = await snapshotStore(world.store);
     const noUpload = faultyStore(world.store, (op, key) => (op === "putIfAbsent" && key.startsWith("packs/") ? "fail-before" : null));
-    const up = await refusal(() => commit(world.deps({ store: noUpload }), a, "m"));
+    const up = await refusal(() => commit(world.deps({ store: noUpload }), { path: a, message: "m" }));
     expect(tokens(up)).toEqual(["STORAGE_FAILURE", "PACK_UPLOAD", "RETRY", true]);
     expect(await snapshotStore(world.store)).toBe(before);
     expect(read(a, "x.md")).toBe("x2\n");
@@ -319,24 +319,24 @@ describe("lost races", () => {
   test("an operation waits for another on the same checkout, and gives up with LOCAL_STATE", async () => {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps(), a);
+    await pull(world.deps(), { path: a });
     const [id] = readdirSync(`${world.privateRoot}/checkouts`);
     // A live holder: this very process, as another operation would be.
     writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `${process.pid} ${hostname()}`);
-    const e = await refusal(() => pull(world.deps({ lockTimeoutMs: 200 }), a));
+    const e = await refusal(() => pull(world.deps({ lockTimeoutMs: 200 }), { path: a }));
     expect(tokens(e)).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
     // A lock left by a process that died is taken over.
     writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `999999999 ${hostname()}`);
-    expect((await pull(world.deps({ lockTimeoutMs: 200 }), a)).generation).toBe(0);
+    expect((await pull(world.deps({ lockTimeoutMs: 200 }), { path: a })).generation).toBe(0);
   });
 
   test("the wait for the lock ends with the call's deadline: LOCAL_STATE for pull and status alike, long before the 30 s without one", async () => {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps(), a);
+    await pull(world.deps(), { path: a });
     const [id] = readdirSync(`${world.privateRoot}/checkouts`);
     writeFileSync(`${world.privateRoot}/checkouts/${id}/lock`, `${process.pid} ${hostname()}`);
-    for (const call of [(deps: EngineDeps) => pull(deps, a), (deps: EngineDeps) => readLocalChanges(deps, a)]) {
+    for (const call of [(deps: EngineDeps) => pull(deps, { path: a }), (deps: EngineDeps) => readLocalChanges(deps, { path: a })]) {
       const started = performance.now();
       const e = await refusal(() => call(world.deps({ deadline: deadlineIn(300) })));
       expect(tokens(e)).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
@@ -348,7 +348,7 @@ describe("lost races", () => {
   async function lockedCheckout() {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps(), a);
+    await pull(world.deps(), { path: a });
     const [id] = readdirSync(`${world.privateRoot}/checkouts`);
     return { a, lock: `${world.privateRoot}/checkouts/${id}/lock` };
   }
@@ -359,17 +359,17 @@ describe("lost races", () => {
     const { a, lock } = await lockedCheckout();
     writeFileSync(lock, "");
     // Fresh: its writer may be about to fill it in.
-    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), a)))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
+    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), { path: a })))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
     age(lock, 5);
-    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
+    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), { path: a })).generation).toBe(0);
   });
 
   test("a lock whose process id now belongs to another process (started at another time) is taken over", async () => {
     const { a, lock } = await lockedCheckout();
     writeFileSync(lock, `${process.pid} ${hostname()} ${processStartTime(process.pid)}`);
-    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), a)))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
+    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), { path: a })))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
     writeFileSync(lock, `${process.pid} ${hostname()} 1`);
-    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
+    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), { path: a })).generation).toBe(0);
   });
 
   test("a lock whose holder is a zombie (dead, never reaped by its parent) is taken over", async () => {
@@ -383,7 +383,7 @@ describe("lost races", () => {
       expect(zombie).toBeGreaterThan(0);
       while (!readFileSync(`/proc/${zombie}/stat`, "latin1").includes(") Z ")) await Bun.sleep(5);
       writeFileSync(lock, `${zombie} ${hostname()} ${processStartTime(zombie)}`);
-      expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
+      expect((await pull(world.deps({ lockTimeoutMs: 200, self }), { path: a })).generation).toBe(0);
     } finally {
       parent.kill();
     }
@@ -392,8 +392,8 @@ describe("lost races", () => {
   test("a lock from another host (or container) is held while its holder refreshes it, and taken over once it stops", async () => {
     const { a, lock } = await lockedCheckout();
     writeFileSync(lock, "1 another-host 12345");
-    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), a)))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
+    expect(tokens(await refusal(() => pull(world.deps({ lockTimeoutMs: 200, self }), { path: a })))).toEqual(["STORAGE_FAILURE", "LOCAL_STATE", "RETRY", true]);
     age(lock, 31);
-    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
+    expect((await pull(world.deps({ lockTimeoutMs: 200, self }), { path: a })).generation).toBe(0);
   });
 });

@@ -25,7 +25,7 @@ const OID = "a".repeat(40);
 
 /** The private state of the checkout at `dir`, as the engine opens it (release it after). */
 function openState(deps: EngineDeps, dir: string): Promise<CheckoutState> {
-  return CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(dir), self: deps.self, memory: deps.memory });
+  return CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir: realpathSync(dir), self: deps.self, memory: deps.memory, clock: deps });
 }
 
 function cacheWith(s: FileStamp, takenMs: number): StatCache {
@@ -67,31 +67,31 @@ test("same size, same mtime restored by hand: the changed ctime still gives the 
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   write(a, "note.md", "alpha\n");
   const old = new Date(Date.now() - 60_000);
   utimesSync(join(a, "note.md"), old, old);
-  await commit(world.deps(), a, "seed");
+  await commit(world.deps(), { path: a, message: "seed" });
   // Let the recorded stamp become trusted (well past the racy window).
   const later = () => new Date(Date.now() + 10_000);
-  await commit(world.deps({ now: later }), a, "nothing");
+  await commit(world.deps({ now: later }), { path: a, message: "nothing" });
   const before = lstatSync(join(a, "note.md"));
   writeFileSync(join(a, "note.md"), "omega\n");
   utimesSync(join(a, "note.md"), before.atime, before.mtime);
   expect(lstatSync(join(a, "note.md")).size).toBe(before.size);
-  const r = await commit(world.deps({ now: later }), a, "edit");
+  const r = await commit(world.deps({ now: later }), { path: a, message: "edit" });
   expect(r.files).toEqual([{ path: "note.md", insertions: 1, deletions: 1 }]);
-  await pull(world.deps(), b);
+  await pull(world.deps(), { path: b });
   expect(read(b, "note.md")).toBe("omega\n");
 });
 
 test("an edit right after a scan, within the same clock tick, is not missed", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   for (let i = 0; i < 20; i++) {
     write(a, "fast.md", `version ${i}\n`);
-    const r = await commit(world.deps(), a, `v${i}`);
+    const r = await commit(world.deps(), { path: a, message: `v${i}` });
     expect(r.files.map((f) => f.path)).toEqual(["fast.md"]);
   }
 });
@@ -100,19 +100,19 @@ test("files a pull wrote are not stored again by the next scan, and their edits 
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   for (let i = 0; i < 30; i++) write(a, `n${i}.md`, `note ${i}\n`);
-  await commit(world.deps(), a, "many");
-  await pull(world.deps(), b);
+  await commit(world.deps(), { path: a, message: "many" });
+  await pull(world.deps(), { path: b });
   write(b, "n7.md", "note 7, edited\n");
-  const r = await commit(world.deps(), b, "one edit");
+  const r = await commit(world.deps(), { path: b, message: "one edit" });
   expect(r.files).toEqual([{ path: "n7.md", insertions: 1, deletions: 1 }]);
 });
 
 test("the copy in the process memory is used only while the file on disk is the one it came from", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   const deps = world.deps();
   const state = await openState(deps, a);
   try {
@@ -136,9 +136,9 @@ test("the copy in the process memory is used only while the file on disk is the 
 test("a racily clean file read again unchanged is trusted from then on, without rewriting the cache file", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   write(a, "note.md", "alpha\n");
-  await commit(world.deps(), a, "seed"); // stamped within the racy window
+  await commit(world.deps(), { path: a, message: "seed" }); // stamped within the racy window
   const deps = world.deps();
   const state = await openState(deps, a);
   const file = join(state.stateDir, "stat-cache.json");
@@ -149,7 +149,7 @@ test("a racily clean file read again unchanged is trusted from then on, without 
   const before = stampOfFile();
   state.release();
   // Well past the window: the file is read again, found unchanged, and its entry re-stamped.
-  await pull(world.deps({ now: () => new Date(Date.now() + 10_000) }), a);
+  await pull(world.deps({ now: () => new Date(Date.now() + 10_000) }), { path: a });
   expect(stampOfFile()).toBe(before);
   const again = await openState(deps, a);
   try {
@@ -165,10 +165,10 @@ test("a pull that writes a few files keeps them in this process's cache; another
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   for (let i = 0; i < 5; i++) write(a, `n${i}.md`, `note ${i}\n`);
-  await commit(world.deps(), a, "five");
-  await pull(world.deps(), b);
+  await commit(world.deps(), { path: a, message: "five" });
+  await pull(world.deps(), { path: b });
   const deps = world.deps();
   const cacheFile = async () => {
     const state = await openState(deps, b);
@@ -178,15 +178,15 @@ test("a pull that writes a few files keeps them in this process's cache; another
   const file = await cacheFile();
   const before = lstatSync(file).mtimeMs;
   write(a, "n1.md", "note 1, edited by a\n");
-  await commit(world.deps(), a, "edit");
-  await pull(world.deps(), b);
+  await commit(world.deps(), { path: a, message: "edit" });
+  await pull(world.deps(), { path: b });
   expect(lstatSync(file).mtimeMs).toBe(before);
   // The file on disk does not know the pulled version; whoever reads it sees the truth.
   const onDisk = StatCache.load(file);
   const st = lstatSync(join(b, "n1.md"));
   expect(onDisk.known("n1.md", { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino })).toBeNull();
   write(b, "n2.md", "note 2, edited by b\n");
-  const r = await commit(world.deps(), b, "b's edit");
+  const r = await commit(world.deps(), { path: b, message: "b's edit" });
   expect(r.files).toEqual([{ path: "n2.md", insertions: 1, deletions: 1 }]);
 });
 
@@ -194,14 +194,14 @@ test("what only the process memory holds is written out when the process ends (f
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
+  await pull(world.deps(), { path: a });
   write(a, "n.md", "one\n");
-  await commit(world.deps(), a, "one");
-  await pull(world.deps(), b);
+  await commit(world.deps(), { path: a, message: "one" });
+  await pull(world.deps(), { path: b });
   write(a, "n.md", "two\n");
-  await commit(world.deps(), a, "two");
+  await commit(world.deps(), { path: a, message: "two" });
   const later = world.deps({ now: () => new Date(Date.now() + 10_000) });
-  await pull(later, b); // one file written: in the process memory only
+  await pull(later, { path: b }); // one file written: in the process memory only
   const state = await openState(later, b);
   state.release();
   const file = join(state.stateDir, "stat-cache.json");
@@ -215,15 +215,15 @@ test("what only the process memory holds is written out when the process ends (f
 test("the process memory holds the caches of 16 checkouts; the least recent beyond are written out first", async () => {
   world = makeWorld();
   const w = world.checkout("w");
-  await pull(world.deps(), w);
+  await pull(world.deps(), { path: w });
   write(w, "n.md", "one\n");
-  await commit(world.deps(), w, "one");
+  await commit(world.deps(), { path: w, message: "one" });
   const readers = Array.from({ length: 17 }, (_, i) => world.checkout(`r${i}`));
-  for (const r of readers) await pull(world.deps(), r);
+  for (const r of readers) await pull(world.deps(), { path: r });
   write(w, "n.md", "two\n");
-  await commit(world.deps(), w, "two");
+  await commit(world.deps(), { path: w, message: "two" });
   // Each pull writes one file: in the process memory only, until the 17th pushes the first out.
-  for (const r of readers) await pull(world.deps(), r);
+  for (const r of readers) await pull(world.deps(), { path: r });
   const fileOf = async (dir: string) => {
     const state = await openState(world.deps(), dir);
     state.release();

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { type FlatTree, ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { mulberry32 } from "../support/seeded.ts";
+import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const SEED = Number(process.env.TREE_SEED ?? 0x7ee5);
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-trees-"));
@@ -45,7 +46,7 @@ function mutate(rnd: () => number, base: FlatTree): FlatTree {
 }
 
 test(`an incremental build equals a full build (seed ${SEED})`, async () => {
-  const git = await ObjectCache.open(join(root, "git"), new ProcessMemory().objects);
+  const git = await ObjectCache.open(join(root, "git"), new ProcessMemory(SYSTEM_RANDOM).objects, SYSTEM_RANDOM.randomId);
   const rnd = mulberry32(SEED);
   for (let round = 0; round < 200; round++) {
     const before = randomTree(rnd, 1 + Math.floor(rnd() * 30));

@@ -27,6 +27,7 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { filesOf, makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
 import { emptyStore, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
+import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const HOUR = 60 * 60 * 1000;
 const later = () => new Date(Date.now() + 2 * HOUR);
@@ -164,10 +165,10 @@ async function manifestOf(store: ObjectStore): Promise<Manifest | null> {
 /** `a` at generation 3: plan.md, then notes/one.md, then notes/two.md, one commit each. */
 async function threeGenerations(deps: ReturnType<typeof open>["deps"], a: string): Promise<Uint8Array[]> {
   const bodies: Uint8Array[] = [];
-  await pull(deps(), a);
+  await pull(deps(), { path: a });
   for (const [path, text] of [["plan.md", "# plan\nship friday\n"], ["notes/one.md", "one\n"], ["notes/two.md", "two\r\nno final newline"]] as const) {
     write(a, path, text);
-    await commit(deps(), a, `add ${path}`);
+    await commit(deps(), { path: a, message: `add ${path}` });
     bodies.push((await place.store.get(MANIFEST_KEY))!.body);
   }
   return bodies;
@@ -187,10 +188,10 @@ for (const [name, make] of PLACES) {
       expect(JSON.parse(state.toString()).baseline.notebook).toBe(seen.notebook);
 
       await place.wipe();
-      await refusedBackwards(a, () => pull(deps(), a), `generation 3 of notebook ${seen.notebook!.slice(0, 8)}`, "the store holds no notebook", "slivingdoc attach");
+      await refusedBackwards(a, () => pull(deps(), { path: a }), `generation 3 of notebook ${seen.notebook!.slice(0, 8)}`, "the store holds no notebook", "slivingdoc attach");
       expect(readFileSync(stateFile(place.storeId, a))).toEqual(state);
-      await refusedBackwards(a, () => readLocalChanges(deps(), a), "holds no notebook");
-      await refusedBackwards(a, () => restore(deps(), a, 1, [], true), "holds no notebook");
+      await refusedBackwards(a, () => readLocalChanges(deps(), { path: a }), "holds no notebook");
+      await refusedBackwards(a, () => restore(deps(), { path: a, from: 1, paths: [], force: true }), "holds no notebook");
       // The commit builds on the state this process remembers without reading
       // `current` (the guess; turns off on the embedded store's line, hence the
       // plain wrapper): its conditional write loses, and what it reads back is refused.
@@ -199,34 +200,34 @@ for (const [name, make] of PLACES) {
         if (key === MANIFEST_KEY && (op === "putIfMatch" || op === "putIfAbsent")) writes++;
         return null;
       });
-      await refusedBackwards(a, () => commit(deps({ store: plain }), a, "over an empty store"), "holds no notebook");
+      await refusedBackwards(a, () => commit(deps({ store: plain }), { path: a, message: "over an empty store" }), "holds no notebook");
       expect(writes).toBe(1);
-      await refusedBackwards(a, () => commit(deps(), a, "over an empty store"), "holds no notebook");
+      await refusedBackwards(a, () => commit(deps(), { path: a, message: "over an empty store" }), "holds no notebook");
       expect(await manifestOf(place.store)).toBeNull();
       // The refused commit's publication record is not settled against this store either.
       expect(JSON.parse(readFileSync(stateFile(place.storeId, a), "utf8")).publishing).toBeDefined();
-      await refusedBackwards(a, () => pull(deps(), a), "holds no notebook");
+      await refusedBackwards(a, () => pull(deps(), { path: a }), "holds no notebook");
 
       // The operator's one way on: attach. Nothing changes on disk; the next commit publishes every file.
       const files = filesOf(a);
-      const attached = await attach(deps(), a);
+      const attached = await attach(deps(), { path: a });
       expect(attached.attached).toBe(true);
       expect(attached.outcome.generation).toBe(0);
       expect(filesOf(a)).toEqual(files);
       expect(JSON.parse(readFileSync(stateFile(place.storeId, a), "utf8")).publishing).toBeUndefined();
-      const status = await readLocalChanges(deps(), a);
+      const status = await readLocalChanges(deps(), { path: a });
       expect(status.changes.map((c) => [c.path, c.change])).toEqual([
         ["draft.md", "added"],
         ["notes/one.md", "added"],
         ["notes/two.md", "added"],
         ["plan.md", "added"],
       ]);
-      const published = await commit(deps(), a, "the notebook again");
+      const published = await commit(deps(), { path: a, message: "the notebook again" });
       expect(published.generation).toBe(1);
       const after = (await manifestOf(place.store))!;
       expect(after.notebook).not.toBe(seen.notebook); // a new notebook, minted with its generation 1
       const fresh = world.checkout("fresh");
-      await pull(deps(), fresh);
+      await pull(deps(), { path: fresh });
       expect(filesOf(fresh)).toEqual(files);
     });
 
@@ -235,52 +236,52 @@ for (const [name, make] of PLACES) {
       const a = world.checkout("a");
       const b = world.checkout("b");
       const bodies = await threeGenerations(deps, a);
-      await pull(deps(), b); // b saw generation 3 as well
+      await pull(deps(), { path: b }); // b saw generation 3 as well
       const packKeys = async () => (await place.store.list("packs/")).map((o) => o.key).sort();
       const allPacks = await packKeys();
 
       // Put back by one generation, the lost pack holds one commit on the
       // accepted head, as a commit in flight does: gc keeps it, and refuses nothing.
       await putBackCurrent(place, bodies[1]!);
-      const kept = await collectGarbage({ store: place.store, now: later });
+      const kept = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: place.store, now: later }, {});
       expect(kept.onHead.length).toBe(1);
       expect(kept.deleted).toEqual([]);
       expect(await packKeys()).toEqual(allPacks);
 
       await putBackCurrent(place, bodies[0]!);
-      await refusedBackwards(a, () => pull(deps(), a), "this checkout was brought to generation 3", "the store shows generation 1");
+      await refusedBackwards(a, () => pull(deps(), { path: a }), "this checkout was brought to generation 3", "the store shows generation 1");
       write(a, "plan.md", "# plan\nship monday\n");
-      await refusedBackwards(a, () => commit(deps(), a, "edit"), "shows generation 1");
+      await refusedBackwards(a, () => commit(deps(), { path: a, message: "edit" }), "shows generation 1");
       // gc finds the later generations' packs, two built one on another: with
       // the checkouts under its private root, and without them.
       const packs = await packKeys();
       const local = { privateRoot: world.privateRoot, storeId: place.storeId, memory: world.memory };
-      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later, local }), "a checkout under this private root was brought to generation 3");
-      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later }), "commits built one on another onto the retained history");
-      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later, dryRun: true }), "built one on another");
+      await refusedBackwards(a, () => collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: place.store, now: later, local }, {}), "a checkout under this private root was brought to generation 3");
+      await refusedBackwards(a, () => collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: place.store, now: later }, {}), "commits built one on another onto the retained history");
+      await refusedBackwards(a, () => collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: place.store, now: later }, { dryRun: true }), "built one on another");
       expect(await packKeys()).toEqual(packs);
 
       // Others, who saw only generation 1, publish on it: generation 2 and 3 again, then 4.
       const c = world.checkout("c");
-      await pull(deps(), c);
+      await pull(deps(), { path: c });
       expect(read(c, "notes/one.md")).toBeNull();
       write(c, "plan.md", "# plan\nship tuesday\n");
-      await commit(deps(), c, "c: tuesday");
+      await commit(deps(), { path: c, message: "c: tuesday" });
       write(c, "c.md", "c's note\n");
-      await commit(deps(), c, "c: note");
-      await refusedBackwards(a, () => pull(deps(), a), "this checkout was brought to generation 3", "shows another generation 3");
+      await commit(deps(), { path: c, message: "c: note" });
+      await refusedBackwards(a, () => pull(deps(), { path: a }), "this checkout was brought to generation 3", "shows another generation 3");
       write(c, "c.md", "c's note, longer\n");
-      await commit(deps(), c, "c: longer");
-      await refusedBackwards(a, () => pull(deps(), a), "shows generation 4, whose history does not pass through the generation 3");
-      await refusedBackwards(b, () => pull(deps(), b), "does not pass through");
+      await commit(deps(), { path: c, message: "c: longer" });
+      await refusedBackwards(a, () => pull(deps(), { path: a }), "shows generation 4, whose history does not pass through the generation 3");
+      await refusedBackwards(b, () => pull(deps(), { path: b }), "does not pass through");
       // Generations 2 and 3 the store lost are two packs built one on another onto its history.
-      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later }), "commits built one on another onto the retained history");
+      await refusedBackwards(a, () => collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: place.store, now: later }, {}), "commits built one on another onto the retained history");
       for (const key of allPacks) expect(await place.store.get(key)).not.toBeNull();
 
       // Attach: the store's history does not pass through a's, so the merge has
       // no base: a file both hold differently comes back as a conflict block
       // holding both, every other file is kept or comes in.
-      const e = await refusal(() => attach(deps(), a));
+      const e = await refusal(() => attach(deps(), { path: a }));
       expect(e.reason).toBe("MERGE_CONFLICT");
       expect(e.files.map((f) => f.path)).toEqual(["plan.md"]);
       expect(read(a, "plan.md")).toContain("ship monday");
@@ -289,12 +290,12 @@ for (const [name, make] of PLACES) {
       expect(read(a, "notes/two.md")).toBe("two\r\nno final newline");
       expect(read(a, "c.md")).toBe("c's note, longer\n");
       write(a, "plan.md", "# plan\nship monday, or tuesday\n");
-      await commit(deps(), a, "a: the notebook again");
+      await commit(deps(), { path: a, message: "a: the notebook again" });
       const fresh = world.checkout("fresh");
-      await pull(deps(), fresh);
+      await pull(deps(), { path: fresh });
       expect(filesOf(fresh)).toEqual(filesOf(a));
       // Once its checkouts were attached, the operator lets gc delete what the store lost.
-      const report = await collectGarbage({ store: place.store, now: later, deleteLost: true });
+      const report = await collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: place.store, now: later }, { deleteLost: true });
       expect(report.deleted.length).toBeGreaterThan(0);
     });
 
@@ -307,17 +308,17 @@ for (const [name, make] of PLACES) {
 
       await deleteCurrent(place);
       const other = world.checkout("other");
-      await pull(deps(), other);
+      await pull(deps(), { path: other });
       write(other, "plan.md", "another team's plan\n");
-      await commit(deps(), other, "theirs");
+      await commit(deps(), { path: other, message: "theirs" });
       write(other, "theirs.md", "theirs\n");
-      await commit(deps(), other, "theirs again");
+      await commit(deps(), { path: other, message: "theirs again" });
       const second = (await manifestOf(place.store))!.notebook!;
       expect(second).not.toBe(first);
-      await refusedBackwards(a, () => pull(deps(), a), `generation 3 of notebook ${first.slice(0, 8)}`, `holds another notebook (${second.slice(0, 8)}, at generation 2)`);
+      await refusedBackwards(a, () => pull(deps(), { path: a }), `generation 3 of notebook ${first.slice(0, 8)}`, `holds another notebook (${second.slice(0, 8)}, at generation 2)`);
       write(a, "plan.md", "# plan\nour edit\n");
-      await refusedBackwards(a, () => commit(deps(), a, "ours"), "holds another notebook");
-      await refusedBackwards(a, () => collectGarbage({ store: place.store, now: later }), "the history of another notebook");
+      await refusedBackwards(a, () => commit(deps(), { path: a, message: "ours" }), "holds another notebook");
+      await refusedBackwards(a, () => collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: place.store, now: later }, {}), "the history of another notebook");
       for (const key of oldPacks) expect(await place.store.get(key)).not.toBeNull();
     });
 
@@ -329,13 +330,13 @@ for (const [name, make] of PLACES) {
       const wrong = make();
       others.push(wrong);
       const elsewhere = world.checkout("elsewhere");
-      await pull(world.deps({ store: wrong.store, storeId: wrong.storeId }), elsewhere);
+      await pull(world.deps({ store: wrong.store, storeId: wrong.storeId }), { path: elsewhere });
       write(elsewhere, "plan.md", "the other notebook's plan\n");
-      await commit(world.deps({ store: wrong.store, storeId: wrong.storeId }), elsewhere, "other");
+      await commit(world.deps({ store: wrong.store, storeId: wrong.storeId }), { path: elsewhere, message: "other" });
       counts.swapped++;
       await refusedBackwards(
         a,
-        () => pull(world.deps({ store: wrong.store, storeId: wrong.storeId }), a),
+        () => pull(world.deps({ store: wrong.store, storeId: wrong.storeId }), { path: a }),
         `this directory is a checkout of generation 3 of notebook ${seen.slice(0, 8)} through another store location`,
         "this store holds notebook",
       );
@@ -351,8 +352,8 @@ describe("only on the embedded store", () => {
     const a = world.checkout("a");
     await threeGenerations(deps, a);
     await p.truncate();
-    await refusedBackwards(a, () => pull(deps(), a), "this checkout was brought to generation 3", "holds no notebook");
-    await refusedBackwards(a, () => commit(deps(), a, "again"), "holds no notebook");
+    await refusedBackwards(a, () => pull(deps(), { path: a }), "this checkout was brought to generation 3", "holds no notebook");
+    await refusedBackwards(a, () => commit(deps(), { path: a, message: "again" }), "holds no notebook");
     expect(await manifestOf(place.store)).toBeNull();
   });
 
@@ -360,38 +361,38 @@ describe("only on the embedded store", () => {
     const p = sqlitePlace();
     const { deps } = open(p);
     const a = world.checkout("a");
-    await pull(deps(), a);
+    await pull(deps(), { path: a });
     write(a, "plan.md", "# plan\n");
-    await commit(deps(), a, "plan");
+    await commit(deps(), { path: a, message: "plan" });
     const copy = await p.copy();
     try {
       write(a, "notes/one.md", "one\n");
-      await commit(deps(), a, "one");
+      await commit(deps(), { path: a, message: "one" });
       write(a, "plan.md", "# plan\nship friday\n");
-      await commit(deps(), a, "friday");
+      await commit(deps(), { path: a, message: "friday" });
       write(a, "draft.md", "unpublished\n");
       await p.putBackCopy(copy);
     } finally {
       rmSync(copy, { recursive: true, force: true });
     }
-    await refusedBackwards(a, () => pull(deps(), a), "this checkout was brought to generation 3", "the store shows generation 1.");
-    await refusedBackwards(a, () => commit(deps(), a, "draft"), "shows generation 1.");
+    await refusedBackwards(a, () => pull(deps(), { path: a }), "this checkout was brought to generation 3", "the store shows generation 1.");
+    await refusedBackwards(a, () => commit(deps(), { path: a, message: "draft" }), "shows generation 1.");
     const files = filesOf(a);
-    const attached = await attach(deps(), a);
+    const attached = await attach(deps(), { path: a });
     expect(attached.attached).toBe(true);
     expect(attached.outcome.generation).toBe(1);
     expect(attached.outcome.files).toEqual([]);
     expect(filesOf(a)).toEqual(files);
     // The store's generation 1 is one a passed through: what a has beyond it is its own, to publish.
-    const status = await readLocalChanges(deps(), a);
+    const status = await readLocalChanges(deps(), { path: a });
     expect(status.changes.map((c) => [c.path, c.change])).toEqual([
       ["draft.md", "added"],
       ["notes/one.md", "added"],
       ["plan.md", "modified"],
     ]);
-    expect((await commit(deps(), a, "the lost generations, again")).generation).toBe(2);
+    expect((await commit(deps(), { path: a, message: "the lost generations, again" })).generation).toBe(2);
     const fresh = world.checkout("fresh");
-    await pull(deps(), fresh);
+    await pull(deps(), { path: fresh });
     expect(filesOf(fresh)).toEqual(files);
   });
 
@@ -403,7 +404,7 @@ describe("only on the embedded store", () => {
     const { notebook: _id, ...legacy } = parseManifest(bodies[2]!);
     await putBackCurrent(p, serializeManifest(legacy as Manifest));
     expect((await manifestOf(p.store))!.format).toBe(1);
-    await refusedBackwards(a, () => pull(deps(), a), "shows generation 3 without a notebook id");
+    await refusedBackwards(a, () => pull(deps(), { path: a }), "shows generation 3 without a notebook id");
   });
 
   test("a store without notebook ids (written before them): the first commit mints one; a checkout without one learns it from its next pull", async () => {
@@ -415,10 +416,10 @@ describe("only on the embedded store", () => {
     const { notebook: _id, ...legacy } = parseManifest(bodies[2]!);
     await p.store.delete(MANIFEST_KEY);
     await p.store.putIfAbsent(MANIFEST_KEY, serializeManifest(legacy as Manifest));
-    await pull(deps(), b);
+    await pull(deps(), { path: b });
     expect(JSON.parse(readFileSync(stateFile(p.storeId, b), "utf8")).baseline.notebook).toBeUndefined();
     write(b, "b.md", "b\n");
-    await commit(deps(), b, "b");
+    await commit(deps(), { path: b, message: "b" });
     const minted = (await manifestOf(p.store))!;
     expect(minted.format).toBe(4);
     expect(minted.notebook).toMatch(/^[0-9a-f]{32}$/);
@@ -433,7 +434,7 @@ describe("only on the embedded store", () => {
     const copy = await p.copy();
     const store = openSqliteStore(join(copy, "store.db"));
     try {
-      const out = await pull(world.deps({ store, storeId: `sqlite:${join(copy, "store.db")}` }), a);
+      const out = await pull(world.deps({ store, storeId: `sqlite:${join(copy, "store.db")}` }), { path: a });
       expect(out.generation).toBe(3);
       expect(out.files).toEqual([]);
     } finally {

@@ -6,11 +6,18 @@
  *
  * `open` returns a store isolated from every other call's keys (a fresh
  * prefix or a fresh file), so suites may share one server.
+ *
+ * What a store does beyond that is declared (object-store.ts
+ * StoreCapabilities; a kind's registry entry, src/surfaces/stores.ts): a
+ * store offers exactly what is declared, and each declared capability is
+ * checked for what it promises.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { type ConditionalWrite, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
+import { type ConditionalWrite, type ObjectStore, type StoreCapabilities, StoreError } from "../../src/store/object-store.ts";
 
 export interface ConformanceOptions {
+  /** What the store declares it does beyond every store's requests. */
+  capabilities: StoreCapabilities;
   /** How many writers race for one key in the concurrency tests. */
   concurrentWriters?: number;
 }
@@ -45,11 +52,7 @@ async function checkRace(store: ObjectStore, key: string, settled: PromiseSettle
 }
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
 
-export function describeStoreConformance(
-  name: string,
-  open: () => Promise<ObjectStore>,
-  options: ConformanceOptions = {},
-): void {
+export function describeStoreConformance(name: string, open: () => Promise<ObjectStore>, options: ConformanceOptions): void {
   const writers = options.concurrentWriters ?? 32;
   const opened: ObjectStore[] = [];
   const fresh = async () => {
@@ -174,5 +177,93 @@ export function describeStoreConformance(
       expect((await store.putIfAbsent("gone", text("2"))).ok).toBe(true);
       expect(str((await store.get("gone"))!.body)).toBe("2");
     });
+
+    test(`offers exactly the capabilities it declares: queue ${options.capabilities.queue}, putWith ${options.capabilities.putWith}`, async () => {
+      const store = await fresh();
+      expect(store.queue !== undefined).toBe(options.capabilities.queue);
+      expect(store.putWith !== undefined).toBe(options.capabilities.putWith);
+    });
+
+    if (options.capabilities.queue) describeQueue(fresh);
+    if (options.capabilities.putWith) describePutWith(fresh);
+  });
+}
+
+/** A declared writer queue: turns never overlap, a waiting writer may prepare, and one that gives up leaves the line. */
+function describeQueue(fresh: () => Promise<ObjectStore>): void {
+  test("queue: a second writer waits, preparing through `peek`, until the first ends its turn; ending again does nothing", async () => {
+    const store = await fresh();
+    expect((await store.putIfAbsent("queue/seen", text("before"))).ok).toBe(true);
+    const first = await store.queue!.enter();
+    let entered = false;
+    let prepared!: (seen: string | null) => void;
+    const preparing = new Promise<string | null>((resolve) => (prepared = resolve));
+    const second = store.queue!.enter(async (peek) => {
+      const got = await peek.get("queue/seen");
+      prepared(got === null ? null : str(got.body));
+    }).then((turn) => {
+      entered = true;
+      return turn;
+    });
+    // It prepares while it waits: the first's turn is not over.
+    expect(await preparing).toBe("before");
+    expect(entered).toBe(false);
+    const written = await store.putIfMatch("queue/seen", text("in the first turn"), (await first.get("queue/seen"))!.etag);
+    expect(written.ok).toBe(true);
+    first.end();
+    first.end();
+    const turn = await second;
+    // The turn reads what get reads.
+    expect(str((await turn.get("queue/seen"))!.body)).toBe("in the first turn");
+    expect(await turn.get("queue/none")).toBeNull();
+    turn.end();
+    turn.end();
+  });
+
+  test("queue: a writer that gives up waiting leaves the line, and holds no one up", async () => {
+    const store = await fresh();
+    const first = await store.queue!.enter();
+    const quitting = new AbortController();
+    const waiting = store.queue!.enter(undefined, quitting.signal);
+    quitting.abort();
+    expect(await waiting.then(() => "entered", () => "gave up")).toBe("gave up");
+    first.end();
+    const next = await store.queue!.enter();
+    next.end();
+  });
+}
+
+/** A declared putWith: the creates and the conditional write land together, or nothing does. */
+function describePutWith(fresh: () => Promise<ObjectStore>): void {
+  test("putWith: creates and a conditional write land together, `committed` told once; a lost condition lands nothing", async () => {
+    const store = await fresh();
+    let committed = 0;
+    const made = await store.putWith!([{ key: "with/a", body: text("a") }], "with/current", text("v1"), null, () => committed++);
+    if (!made.ok) throw new Error("putWith lost on a fresh store");
+    expect(committed).toBe(1);
+    expect(str((await store.get("with/a"))!.body)).toBe("a");
+    const current = await store.get("with/current");
+    expect(str(current!.body)).toBe("v1");
+    expect(current!.etag).toBe(made.etag);
+
+    // Absent required, but it exists: lost, and its creates with it.
+    const exists = await store.putWith!([{ key: "with/b", body: text("b") }], "with/current", text("v2"), null, () => committed++);
+    expect(exists.ok).toBe(false);
+    // A stale ETag: lost, and its creates with it.
+    const stale = await store.putWith!([{ key: "with/c", body: text("c") }], "with/current", text("v3"), "0123456789abcdef0123456789abcdef", () => committed++);
+    expect(stale.ok).toBe(false);
+    expect(committed).toBe(1);
+    expect(await store.get("with/b")).toBeNull();
+    expect(await store.get("with/c")).toBeNull();
+    expect(str((await store.get("with/current"))!.body)).toBe("v1");
+
+    // The current ETag: it lands, with its creates.
+    const swapped = await store.putWith!([{ key: "with/d", body: text("d") }], "with/current", text("v4"), made.etag);
+    if (!swapped.ok) throw new Error("putWith lost on the current ETag");
+    expect(swapped.etag).not.toBe(made.etag);
+    expect(str((await store.get("with/d"))!.body)).toBe("d");
+    const now = await store.get("with/current");
+    expect(str(now!.body)).toBe("v4");
+    expect(now!.etag).toBe(swapped.etag);
   });
 }

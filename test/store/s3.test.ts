@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { boundedStore, deadlineIn } from "../../src/store/deadline.ts";
 import { type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store, normaliseS3Prefix } from "../../src/store/s3.ts";
+import { STORES } from "../../src/surfaces/stores.ts";
 import { describeStoreConformance } from "./conformance.ts";
 
 const env = process.env;
@@ -70,7 +71,7 @@ if (!bucket) {
     await cleaner.close();
   });
 
-  describeStoreConformance("s3", async () => openReal());
+  describeStoreConformance("s3", async () => openReal(), { capabilities: STORES.s3.capabilities });
 
   describe("s3 store on the configured server", () => {
     const stores: ObjectStore[] = [];

@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { STORES } from "../../src/surfaces/stores.ts";
 import { describeStoreConformance } from "./conformance.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-sqlite-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 
-describeStoreConformance("sqlite", async () => openSqliteStore(join(root, `store-${n++}.db`)));
+describeStoreConformance("sqlite", async () => openSqliteStore(join(root, `store-${n++}.db`)), { capabilities: STORES.sqlite.capabilities });
 
 test("sqlite: 8 processes racing one compare-and-swap produce exactly one winner", async () => {
   const file = join(root, "multi-process.db");

@@ -9,6 +9,7 @@ import type { EngineDeps } from "../../src/engine/engine.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 
 export interface World {
@@ -29,7 +30,7 @@ export function makeWorld(store?: ObjectStore, storeId?: string): World {
   const storeFile = join(root, "store.db");
   const privateRoot = join(root, "private");
   const s = store ?? openSqliteStore(storeFile);
-  const memory = new ProcessMemory();
+  const memory = new ProcessMemory(SYSTEM_RANDOM);
   return {
     root,
     storeFile,
@@ -37,6 +38,8 @@ export function makeWorld(store?: ObjectStore, storeId?: string): World {
     store: s,
     memory,
     deps: (overrides = {}) => ({
+      ...SYSTEM_CLOCK,
+      ...SYSTEM_RANDOM,
       store: s,
       storeId: storeId ?? `sqlite:${storeFile}`,
       privateRoot,

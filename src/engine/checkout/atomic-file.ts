@@ -4,11 +4,11 @@
  * one; and read as JSON, absent being no error.
  */
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
-import { randomHex } from "../../contract/random-hex.ts";
+import type { RandomSource } from "../../contract/clock.ts";
 
-/** `durable: false` skips the fsync, for a file that is only a speed-up (a torn one does not parse). */
-export function writeAtomic(file: string, data: string, durable = true): void {
-  const tmp = `${file}.tmp-${randomHex(8)}`;
+/** `randomId` names the temporary file; `durable: false` skips the fsync, for a file that is only a speed-up (a torn one does not parse). */
+export function writeAtomic(file: string, data: string, randomId: RandomSource["randomId"], durable = true): void {
+  const tmp = `${file}.tmp-${randomId(8)}`;
   const fd = openSync(tmp, "w", 0o600);
   try {
     writeSync(fd, data);

@@ -15,6 +15,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
+import type { RandomSource } from "../../contract/clock.ts";
 import { checkoutStateDir, forgetCheckoutState } from "./registry.ts";
 
 /** git's id of the empty tree: the baseline of a notebook whose every file was deleted and published. */
@@ -25,6 +26,8 @@ export interface DiscardTarget {
   storeId: string;
   /** The checkout's real path. */
   dir: string;
+  /** Names the state's temporary name on its way out (EngineDeps.randomId). */
+  randomId: RandomSource["randomId"];
 }
 
 function isEmptyDir(dir: string): boolean {
@@ -71,6 +74,6 @@ export function discardIfNothingUnpublished(target: DiscardTarget): boolean {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") return false;
   }
   // The state as the registry removes a gone checkout's: renamed aside first, so it is never read half-removed.
-  forgetCheckoutState(target.privateRoot, target.storeId, target.dir);
+  forgetCheckoutState(target.privateRoot, target.storeId, target.dir, target.randomId);
   return true;
 }

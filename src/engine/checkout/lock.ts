@@ -35,8 +35,8 @@ import { closeSync, fstatSync, linkSync, openSync, readdirSync, readFileSync, re
 import { basename, dirname, join } from "node:path";
 import { hostname } from "node:os";
 import { DomainError } from "../../contract/errors.ts";
+import type { Clock, RandomSource } from "../../contract/clock.ts";
 import { type Holder, holderName, parseHolder, type ProcessIdentity, processGone } from "../../contract/process-holder.ts";
-import { randomHex } from "../../contract/random-hex.ts";
 
 export type { ProcessIdentity };
 
@@ -85,8 +85,8 @@ function isFile(st: Stats, mine: LockFile): boolean {
 }
 
 /** Write `content` under a private name beside `file`, then link it to `file`: the file made, or null if `file` exists. */
-function createWhole(file: string, content: string): LockFile | null {
-  const tmp = `${file}-${randomHex(8)}.new`;
+function createWhole(file: string, content: string, randomId: RandomSource["randomId"]): LockFile | null {
+  const tmp = `${file}-${randomId(8)}.new`;
   const fd = openSync(tmp, "wx", 0o600);
   let made: LockFile;
   try {
@@ -121,8 +121,8 @@ function createWhole(file: string, content: string): LockFile | null {
   }
 }
 
-/** Private names a process killed mid-way left beside the lock (see createWhole). */
-function removeLeftovers(file: string): void {
+/** Private names a process killed mid-way left beside the lock (see createWhole); `nowMs`: the wall clock's time. */
+function removeLeftovers(file: string, nowMs: number): void {
   const dir = dirname(file);
   const prefix = `${basename(file)}-`;
   let names: string[];
@@ -131,11 +131,10 @@ function removeLeftovers(file: string): void {
   } catch {
     return;
   }
-  const now = Date.now();
   for (const name of names) {
     if (!name.startsWith(prefix) || !(name.endsWith(".new") || name.includes(".stale-"))) continue;
     try {
-      if (now - statSync(join(dir, name)).mtimeMs > UNREADABLE_GRACE_MS) rmSync(join(dir, name), { force: true });
+      if (nowMs - statSync(join(dir, name)).mtimeMs > UNREADABLE_GRACE_MS) rmSync(join(dir, name), { force: true });
     } catch {
       /* gone already */
     }
@@ -143,9 +142,9 @@ function removeLeftovers(file: string): void {
 }
 
 /** Whether the lock `file` may belong to an operation still running: it is there, and its holder is not provably gone. */
-export function lockHeld(file: string, self: ProcessIdentity): boolean {
+export function lockHeld(file: string, self: ProcessIdentity, clock: Pick<Clock, "now">): boolean {
   try {
-    return !isStale(parseHolder(readFileSync(file, "utf8")), Date.now() - statSync(file).mtimeMs, self);
+    return !isStale(parseHolder(readFileSync(file, "utf8")), clock.now().getTime() - statSync(file).mtimeMs, self);
   } catch (e) {
     return (e as NodeJS.ErrnoException).code !== "ENOENT";
   }
@@ -156,8 +155,8 @@ export function lockHeld(file: string, self: ProcessIdentity): boolean {
  * processes taking over one lock, one wins; and if what was renamed is not
  * the file judged (a successor made its own lock meanwhile), it goes back.
  */
-function takeOver(file: string, judged: LockFile, self: ProcessIdentity): void {
-  const aside = `${file}-${randomHex(8)}.stale-${self.pid}`;
+function takeOver(file: string, judged: LockFile, self: ProcessIdentity, randomId: RandomSource["randomId"]): void {
+  const aside = `${file}-${randomId(8)}.stale-${self.pid}`;
   try {
     renameSync(file, aside);
   } catch {
@@ -184,14 +183,24 @@ function lockLost(): DomainError {
   );
 }
 
-export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs: number): Promise<HeldLock> {
+/**
+ * Take the lock `file` for `self`, waiting for its holder at most
+ * `timeoutMs`; LOCAL_STATE when it is still held then. `clock`: the wall
+ * clock that lock ages are judged by, the monotonic one, the waits and the
+ * temporary names — the caller's (EngineDeps).
+ */
+export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs: number, clock: Clock & RandomSource): Promise<HeldLock> {
+  return holdLock(file, await takeLock(file, self, timeoutMs, clock), clock);
+}
+
+/** Make the lock file, taking a stale lock over and waiting out a live one: the file made. */
+async function takeLock(file: string, self: ProcessIdentity, timeoutMs: number, clock: Clock & RandomSource): Promise<LockFile> {
   const me = holderName(self);
-  const deadline = Date.now() + timeoutMs;
+  const deadline = clock.now().getTime() + timeoutMs;
   let cleaned = false;
-  let mine: LockFile | null;
   for (;;) {
-    mine = createWhole(file, me);
-    if (mine !== null) break;
+    const mine = createWhole(file, me, clock.randomId);
+    if (mine !== null) return mine;
     let holder: Holder | null;
     let st: Stats;
     try {
@@ -200,18 +209,21 @@ export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs
     } catch {
       continue; // Released between our attempt and the read: try again.
     }
-    if (isStale(holder, Date.now() - st.mtimeMs, self)) {
-      takeOver(file, lockFileOf(st), self);
-      if (!cleaned) removeLeftovers(file);
+    if (isStale(holder, clock.now().getTime() - st.mtimeMs, self)) {
+      takeOver(file, lockFileOf(st), self, clock.randomId);
+      if (!cleaned) removeLeftovers(file, clock.now().getTime());
       cleaned = true;
       continue;
     }
-    if (Date.now() > deadline) {
+    if (clock.now().getTime() > deadline) {
       throw new DomainError("LOCAL_STATE", "Another pull or commit is still running on this checkout; call again when it ends.");
     }
-    await Bun.sleep(20 + Math.random() * 30);
+    await clock.sleep(20 + clock.random() * 30);
   }
-  const held = mine;
+}
+
+/** The lock this acquisition made (`held`), kept fresh while it lasts and looked at before each change. */
+function holdLock(file: string, held: LockFile, clock: Clock): HeldLock {
   /** Whether the lock file is still the one this acquisition made. */
   const ours = () => {
     try {
@@ -224,10 +236,10 @@ export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs
   // only taken over after STALE_MS of silence, so a holder that looked less
   // than a second ago still held it; one stopped meanwhile finds the
   // monotonic clock moved on by the time it stood still, and looks again.
-  let lookedAt = performance.now();
-  let touched = Date.now();
+  let lookedAt = clock.monotonic();
+  let touched = clock.now().getTime();
   const heartbeat = () => {
-    const now = Date.now();
+    const now = clock.now().getTime();
     if (now - touched < HEARTBEAT_MS) return;
     touched = now;
     // Never the successor's: its time says whether it is alive.
@@ -245,9 +257,9 @@ export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs
   return {
     heartbeat,
     check: () => {
-      if (performance.now() - lookedAt < CHECK_AGAIN_MS) return;
+      if (clock.monotonic() - lookedAt < CHECK_AGAIN_MS) return;
       if (!ours()) throw lockLost();
-      lookedAt = performance.now();
+      lookedAt = clock.monotonic();
     },
     release: () => {
       clearInterval(timer);

@@ -39,7 +39,7 @@
 import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, type Stats, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { DomainError, type RecoveryReport } from "../../contract/errors.ts";
-import { randomHex } from "../../contract/random-hex.ts";
+import type { FileClock, RandomSource } from "../../contract/clock.ts";
 import type { Baseline, CheckoutState, JournalProgressLog, ProgressStep } from "./state.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { diskFullBeforeChange, diskFullWhileWriting, isDiskFull } from "./disk-full.ts";
@@ -92,8 +92,14 @@ interface Writer {
   beforeReplace?: (path: string) => void;
   /** The clock that file times are compared with. */
   now: () => number;
+  /** Names temporary files. */
+  randomId: RandomSource["randomId"];
   /** Before each file: LOCAL_STATE once the checkout's lock is no longer this call's (CheckoutState.checkLock). */
   checkLock: () => void;
+}
+
+function writerClock(clock: FileClock): Pick<Writer, "now" | "randomId"> {
+  return { now: () => clock.now().getTime(), randomId: clock.randomId };
 }
 
 function other(side: "after" | "before"): "after" | "before" {
@@ -102,7 +108,7 @@ function other(side: "after" | "before"): "after" | "before" {
 
 /** A fresh temporary name beside `path`, recorded in the journal before anything is made under it. */
 function scratchFile(w: Writer, path: string): string {
-  const name = `.slivingdoc-partial-${randomHex(8)}`;
+  const name = `.slivingdoc-partial-${w.randomId(8)}`;
   w.progress.scratch(join(dirname(path), name));
   return join(w.root, dirname(path), name);
 }
@@ -354,7 +360,7 @@ async function apply(
   return { written: done, left };
 }
 
-export interface MaterializeHooks {
+export interface MaterializeHooks extends FileClock {
   onStage: (stage: string) => Promise<void> | void;
   /** After each visible file is written or removed; crash tests stop the process here. */
   afterWrite?: () => Promise<void> | void;
@@ -362,8 +368,6 @@ export interface MaterializeHooks {
   written?: (oid: string, bytes: Uint8Array) => void;
   /** Right before a file, checked to hold what was scanned, is replaced or removed: where tests write to it. */
   beforeReplace?: (path: string) => void;
-  /** The clock file times are compared with (EngineDeps.now). */
-  now?: () => Date;
   /** How a file written to since the scan is merged again (see apply); without it, such a file is left as it is. */
   remerge?: Remerge;
 }
@@ -419,8 +423,7 @@ export async function materialize(
       stage = "materialize";
       await hooks.onStage("materialize");
       const progress = state.openJournalProgress(false);
-      const now = hooks.now ?? (() => new Date());
-      const writer: Writer = { root: state.dir, git: state.git, side: "after", progress, made: new Set(), beforeReplace: hooks.beforeReplace, now: () => now().getTime(), checkLock: () => state.checkLock() };
+      const writer: Writer = { ...writerClock(hooks), root: state.dir, git: state.git, side: "after", progress, made: new Set(), beforeReplace: hooks.beforeReplace, checkLock: () => state.checkLock() };
       try {
         const changes = writes.map((w) => ({ path: w.path, expected: w.before, target: w.after }));
         done = await apply(writer, changes, hooks);
@@ -446,7 +449,7 @@ export async function materialize(
     let resynchronized = false;
     try {
       // The journal was written above: finding none means the private state itself is gone.
-      const recovered = await recoverInterrupted(state, undefined, hooks.now);
+      const recovered = await recoverInterrupted(state, undefined, hooks);
       recovered?.finish();
       resynchronized = recovered !== null;
     } catch {
@@ -582,8 +585,8 @@ export interface Recovered {
  */
 export async function recoverInterrupted(
   state: CheckoutState,
-  afterWrite?: () => Promise<void> | void,
-  now: () => Date = () => new Date(),
+  afterWrite: (() => Promise<void> | void) | undefined,
+  clock: FileClock,
 ): Promise<Recovered | null> {
   const journal = state.readJournal();
   if (journal === null) return null;
@@ -605,7 +608,7 @@ export async function recoverInterrupted(
     }
     const log = state.openJournalProgress(true);
     try {
-      const writer: Writer = { root: state.dir, git: state.git, side: "before", progress: log, made: new Set(), now: () => now().getTime(), checkLock: () => state.checkLock() };
+      const writer: Writer = { ...writerClock(clock), root: state.dir, git: state.git, side: "before", progress: log, made: new Set(), checkLock: () => state.checkLock() };
       const { left } = await apply(writer, rollback, { afterWrite });
       // Written to since the look above: an edit, like the others.
       edited.push(...left);

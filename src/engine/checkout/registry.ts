@@ -19,7 +19,7 @@
 import { createHash } from "node:crypto";
 import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
-import { randomHex } from "../../contract/random-hex.ts";
+import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./lock.ts";
 import { directoryIdentity, isUnique } from "./directory-identity.ts";
@@ -73,8 +73,12 @@ export interface RegistryMemory {
  * the caller is about to open, whose own state it judges itself, under its
  * lock.
  */
-export function registeredCheckouts(privateRoot: string, memory: RegistryMemory, options: { self?: ProcessIdentity; opening?: string } = {}): string[] {
-  const knownCheckouts = memory.checkouts;
+export function registeredCheckouts(
+  deps: { privateRoot: string; memory: RegistryMemory } & FileClock,
+  options: { self?: ProcessIdentity; opening?: string } = {},
+): string[] {
+  const { privateRoot } = deps;
+  const knownCheckouts = deps.memory.checkouts;
   const base = join(privateRoot, "checkouts");
   let ids: string[];
   try {
@@ -108,10 +112,10 @@ export function registeredCheckouts(privateRoot: string, memory: RegistryMemory,
       dirs.push(checkout.checkout);
       continue;
     }
-    if (held(join(base, id, "lock"), options.self)) continue;
+    if (held(join(base, id, "lock"), options.self, deps)) continue;
     knownCheckouts.delete(file);
-    if (checkout.directory !== undefined && isUnique(checkout.directory)) setAsideUnheld(privateRoot, base, id, checkout.store, checkout.directory);
-    else removeDir(join(base, id), base);
+    if (checkout.directory !== undefined && isUnique(checkout.directory)) setAsideUnheld(privateRoot, base, id, checkout.store, checkout.directory, deps);
+    else removeDir(join(base, id), base, deps.randomId);
   }
   return dirs;
 }
@@ -136,8 +140,8 @@ function exists(path: string): boolean {
 }
 
 /** Remove a directory: renamed aside first, so it is never read half-removed. */
-function removeDir(dir: string, besides: string): void {
-  const aside = join(besides, `.gone-${randomHex(8)}`);
+function removeDir(dir: string, besides: string, randomId: RandomSource["randomId"]): void {
+  const aside = join(besides, `.gone-${randomId(8)}`);
   try {
     renameSync(dir, aside);
   } catch {
@@ -147,22 +151,22 @@ function removeDir(dir: string, besides: string): void {
 }
 
 /** Whether an operation may hold the lock `file` (it may be making the checkout's directory again); see registeredCheckouts. */
-function held(file: string, self: ProcessIdentity | undefined): boolean {
-  return self === undefined ? exists(file) : lockHeld(file, self);
+function held(file: string, self: ProcessIdentity | undefined, clock: Pick<Clock, "now">): boolean {
+  return self === undefined ? exists(file) : lockHeld(file, self, clock);
 }
 
 /** Set aside the state directory `base/id`, held by no operation, of `directory`: moved whole, a dead holder's lock with it. */
-function setAsideUnheld(privateRoot: string, base: string, id: string, storeId: string, directory: string): void {
+function setAsideUnheld(privateRoot: string, base: string, id: string, storeId: string, directory: string, clock: FileClock): void {
   const target = setAsideDir(privateRoot, storeId, directory);
   try {
     mkdirSync(join(privateRoot, "set-aside"), { recursive: true, mode: 0o700 });
     // An older state of the same directory: this one is what it had last.
-    removeDir(target, join(privateRoot, "set-aside"));
+    removeDir(target, join(privateRoot, "set-aside"), clock.randomId);
     renameSync(join(base, id), target);
   } catch {
     return; // another process got there first: next time
   }
-  setAsideDone(privateRoot, target);
+  setAsideDone(privateRoot, target, clock);
 }
 
 /**
@@ -171,7 +175,7 @@ function setAsideUnheld(privateRoot: string, base: string, id: string, storeId: 
  * the state directory stays for the checkout now at the path. Without a
  * birth time to know the directory by, the state is dropped instead.
  */
-export function setAsideHeld(privateRoot: string, stateDir: string, storeId: string, directory: string): void {
+export function setAsideHeld(privateRoot: string, stateDir: string, storeId: string, directory: string, clock: FileClock): void {
   rmSync(join(stateDir, "stat-cache.json"), { force: true });
   if (!isUnique(directory)) {
     for (const name of MOVED) if (name !== "git") rmSync(join(stateDir, name), { force: true });
@@ -179,10 +183,10 @@ export function setAsideHeld(privateRoot: string, stateDir: string, storeId: str
   }
   const target = setAsideDir(privateRoot, storeId, directory);
   // A complete older state of the directory gives way; a part-moved one is this one, moved before a kill.
-  if (exists(join(target, "state.json"))) removeDir(target, join(privateRoot, "set-aside"));
+  if (exists(join(target, "state.json"))) removeDir(target, join(privateRoot, "set-aside"), clock.randomId);
   mkdirSync(target, { recursive: true, mode: 0o700 });
   for (const name of MOVED) moveEntry(join(stateDir, name), join(target, name));
-  setAsideDone(privateRoot, target);
+  setAsideDone(privateRoot, target, clock);
 }
 
 /** Replace `to` by `from`, if `from` is there (a move a kill interrupted is finished by doing it again). */
@@ -193,18 +197,18 @@ function moveEntry(from: string, to: string): void {
 }
 
 /** A state was set aside at `target`: date it (the age SET_ASIDE bounds), and keep the bounds. */
-function setAsideDone(privateRoot: string, target: string): void {
-  const now = new Date();
+function setAsideDone(privateRoot: string, target: string, clock: FileClock): void {
+  const now = clock.now();
   try {
     utimesSync(target, now, now);
   } catch {
     /* taken over already */
   }
-  pruneSetAside(privateRoot, now.getTime());
+  pruneSetAside(privateRoot, now.getTime(), clock.randomId);
 }
 
 /** Keep the newest SET_ASIDE.count set-aside states, none older than SET_ASIDE.maxAgeMs. */
-function pruneSetAside(privateRoot: string, nowMs: number): void {
+function pruneSetAside(privateRoot: string, nowMs: number, randomId: RandomSource["randomId"]): void {
   const root = join(privateRoot, "set-aside");
   let names: string[];
   try {
@@ -226,7 +230,7 @@ function pruneSetAside(privateRoot: string, nowMs: number): void {
   }
   states.sort((a, b) => b.mtimeMs - a.mtimeMs);
   states.forEach(({ name, mtimeMs }, i) => {
-    if (i >= SET_ASIDE.count || nowMs - mtimeMs > SET_ASIDE.maxAgeMs) removeDir(join(root, name), root);
+    if (i >= SET_ASIDE.count || nowMs - mtimeMs > SET_ASIDE.maxAgeMs) removeDir(join(root, name), root, randomId);
   });
 }
 
@@ -242,7 +246,7 @@ export function hasSetAside(privateRoot: string, storeId: string, stateDir: stri
  * real path `dir`. Claimed by one rename, so of two calls one takes it;
  * then moved in by finishTakeover. Returns whether there was one.
  */
-export function takeOverSetAside(privateRoot: string, stateDir: string, storeId: string, directory: string, dir: string): boolean {
+export function takeOverSetAside(privateRoot: string, stateDir: string, storeId: string, directory: string, dir: string, randomId: RandomSource["randomId"]): boolean {
   if (!isUnique(directory)) return false;
   const source = setAsideDir(privateRoot, storeId, directory);
   // One whose state file is not there yet is still being set aside (setAsideHeld).
@@ -254,7 +258,7 @@ export function takeOverSetAside(privateRoot: string, stateDir: string, storeId:
   } catch {
     return false; // another call took it
   }
-  finishTakeover(stateDir, dir);
+  finishTakeover(stateDir, dir, randomId);
   return true;
 }
 
@@ -264,7 +268,7 @@ export function takeOverSetAside(privateRoot: string, stateDir: string, storeId:
  * kill part-way is finished by the next. A state file that does not read
  * (it did when it was claimed) is left behind, and its journal with it.
  */
-export function finishTakeover(stateDir: string, dir: string): void {
+export function finishTakeover(stateDir: string, dir: string, randomId: RandomSource["randomId"]): void {
   const claimed = join(stateDir, TAKING_OVER);
   if (!exists(claimed)) return;
   rmSync(join(stateDir, "stat-cache.json"), { force: true });
@@ -276,7 +280,7 @@ export function finishTakeover(stateDir: string, dir: string): void {
   }
   if (state?.success) {
     for (const name of MOVED) if (name !== "state.json") moveEntry(join(claimed, name), join(stateDir, name));
-    writeAtomic(join(stateDir, "state.json"), `${JSON.stringify({ ...state.data, checkout: dir }, null, 2)}\n`);
+    writeAtomic(join(stateDir, "state.json"), `${JSON.stringify({ ...state.data, checkout: dir }, null, 2)}\n`, randomId);
   } else {
     for (const name of ["journal.json", "journal.done"]) rmSync(join(stateDir, name), { force: true });
   }
@@ -288,10 +292,10 @@ export function finishTakeover(stateDir: string, dir: string): void {
  * (a server's temporary session directory, discard.ts). Call only once
  * nothing in the directory remains unpublished.
  */
-export function forgetCheckoutState(privateRoot: string, storeId: string, dir: string): void {
+export function forgetCheckoutState(privateRoot: string, storeId: string, dir: string, randomId: RandomSource["randomId"]): void {
   const base = join(privateRoot, "checkouts");
   const id = checkoutId(storeId, dir);
-  if (!exists(join(base, id, "lock"))) removeDir(join(base, id), base);
+  if (!exists(join(base, id, "lock"))) removeDir(join(base, id), base, randomId);
 }
 
 /**

@@ -7,6 +7,7 @@
  * written back when the least recent cache is evicted, or when the process
  * ends (flush).
  */
+import type { RandomSource } from "../../contract/clock.ts";
 import { writeAtomic } from "./atomic-file.ts";
 import { fileIdentity } from "../memory/file-identity.ts";
 import { RecentMap } from "../memory/recent-map.ts";
@@ -23,9 +24,13 @@ export class StatCacheMemory {
   /** The least recent beyond the bound are written out and dropped. */
   private readonly remembered: RecentMap<string, Remembered>;
 
-  constructor(bound: number) {
+  /** `randomId` names the temporary files the caches are written through (atomic-file.ts). */
+  constructor(
+    bound: number,
+    private readonly randomId: RandomSource["randomId"],
+  ) {
     this.remembered = new RecentMap(bound, (file, old) => {
-      writeOut(file, old);
+      writeOut(file, old, randomId);
       return true;
     });
   }
@@ -59,7 +64,7 @@ export class StatCacheMemory {
 
   save(file: string, cache: StatCache): void {
     // Not fsync'ed: it is only a speed-up, and a torn file does not parse.
-    writeAtomic(file, cache.serialize(), false);
+    writeAtomic(file, cache.serialize(), this.randomId, false);
     const identity = fileIdentity(file);
     if (identity === null) this.remembered.delete(file);
     else this.remembered.set(file, { identity, cache: cache.clone(), unsaved: false });
@@ -76,15 +81,15 @@ export class StatCacheMemory {
    * stops.
    */
   flush(): void {
-    for (const [file, remembered] of this.remembered.entries()) writeOut(file, remembered);
+    for (const [file, remembered] of this.remembered.entries()) writeOut(file, remembered, this.randomId);
   }
 }
 
 /** Write a remembered cache's unsaved changes, unless another process replaced the file since (it knows at least as much). */
-function writeOut(file: string, remembered: Remembered): void {
+function writeOut(file: string, remembered: Remembered, randomId: RandomSource["randomId"]): void {
   if (!remembered.unsaved || fileIdentity(file) !== remembered.identity) return;
   try {
-    writeAtomic(file, remembered.cache.serialize(), false);
+    writeAtomic(file, remembered.cache.serialize(), randomId, false);
     remembered.unsaved = false;
     remembered.identity = fileIdentity(file) ?? "";
   } catch {

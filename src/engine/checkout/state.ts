@@ -34,6 +34,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { z } from "zod";
+import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./lock.ts";
@@ -88,6 +89,8 @@ export interface CheckoutStateOptions {
   lockTimeoutMs?: number;
   /** The process memory, shared by this process's calls. */
   memory: { objects: ObjectMemory; statCaches: StatCacheMemory };
+  /** Time and chance (EngineDeps): the lock's clocks and waits, and the names of temporary files. */
+  clock: Clock & RandomSource;
 }
 
 /** The private state could not be opened: LOCAL_STATE, saying so when the disk is full (disk-full.ts). */
@@ -129,8 +132,8 @@ function readStateFile(stateDir: string, dir: string, storeId: string): { state:
   return { state, damage: null };
 }
 
-function writeStateFile(stateDir: string, state: CheckoutStateFile): void {
-  writeAtomic(join(stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+function writeStateFile(stateDir: string, state: CheckoutStateFile, randomId: RandomSource["randomId"]): void {
+  writeAtomic(join(stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`, randomId);
 }
 
 /** Where a checkout's state lives, and the directory now at its path. */
@@ -165,21 +168,21 @@ export interface SettledState {
  * without saying which, so the whole state counts as lost — every file is
  * kept, and a pull merges them against nothing.
  */
-export function settleState(at: StateLocation): SettledState {
-  finishTakeover(at.stateDir, at.dir);
+export function settleState(at: StateLocation, clock: FileClock): SettledState {
+  finishTakeover(at.stateDir, at.dir, clock.randomId);
   let own = readStateFile(at.stateDir, at.dir, at.storeId);
   let replaced = false;
   const recorded = own.state?.directory;
   if (own.state !== null && recorded === undefined) {
     // Written before directories were recorded: this is the directory it knew.
     own.state = { ...own.state, directory: at.directory };
-    writeStateFile(at.stateDir, own.state);
+    writeStateFile(at.stateDir, own.state, clock.randomId);
   } else if (recorded !== undefined && recorded !== at.directory) {
-    setAsideHeld(at.privateRoot, at.stateDir, at.storeId, recorded);
+    setAsideHeld(at.privateRoot, at.stateDir, at.storeId, recorded, clock);
     own = { state: null, damage: null };
     replaced = true;
   }
-  const takenOver = own.state === null && takeOverSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir);
+  const takenOver = own.state === null && takeOverSetAside(at.privateRoot, at.stateDir, at.storeId, at.directory, at.dir, clock.randomId);
   if (takenOver) {
     own = readStateFile(at.stateDir, at.dir, at.storeId);
     replaced = false;
@@ -208,6 +211,7 @@ export class CheckoutState {
     private readonly lock: HeldLock,
     private readonly directory: string,
     private readonly statCacheMemory: StatCacheMemory,
+    private readonly randomId: RandomSource["randomId"],
   ) {}
 
   static async open(options: CheckoutStateOptions): Promise<CheckoutState> {
@@ -218,7 +222,7 @@ export class CheckoutState {
       for (let tries = 0; ; tries++) {
         mkdirSync(stateDir, { recursive: true, mode: 0o700 });
         try {
-          lock = await acquireLock(join(stateDir, "lock"), options.self, options.lockTimeoutMs ?? 30_000);
+          lock = await acquireLock(join(stateDir, "lock"), options.self, options.lockTimeoutMs ?? 30_000, options.clock);
           break;
         } catch (e) {
           // The state of a directory that was gone a moment ago may just have
@@ -232,13 +236,15 @@ export class CheckoutState {
     }
     try {
       directory = directoryIdentity(options.dir);
-      const settled = settleState({ privateRoot: options.privateRoot, storeId: options.storeId, dir: options.dir, stateDir, directory });
+      const settled = settleState({ privateRoot: options.privateRoot, storeId: options.storeId, dir: options.dir, stateDir, directory }, options.clock);
       // The stat cache went with a state set aside or taken over: what this process remembers of it is another directory's.
       if (settled.replaced || settled.takenOver) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));
       // An object the cache cannot produce makes the stat cache suspect too:
       // forget it, so the next scan reads and stores every visible file again.
-      const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, () => rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }));
-      const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory, options.memory.statCaches);
+      const objectCache = await ObjectCache.open(join(stateDir, "git"), options.memory.objects, options.clock.randomId, () =>
+        rmSync(join(stateDir, STAT_CACHE_FILE), { force: true }),
+      );
+      const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory, options.memory.statCaches, options.clock.randomId);
       state.replaced = settled.replaced;
       state.damage = settled.damage;
       return state;
@@ -270,7 +276,7 @@ export class CheckoutState {
 
   private writeState(state: CheckoutStateFile): void {
     this.checkLock();
-    writeStateFile(this.stateDir, state);
+    writeStateFile(this.stateDir, state, this.randomId);
   }
 
   /** The baseline, or null for a directory that was never pulled. */
@@ -332,7 +338,7 @@ export class CheckoutState {
 
   writeJournal(journal: Journal): void {
     this.checkLock();
-    writeAtomic(join(this.stateDir, "journal.json"), `${JSON.stringify(journal)}\n`);
+    writeAtomic(join(this.stateDir, "journal.json"), `${JSON.stringify(journal)}\n`, this.randomId);
   }
 
   clearJournal(): void {

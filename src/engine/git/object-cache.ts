@@ -25,7 +25,7 @@ import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import git from "isomorphic-git";
-import { randomHex } from "../../contract/random-hex.ts";
+import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
 import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
 import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, sha1Hex, type TreeEntry, wrapObject } from "./objects.ts";
@@ -46,15 +46,17 @@ export class ObjectCache {
   private constructor(
     readonly gitdir: string,
     private readonly memory: ObjectMemory,
+    private readonly randomId: RandomSource["randomId"],
     private readonly onDamage: () => void,
   ) {}
 
   /**
    * `memory` is the process memory of its object caches, shared by its calls
-   * (ProcessMemory.objects); `onDamage` runs whenever an object the cache
-   * should hold is missing or unreadable.
+   * (ProcessMemory.objects); `randomId` names temporary files (EngineDeps);
+   * `onDamage` runs whenever an object the cache should hold is missing or
+   * unreadable.
    */
-  static async open(gitdir: string, memory: ObjectMemory, onDamage: () => void = () => {}): Promise<ObjectCache> {
+  static async open(gitdir: string, memory: ObjectMemory, randomId: RandomSource["randomId"], onDamage: () => void = () => {}): Promise<ObjectCache> {
     // Synchronous: every call opens the cache, and Bun's promise-based
     // recursive mkdir cost more than the rest of a warm pull's set-up.
     fs.mkdirSync(join(gitdir, "objects", "pack"), { recursive: true });
@@ -64,7 +66,7 @@ export class ObjectCache {
       await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
       await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
     }
-    return new ObjectCache(gitdir, memory, onDamage);
+    return new ObjectCache(gitdir, memory, randomId, onDamage);
   }
 
   /**
@@ -90,7 +92,7 @@ export class ObjectCache {
     const dir = join(this.gitdir, "objects", oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
     if (fs.existsSync(file)) return oid;
-    const tmp = join(dir, `tmp-${randomHex(8)}`);
+    const tmp = join(dir, `tmp-${this.randomId(8)}`);
     const data = deflateSync(wrapped);
     try {
       fs.writeFileSync(tmp, data);
@@ -436,7 +438,7 @@ export class ObjectCache {
    */
   async importPack(name: string, bytes: Uint8Array): Promise<void> {
     const incoming = join(this.gitdir, "incoming");
-    const suffix = randomHex(8);
+    const suffix = this.randomId(8);
     const packRel = `incoming/pack-${name}-${suffix}.pack`;
     const tmpPack = join(this.gitdir, packRel);
     const tmpIdx = tmpPack.replace(/\.pack$/, ".idx");

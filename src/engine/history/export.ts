@@ -33,14 +33,14 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync
 import { join } from "node:path";
 import { DomainError } from "../../contract/errors.ts";
 import { isAtOrBelow } from "../../contract/path-containment.ts";
-import { randomHex } from "../../contract/random-hex.ts";
+import type { FileClock, RandomSource } from "../../contract/clock.ts";
 import { registeredCheckouts } from "../checkout/registry.ts";
 import { MissingObjectError } from "../git/objects.ts";
 import { indexUndeltifiedPack, parsePackIndex, writePack } from "../git/pack.ts";
 import { walkTree } from "../git/walk.ts";
 import type { ObjectMemory } from "../git/object-memory.ts";
 import type { RegistryMemory } from "../checkout/registry.ts";
-import type { History } from "./read.ts";
+import { type History, type HistoryDeps, withHistory } from "./read.ts";
 
 export interface ExportResult {
   /** The directory written, as resolved. */
@@ -57,8 +57,7 @@ export interface ExportResult {
   shallow: boolean;
 }
 
-export interface ExportDeps {
-  privateRoot: string;
+export interface ExportDeps extends HistoryDeps, FileClock {
   memory: { objects: ObjectMemory } & RegistryMemory;
   /** Progress of long work, for a terminal (objects done of total). */
   progress?: (what: string, done: number, total: number) => void;
@@ -150,7 +149,7 @@ export function checkExportTarget(deps: ExportDeps, named: string, dir: string):
   if (isAtOrBelow(deps.privateRoot, dir) || isAtOrBelow(dir, deps.privateRoot)) {
     throw new DomainError("PATH_OUTSIDE_ROOT", "The export directory overlaps slivingdoc's private state; use another directory.");
   }
-  for (const checkout of registeredCheckouts(deps.privateRoot, deps.memory)) {
+  for (const checkout of registeredCheckouts(deps)) {
     if (isAtOrBelow(checkout, dir) || isAtOrBelow(dir, checkout)) {
       throw new DomainError("PATH_OUTSIDE_ROOT", `The export directory overlaps the checkout ${checkout}; export to a directory outside every checkout.`);
     }
@@ -179,8 +178,8 @@ export function checkExportTarget(deps: ExportDeps, named: string, dir: string):
 }
 
 /** Atomic write: a temporary name beside the target, then rename. */
-function writeAtomic(file: string, data: Uint8Array | string): void {
-  const tmp = `${file}.tmp-${randomHex(6)}`;
+function writeAtomic(file: string, data: Uint8Array | string, randomId: RandomSource["randomId"]): void {
+  const tmp = `${file}.tmp-${randomId(6)}`;
   writeFileSync(tmp, data);
   renameSync(tmp, file);
 }
@@ -202,7 +201,24 @@ function hasObject(dir: string, have: Set<string>, oid: string): boolean {
   return have.has(oid) || existsSync(join(dir, "objects", oid.slice(0, 2), oid.slice(2)));
 }
 
-export async function exportHistory(deps: ExportDeps, history: History, named: string, dir: string): Promise<ExportResult> {
+export interface ExportInput {
+  /** The directory as the caller named it: absolute, no symlink resolved. */
+  named: string;
+  /** The same directory, resolved. */
+  dir: string;
+}
+
+/**
+ * `slivingdoc export`: the retained history into the directory `input`
+ * names. Its target is looked at before the history is read, which may take
+ * long, and again before anything is written (writeExport).
+ */
+export async function exportHistory(deps: ExportDeps, input: ExportInput): Promise<ExportResult> {
+  checkExportTarget(deps, input.named, input.dir);
+  return withHistory(deps, (history) => writeExport(deps, history, input.named, input.dir));
+}
+
+async function writeExport(deps: ExportDeps, history: History, named: string, dir: string): Promise<ExportResult> {
   const target = checkExportTarget(deps, named, dir);
   const empty = { directory: dir, generation: 0, oldestRetained: 0, added: 0, objects: 0, shallow: false };
   const newest = history.publications[0];
@@ -214,8 +230,8 @@ export async function exportHistory(deps: ExportDeps, history: History, named: s
 
   if (target.kind === "new") mkdirSync(dir, { recursive: true });
   // The mark first: a crash after it leaves an export that the next run recognises and completes.
-  if (target.kind === "new" || !target.marked) writeAtomic(join(dir, "config"), EXPORT_CONFIG);
-  if (!existsSync(join(dir, "HEAD"))) writeAtomic(join(dir, "HEAD"), "ref: refs/heads/main\n");
+  if (target.kind === "new" || !target.marked) writeAtomic(join(dir, "config"), EXPORT_CONFIG, deps.randomId);
+  if (!existsSync(join(dir, "HEAD"))) writeAtomic(join(dir, "HEAD"), "ref: refs/heads/main\n", deps.randomId);
   mkdirSync(join(dir, "objects", "pack"), { recursive: true });
   mkdirSync(join(dir, "refs", "heads"), { recursive: true });
   mkdirSync(join(dir, "refs", "tags"), { recursive: true });
@@ -265,8 +281,8 @@ export async function exportHistory(deps: ExportDeps, history: History, named: s
     const idx = indexUndeltifiedPack(pack);
     if (idx === null) throw new Error("an undeltified pack could not be indexed");
     const name = Buffer.from(pack.subarray(pack.length - 20)).toString("hex");
-    writeAtomic(join(dir, "objects", "pack", `pack-${name}.pack`), pack);
-    writeAtomic(join(dir, "objects", "pack", `pack-${name}.idx`), idx);
+    writeAtomic(join(dir, "objects", "pack", `pack-${name}.pack`), pack, deps.randomId);
+    writeAtomic(join(dir, "objects", "pack", `pack-${name}.idx`), idx, deps.randomId);
     for (const oid of wanted) have.add(oid);
   }
 
@@ -275,8 +291,8 @@ export async function exportHistory(deps: ExportDeps, history: History, named: s
   const shallow = new Set(existsSync(shallowFile) ? readFileSync(shallowFile, "latin1").split("\n").filter((l) => /^[0-9a-f]{40}$/.test(l)) : []);
   const boundary = oldest.parent !== null && !hasObject(dir, have, oldest.parent);
   if (boundary) shallow.add(oldest.commit);
-  if (shallow.size > 0) writeAtomic(shallowFile, [...shallow].sort().map((l) => `${l}\n`).join(""));
-  writeAtomic(join(dir, "refs", "heads", "main"), `${newest.commit}\n`);
+  if (shallow.size > 0) writeAtomic(shallowFile, [...shallow].sort().map((l) => `${l}\n`).join(""), deps.randomId);
+  writeAtomic(join(dir, "refs", "heads", "main"), `${newest.commit}\n`, deps.randomId);
 
   return {
     directory: dir,

@@ -14,7 +14,7 @@ import { MissingObjectError } from "../git/objects.ts";
 import { decodeText } from "../merge/text.ts";
 import { diffStat } from "../merge/xdiff/index.ts";
 import { type ChangeStatus, diffTrees, pathFilter, type TreeChange } from "../merge/tree-diff.ts";
-import { type History, type Publication, publicationAt, readHistoryBlob } from "./read.ts";
+import { type History, type HistoryDeps, type Publication, publicationAt, readHistoryBlob, withHistory } from "./read.ts";
 
 export interface FileChange {
   path: string;
@@ -90,7 +90,12 @@ function totals(files: FileChange[] | null): { filesChanged: number; insertions:
   };
 }
 
-export async function historyLog(history: History, options: LogOptions = {}): Promise<LogResult> {
+/** `slivingdoc log`: the retained publications, newest first, as `input` selects them. */
+export async function historyLog(deps: HistoryDeps, input: LogOptions): Promise<LogResult> {
+  return withHistory(deps, (history) => logOf(history, input));
+}
+
+async function logOf(history: History, options: LogOptions): Promise<LogResult> {
   const paths = options.paths ?? [];
   const entries: LogEntry[] = [];
   for (const p of history.publications) {
@@ -122,9 +127,20 @@ export interface ShowResult {
   changes: ShownChange[] | null;
 }
 
-export async function showGeneration(history: History, generation: number, options: { paths?: readonly string[] } = {}): Promise<ShowResult> {
-  const p = publicationAt(history, generation);
-  const found = await changesOf(history, p, options.paths ?? []);
+export interface ShowInput {
+  generation: number;
+  /** Only these notebook paths (files or directories). */
+  paths?: readonly string[];
+}
+
+/** `slivingdoc show`: what one retained publication changed. */
+export async function showGeneration(deps: HistoryDeps, input: ShowInput): Promise<ShowResult> {
+  return withHistory(deps, (history) => shown(history, input));
+}
+
+async function shown(history: History, input: ShowInput): Promise<ShowResult> {
+  const p = publicationAt(history, input.generation);
+  const found = await changesOf(history, p, input.paths ?? []);
   let changes: ShownChange[] | null = null;
   if (found !== null) {
     changes = [];

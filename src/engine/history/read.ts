@@ -18,6 +18,7 @@
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { fetchPacks, PackMissing, readManifest } from "../publish/accepted-state.ts";
@@ -58,7 +59,7 @@ export interface History {
   git: ObjectCache;
 }
 
-export interface HistoryDeps {
+export interface HistoryDeps extends Pick<RandomSource, "randomId"> {
   store: ObjectStore;
   /** The store's identity (EngineDeps.storeId): which history cache to use. */
   storeId: string;
@@ -82,7 +83,7 @@ export function historyCacheDir(privateRoot: string, storeId: string): string {
  * `history.git` when done (`closeHistory`).
  */
 export async function openHistory(deps: HistoryDeps): Promise<History> {
-  const git = await ObjectCache.open(historyCacheDir(deps.privateRoot, deps.storeId), deps.memory.objects);
+  const git = await ObjectCache.open(historyCacheDir(deps.privateRoot, deps.storeId), deps.memory.objects, deps.randomId);
   try {
     for (let reread = 0; ; reread++) {
       const { manifest, etag } = await readManifest(deps.store);
@@ -108,6 +109,16 @@ export async function openHistory(deps: HistoryDeps): Promise<History> {
 
 export function closeHistory(history: History): void {
   history.git.close();
+}
+
+/** `fn` over the store's history, opened for it and closed after (openHistory). */
+export async function withHistory<T>(deps: HistoryDeps, fn: (history: History) => Promise<T>): Promise<T> {
+  const history = await openHistory(deps);
+  try {
+    return await fn(history);
+  } finally {
+    closeHistory(history);
+  }
 }
 
 /**

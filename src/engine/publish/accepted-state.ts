@@ -4,6 +4,7 @@
  * maps to its token here, and nothing is materialised when one occurs.
  */
 import { createHash } from "node:crypto";
+import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
@@ -51,9 +52,10 @@ export async function rewriteCurrent(
   store: ObjectStore,
   manifest: Manifest,
   etag: string,
+  randomId: RandomSource["randomId"],
   packs: PackDescriptor[] | null = null,
 ): Promise<{ written: boolean; publication: string }> {
-  const fenced: Manifest = { ...manifest, publication: newPublicationId(), ...(packs !== null ? { packs } : {}) };
+  const fenced: Manifest = { ...manifest, publication: newPublicationId(randomId), ...(packs !== null ? { packs } : {}) };
   try {
     if ((await store.putIfMatch(MANIFEST_KEY, serializeManifest(fenced), etag)).ok) return { written: true, publication: fenced.publication };
   } catch (cause) {

@@ -25,6 +25,7 @@
  *   — landed at generation g, or not — is final.
  */
 import { z } from "zod";
+import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { type AcceptedState, fetchPacks, readManifest, rewriteCurrent } from "./accepted-state.ts";
@@ -227,7 +228,7 @@ export type Withdrawn = { landed: CombinedPublication | null | "unknown" };
  * STORAGE_FAILURE · PUBLICATION_UNPROVEN: the caller keeps its record, and
  * the next call withdraws again.
  */
-export async function withdraw(store: ObjectStore, proposal: { publication: string; until: number }): Promise<Withdrawn> {
+export async function withdraw(store: ObjectStore, proposal: { publication: string; until: number }, randomId: RandomSource["randomId"]): Promise<Withdrawn> {
   const unproven = (cause?: unknown) =>
     new DomainError(
       "PUBLICATION_UNPROVEN",
@@ -255,7 +256,7 @@ export async function withdraw(store: ObjectStore, proposal: { publication: stri
     if (manifest === null || etag === null) return { landed: null };
     let moved;
     try {
-      moved = await rewriteCurrent(store, manifest, etag);
+      moved = await rewriteCurrent(store, manifest, etag, randomId);
     } catch (cause) {
       throw unproven(cause);
     }

@@ -34,7 +34,7 @@
  *   that gc removes after the grace period.
  */
 import { createHash } from "node:crypto";
-import { randomHex } from "../../contract/random-hex.ts";
+import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { ObjectCache } from "../git/object-cache.ts";
 import { decodeCommit, MissingObjectError } from "../git/objects.ts";
@@ -109,7 +109,9 @@ export interface CompactArgs {
   /** The history packs the accepted manifest lists, oldest first. */
   history?: readonly HistoryPackDescriptor[];
   /** Now, for the history period. */
-  now?: Date;
+  now: Date;
+  /** Random hex: the nonce that makes each compaction's pack unique (see the header). */
+  randomId: RandomSource["randomId"];
 }
 
 /**
@@ -152,7 +154,7 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
  */
 async function uploadUnique(args: CompactArgs, oids: Iterable<string>): Promise<{ descriptor: PackDescriptor; objects: number; bytes: Uint8Array }> {
   // The nonce (see the header): unreferenced, so the next compaction drops it.
-  const nonce = randomHex(16);
+  const nonce = args.randomId(16);
   const entries = [packEntry("blob", Buffer.from(`slivingdoc compaction nonce ${nonce}\n`))];
   for (const oid of oids) {
     const entry = await args.git.packEntry(oid);
@@ -205,7 +207,7 @@ async function historyPacks(
   frontier: string[],
 ): Promise<{ history: HistoryPackDescriptor[]; dropped: PackDescriptor[] }> {
   const accepted = args.history ?? [];
-  const cutoff = Math.floor(((args.now ?? new Date()).getTime() - policy.periodMs) / 1000);
+  const cutoff = Math.floor((args.now.getTime() - policy.periodMs) / 1000);
   const firstKept = policy.periodMs === 0 ? accepted.length : accepted.findIndex((h) => h.newest >= cutoff);
   const keep = firstKept < 0 ? [] : accepted.slice(firstKept);
   const dropped = accepted.slice(0, firstKept < 0 ? accepted.length : firstKept).map(({ key, size, sha256 }) => ({ key, size, sha256 }));

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { DomainError } from "../../contract/errors.ts";
-import { randomHex } from "../../contract/random-hex.ts";
+import type { RandomSource } from "../../contract/clock.ts";
 
 export const MANIFEST_KEY = "current";
 /**
@@ -113,13 +113,13 @@ export function packKey(sha256: string): string {
   return `packs/${sha256}.pack`;
 }
 
-export function newPublicationId(): string {
-  return randomHex(16);
+export function newPublicationId(randomId: RandomSource["randomId"]): string {
+  return randomId(16);
 }
 
 /** A new notebook's id, minted with its generation 1 (or by the first commit of this version to a store without one). */
-export function newNotebookId(): string {
-  return randomHex(16);
+export function newNotebookId(randomId: RandomSource["randomId"]): string {
+  return randomId(16);
 }
 
 export function parseManifest(body: Uint8Array): Manifest {

@@ -29,6 +29,7 @@
  *   attach settles it: not landed in the store it attaches to.
  */
 import { createHash } from "node:crypto";
+import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { loadAcceptedState, readManifest } from "./accepted-state.ts";
 import type { CheckoutState, PublicationRecord } from "../checkout/state.ts";
@@ -43,7 +44,13 @@ export type Landed = "yes" | "no" | "unknown";
 /** Settle a publication a dead call left recorded; nothing to do when none is. */
 /** `overrides`: what recovering its journal kept (materialize.ts recoverInterrupted), which the moved baseline keeps too. */
 /** `attaching`: the call attaches the checkout to the store as it is, should it have gone backwards. */
-export async function settlePublication(state: CheckoutState, store: ObjectStore, overrides: BaselineOverride[] = [], attaching = false): Promise<Landed | null> {
+export async function settlePublication(
+  state: CheckoutState,
+  store: ObjectStore,
+  randomId: RandomSource["randomId"],
+  overrides: BaselineOverride[] = [],
+  attaching = false,
+): Promise<Landed | null> {
   const pending = state.readPublication();
   if (pending === null) return null;
   const baseline = state.readBaseline();
@@ -56,7 +63,7 @@ export async function settlePublication(state: CheckoutState, store: ObjectStore
     return "no";
   }
   const { landed, generation, head } = pending.proposal
-    ? await proposalLanded(state, store, pending)
+    ? await proposalLanded(state, store, pending, randomId)
     : { landed: await publicationLanded(state, store, pending, manifest), generation: pending.generation, head: pending.head };
   const tree = landed === "yes" && head !== null ? await publishedTree(state, store, pending, overrides) : null;
   if (tree === null || head === null) state.writeBaseline(baseline);
@@ -71,8 +78,8 @@ export async function settlePublication(state: CheckoutState, store: ObjectStore
  * (publishedTree reads `pending.head`); the baseline's head is where it
  * landed.
  */
-async function proposalLanded(state: CheckoutState, store: ObjectStore, pending: PublicationRecord): Promise<{ landed: Landed; generation: number; head: string | null }> {
-  const taken = await withdraw(store, { publication: pending.publication, until: pending.proposal!.until });
+async function proposalLanded(state: CheckoutState, store: ObjectStore, pending: PublicationRecord, randomId: RandomSource["randomId"]): Promise<{ landed: Landed; generation: number; head: string | null }> {
+  const taken = await withdraw(store, { publication: pending.publication, until: pending.proposal!.until }, randomId);
   if (taken.landed === null) return { landed: "no", generation: pending.generation, head: null };
   // Too long ago to tell: the safe side, as for a commit beyond the retained history.
   if (taken.landed === "unknown") return { landed: "unknown", generation: pending.generation, head: null };

@@ -29,9 +29,11 @@ export interface Publisher {
   /** The author and committer of a commit, and its time. */
   agent(): string;
   now(): Date;
-  /** Milliseconds on a clock that only goes forward (performance.now), for the windows measured. */
+  /** Milliseconds on a clock that only goes forward, for the windows measured. */
   monotonic(): number;
   random(): number;
+  /** Random hex ids: publication ids, notebook ids, compaction's nonces. */
+  randomId(bytes: number): string;
   /** Sleep, no longer than the call's deadline allows. */
   sleep(ms: number): Promise<void>;
   /** Whether the call's deadline has passed. */

@@ -111,13 +111,13 @@ async function nextManifest(p: Publisher, accepted: AcceptedState, parent: Accep
   const generation = parent.generation + (carriedOnly ? 0 : 1);
   const combined = combinedList(accepted.manifest, generation, carried?.combined ?? []);
   // Minted with generation 1, and by this version's first commit to a store that has none.
-  const notebook = accepted.manifest?.notebook ?? newNotebookId();
+  const notebook = accepted.manifest?.notebook ?? newNotebookId(p.randomId);
   return {
     format: formatFor(history, combined, notebook),
     notebook,
     generation,
     head: uploaded.head,
-    publication: newPublicationId(),
+    publication: newPublicationId(p.randomId),
     packs,
     ...(history.length > 0 ? { history } : {}),
     ...(combined.length > 0 ? { combined } : {}),
@@ -203,7 +203,7 @@ async function packList(
   await p.onStage("compact");
   await importOwnPack(p.git, uploaded);
   try {
-    const compacted = await compactPacks({ store: p.store, git: p.git, head: uploaded.head, packs, policy, history, now: p.now() });
+    const compacted = await compactPacks({ store: p.store, git: p.git, head: uploaded.head, packs, policy, history, now: p.now(), randomId: p.randomId });
     return compacted === null ? { packs, history } : { packs: compacted.packs, history: compacted.history };
   } catch {
     // Compaction is an optimisation: publish the plain list instead.

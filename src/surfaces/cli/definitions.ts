@@ -7,13 +7,12 @@
 import { type ArgsDef, type CommandDef, defineCommand } from "citty";
 import { OPERATIONS } from "../operations.ts";
 import type { Operation } from "../operation.ts";
+import { DEFAULT_STORE_KIND, STORE_KINDS, storeUsages } from "../stores.ts";
 
-/** The configuration flags every command takes (docs/cli.md, Options). */
-const CONFIG_FLAGS = {
-  store: { type: "string", description: "Store URL: s3://BUCKET[/PREFIX] or sqlite:PATH (env SLIVINGDOC_STORE; default: the embedded store)", valueHint: "URL" },
-  region: { type: "string", description: "S3 region (env S3_REGION, then the AWS SDK's own)" },
-  endpoint: { type: "string", description: "S3 endpoint URL (env AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)", valueHint: "URL" },
-  "force-path-style": { type: "boolean", description: "S3 path-style addressing (env S3_FORCE_PATH_STYLE=1)" },
+/** The configuration flags every command takes (docs/cli.md, Options): the store's, each kind's settings, then the rest. */
+const CONFIG_FLAGS: ArgsDef = {
+  store: { type: "string", description: `Store URL: ${storeUsages()} (env SLIVINGDOC_STORE; default: the ${DEFAULT_STORE_KIND.label} store)`, valueHint: "URL" },
+  ...Object.assign({}, ...STORE_KINDS.map((kind) => kind.flags ?? {})),
   "workspace-root": { type: "string", description: "Only act at or below this directory (env SLIVINGDOC_WORKSPACE_ROOT)", valueHint: "DIR" },
   "private-root": { type: "string", description: "Where per-checkout state lives (env SLIVINGDOC_PRIVATE_ROOT)", valueHint: "DIR" },
   "commit-retries": { type: "string", description: "Attempts after a lost race before REMOTE_BUSY (env SLIVINGDOC_COMMIT_RETRIES; default 30)", valueHint: "N" },
@@ -22,7 +21,7 @@ const CONFIG_FLAGS = {
   "history-period": { type: "string", description: "Keep history at least this long when compacting: 30d, 12h; 0 keeps only the newest 32 commits (env SLIVINGDOC_HISTORY_PERIOD; default 30d)", valueHint: "DURATION" },
   deadline: { type: "string", description: "How long a call may take, its wait for the checkout's lock and every store request included: 30s, 5m (env SLIVINGDOC_DEADLINE; default 60s)", valueHint: "DURATION" },
   agent: { type: "string", description: "Who publishes, recorded on every commit (env SLIVINGDOC_AGENT; default: user@host, and for serve the MCP client's name and version too)", valueHint: "NAME" },
-} as const satisfies ArgsDef;
+};
 
 const JSON_FLAG = { json: { type: "boolean", description: "Print the structured result (success or error) as JSON on stdout" } } as const satisfies ArgsDef;
 

@@ -21,7 +21,7 @@ import type { Operation } from "../operation.ts";
 import { runOperation } from "../run-operation.ts";
 import { operationByCli } from "../operations.ts";
 import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeSecrets } from "../config.ts";
-import { engineDeps, flushProcessMemory } from "../engine-deps.ts";
+import { engineDeps, processMemory } from "../engine-deps.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { openStore, storeKind } from "../stores.ts";
 import { openStoreOrRefuse, openVerifiedStore } from "../verified-store.ts";
@@ -130,7 +130,10 @@ async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ c
     if (readOnly) {
       // A store in a local file is opened now, as at any start: one that cannot be opened is refused, not taken for out of reach.
       const file = storeKind(config.store).file?.(config.store);
-      const store = file !== undefined && existsSync(file) ? await openStoreOrRefuse(config.store) : new DeferredStore(config.store.kind, () => openToRead(config.store));
+      const store =
+        file !== undefined && existsSync(file)
+          ? await openStoreOrRefuse(config.store)
+          : new DeferredStore(config.store.kind, storeKind(config.store).capabilities, () => openToRead(config.store));
       return { config, store, deadline };
     }
     return { config, store: await openVerifiedStore(config, deadline), deadline };
@@ -146,9 +149,10 @@ function refused(e: unknown, io: CliIo, secrets: readonly string[] = []): number
   return EXIT_CODES.STARTUP;
 }
 
-/** A store to read only: an embedded store whose file is gone is out of reach, not made anew (that would write one). */
+/** A store to read only: one in a local file that is gone is out of reach, not made anew (that would write one). */
 async function openToRead(spec: RuntimeConfig["store"]): Promise<ObjectStore> {
-  if (spec.kind === "sqlite" && !existsSync(spec.file)) throw new Error("the store file does not exist");
+  const file = storeKind(spec).file?.(spec);
+  if (file !== undefined && !existsSync(file)) throw new Error("the store file does not exist");
   return openStore(spec);
 }
 
@@ -160,12 +164,13 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   // isTTY is read at the first record, after the handshake (it loads node:tty).
   const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
   const { serve } = await import("../mcp/serve.ts");
+  const memory = processMemory();
   try {
-    await serve({ config, store, version: io.version, log, env: io.env, ...io.protocol() });
+    await serve({ config, store, memory, version: io.version, log, env: io.env, ...io.protocol() });
   } finally {
     await store.close();
     // As in execute(): the server's calls left some state in the process memory only.
-    flushProcessMemory();
+    memory.flush();
   }
   return EXIT_CODES.OK;
 }
@@ -205,11 +210,12 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
   const progress = terminalProgress(io);
   // Made only for an operation that runs the engine or reads the private root (generation does not): it makes the private root and loads the engine.
   let deps: EngineDeps | undefined;
+  const memory = processMemory();
   try {
     const outcome = await runOperation(
       {
         get deps() {
-          return (deps ??= { ...engineDeps(config, store), ...progress.hooks });
+          return (deps ??= { ...engineDeps(config, store, memory.get()), ...progress.hooks });
         },
         store,
         deadline: () => deadline,
@@ -241,6 +247,6 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
   } finally {
     await store.close();
     // This process ends here: what only its process memory holds goes to disk for the next one.
-    flushProcessMemory();
+    memory.flush();
   }
 }

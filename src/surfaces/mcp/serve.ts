@@ -19,7 +19,9 @@ import type { Log } from "../log.ts";
 import { type RuntimeConfig, runtimeSecrets } from "../config.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { clientAgent } from "../../contract/agent.ts";
-import { defaultAgent, engineDeps, preparePrivateRoot } from "../engine-deps.ts";
+import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder, SYSTEM_RANDOM } from "../engine-deps.ts";
+import type { OperationContext } from "../operation.ts";
+import { storeIdentity } from "../stores.ts";
 import type { TextSink } from "../stdio.ts";
 import { earlyInitializeResponse, serverIdentity } from "./handshake.ts";
 import { StdioTransport } from "./stdio.ts";
@@ -27,6 +29,8 @@ import { StdioTransport } from "./stdio.ts";
 export interface ServeOptions {
   config: RuntimeConfig;
   store: ObjectStore;
+  /** What the process keeps between its calls: its runner's, who writes it out once the server stopped. */
+  memory: ProcessMemoryHolder;
   version: string;
   log: Log;
   env: Record<string, string | undefined>;
@@ -109,7 +113,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     signals.dispose();
   }
   log.info("server stopped", {});
-  if (root.session !== null) removeSession(root as { dir: string; session: string }, config, options.store);
+  if (root.session !== null) removeSession(root as { dir: string; session: string }, config);
 }
 
 /**
@@ -118,12 +122,12 @@ export async function serve(options: ServeOptions): Promise<void> {
  * one whose notebook has files, or lacks files its baseline has (deletions
  * not yet published), stays for the next commit from it.
  */
-function removeSession(root: { dir: string; session: string }, config: RuntimeConfig, store: ObjectStore): void {
-  const { storeId, privateRoot } = engineDeps(config, store);
+function removeSession(root: { dir: string; session: string }, config: RuntimeConfig): void {
+  const privateRoot = preparePrivateRoot(config);
   // Loaded here, not at the top: the engine stays out of the handshake's path.
   const { discardIfNothingUnpublished } = require("../../engine/checkout/discard.ts") as typeof import("../../engine/checkout/discard.ts");
   try {
-    if (discardIfNothingUnpublished({ privateRoot, storeId, dir: root.dir })) rmdirSync(root.session);
+    if (discardIfNothingUnpublished({ privateRoot, storeId: storeIdentity(config.store), dir: root.dir, randomId: SYSTEM_RANDOM.randomId })) rmdirSync(root.session);
   } catch {
     /* not removable: keep it */
   }
@@ -138,42 +142,16 @@ async function run(
   signalled: () => boolean,
 ): Promise<void> {
   const { config, log } = options;
-  const first = await Promise.race([transport.firstLine(), stopRequested.then(() => null)]);
-  if (first !== null && !signalled()) {
-    let request: unknown;
-    try {
-      request = JSON.parse(first);
-    } catch {
-      /* not JSON: the transport answers it once the server listens */
-    }
-    const response = earlyInitializeResponse(request, identity);
-    // A failed write means the host is gone; stdin's end then stops the server.
-    if (response !== null) await transport.answerFirstLine(response).catch(() => {});
-  }
+  await answerFirstLine(transport, identity, stopRequested, signalled);
   // Loads the MCP SDK and, through the tools' code, the engine.
   const { createMcpServer, parseMessage } = await import("./server.ts");
   // Who publishes (contract/agent.ts): --agent, or the client the handshake named, with the user and host.
   let client: { getClientVersion(): { name: string; version: string } | undefined } | null = null;
-  const engine = engineDeps(config, options.store);
-  const who = engine.agent?.() ?? defaultAgent();
-  const deps = config.agent !== undefined ? engine : { ...engine, agent: () => clientAgent(client?.getClientVersion(), who) };
+  const operation = operationContext(options, root, () => client?.getClientVersion());
   // A store left unopened at start (a trusted S3 store) opens now, not in the first call;
   // a failure there surfaces in that call, as every store failure does.
   if (options.store instanceof DeferredStore) options.store.open().catch(() => {});
-  const { server, idle, busy } = createMcpServer({
-    identity,
-    sets: config.pathSets,
-    operation: {
-      deps,
-      deadline: () => deadlineIn(config.deadlineMs),
-      sets: config.pathSets,
-      paths: { defaultDir: root.dir, cwd: root.dir, home: options.env.HOME ?? "", workspaceRoot: root.dir },
-      log,
-      secrets: runtimeSecrets(options.env),
-      privatePaths: [deps.privateRoot],
-      requireAbsolute: true,
-    },
-  });
+  const { server, idle, busy } = createMcpServer({ identity, sets: config.pathSets, operation });
   client = server;
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();
@@ -201,4 +179,46 @@ async function run(
   };
   void Promise.race([transport.ended, stopRequested]).then(stop);
   await closed;
+}
+
+/** A plain `initialize` as the first line is answered at once, before the SDK and the engine are loaded (handshake.ts). */
+async function answerFirstLine(
+  transport: StdioTransport,
+  identity: ReturnType<typeof serverIdentity>,
+  stopRequested: Promise<string>,
+  signalled: () => boolean,
+): Promise<void> {
+  const first = await Promise.race([transport.firstLine(), stopRequested.then(() => null)]);
+  if (first === null || signalled()) return;
+  let request: unknown;
+  try {
+    request = JSON.parse(first);
+  } catch {
+    /* not JSON: the transport answers it once the server listens */
+  }
+  const response = earlyInitializeResponse(request, identity);
+  // A failed write means the host is gone; stdin's end then stops the server.
+  if (response !== null) await transport.answerFirstLine(response).catch(() => {});
+}
+
+/** What the server's tool calls run with: the engine's dependencies, publishing as the client the handshake named (`client`) unless --agent says. */
+function operationContext(
+  options: ServeOptions,
+  root: { dir: string },
+  client: () => { name: string; version: string } | undefined,
+): OperationContext {
+  const { config, log } = options;
+  const engine = engineDeps(config, options.store, options.memory.get());
+  const who = engine.agent?.() ?? defaultAgent();
+  const deps = config.agent !== undefined ? engine : { ...engine, agent: () => clientAgent(client(), who) };
+  return {
+    deps,
+    deadline: () => deadlineIn(config.deadlineMs),
+    sets: config.pathSets,
+    paths: { defaultDir: root.dir, cwd: root.dir, home: options.env.HOME ?? "", workspaceRoot: root.dir },
+    log,
+    secrets: runtimeSecrets(options.env),
+    privatePaths: [deps.privateRoot],
+    requireAbsolute: true,
+  };
 }

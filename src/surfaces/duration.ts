@@ -1,5 +1,5 @@
-/** Durations on the command line: 500ms, 90s, 30m, 1h, 2d; a bare number is seconds. */
-import { StartupRefusal } from "../../contract/startup.ts";
+/** Durations as flags and settings give them: 500ms, 90s, 30m, 1h, 2d; a bare number is seconds. */
+import { StartupRefusal } from "../contract/startup.ts";
 
 const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
