@@ -10,6 +10,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { seedNotebookByCli } from "../support/fixture.ts";
 import { jsonOf, leftovers, runCli, scratchDir } from "../support/kill-harness.ts";
 import { mulberry32 } from "../support/seeded.ts";
 
@@ -55,9 +56,7 @@ async function run(kind: "sqlite" | "s3"): Promise<void> {
     return jsonOf(r)!;
   };
 
-  await ok(envA, ["pull", a]);
-  writeFileSync(join(a, "shared.md"), HEADER);
-  await ok(envA, ["commit", "-m", "seed", a]);
+  await seedNotebookByCli((args) => runCli([...args, "--json"], envA, { timeoutMs: 60_000 }), a, { "shared.md": HEADER });
   await ok(envB, ["pull", b]);
 
   const appender = Bun.spawn([process.execPath, join(import.meta.dir, "appender-worker.ts"), join(a, "shared.md"), "appended"], {

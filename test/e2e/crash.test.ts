@@ -15,7 +15,7 @@ import { pull } from "../../src/engine/pull.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
-import { read, write } from "../support/fixture.ts";
+import { read, seedNotebook, write } from "../support/fixture.ts";
 import { mulberry32 } from "../support/seeded.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-crash-"));
@@ -83,11 +83,7 @@ for (const op of ["pull", "commit"] as const) {
         const a = dir("a");
         const b = dir("b");
         // Accepted: generation 1 seeded by a; b then changes, adds and deletes files (generation 2).
-        await run((d) => pull(d, a));
-        write(a, "shared.md", "one\ntwo\nthree\n");
-        write(a, "old.md", "to be deleted\n");
-        write(a, "mine.md", "mine\n");
-        await run((d) => commit(d, a, "seed"));
+        await seedNotebook(run, a, { "shared.md": "one\ntwo\nthree\n", "old.md": "to be deleted\n", "mine.md": "mine\n" });
         await run((d) => pull(d, b));
         write(b, "shared.md", "one\ntwo\nthree by b\n");
         write(b, "new-1.md", "new from b\n");
@@ -134,10 +130,7 @@ test("a commit killed while writing files, then its checkout moved (mv): the jou
   const { dir, run, crash } = crashWorld("moved-after-kill");
   const a = dir("a");
   const b = dir("b");
-  await run((d) => pull(d, a));
-  write(a, "shared.md", "one\ntwo\nthree\n");
-  write(a, "old.md", "to be deleted\n");
-  await run((d) => commit(d, a, "seed"));
+  await seedNotebook(run, a, { "shared.md": "one\ntwo\nthree\n", "old.md": "to be deleted\n" });
   await run((d) => pull(d, b));
   write(b, "shared.md", "one\ntwo\nthree by b\n");
   write(b, "new.md", "new from b\n");
@@ -159,9 +152,7 @@ test("SIGKILL after a conflicting pull wrote its markers but before the baseline
   const { dir, run, crash } = crashWorld("conflict");
   const a = dir("a");
   const b = dir("b");
-  await run((d) => pull(d, a));
-  write(a, "x.md", "one\ntwo\nthree\n");
-  await run((d) => commit(d, a, "seed"));
+  await seedNotebook(run, a, { "x.md": "one\ntwo\nthree\n" });
   await run((d) => pull(d, b));
   write(b, "x.md", "one\nTWO by b\nthree\n");
   await run((d) => commit(d, b, "b"));
@@ -189,10 +180,7 @@ describe("SIGKILL in the middle of writing a new file", () => {
     const { dir, run, crash } = crashWorld(name);
     const a = dir("a");
     const b = dir("b");
-    await run((d) => pull(d, a));
-    write(a, "old.md", "to be deleted\n");
-    write(a, "shared.md", "one\ntwo\n");
-    await run((d) => commit(d, a, "seed"));
+    await seedNotebook(run, a, { "old.md": "to be deleted\n", "shared.md": "one\ntwo\n" });
     await run((d) => pull(d, b));
     write(b, "new-1.md", "new from b\nwith a second line\n");
     write(b, "new-2.md", "another from b\n");
@@ -251,10 +239,7 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     const { dir, run, crash } = crashWorld(name);
     const a = dir("a");
     const b = dir("b");
-    await run((d) => pull(d, a));
-    write(a, "x.md", "1\n2\n3\n");
-    write(a, "y.md", "y\n");
-    await run((d) => commit(d, a, "seed"));
+    await seedNotebook(run, a, { "x.md": "1\n2\n3\n", "y.md": "y\n" });
     await run((d) => pull(d, b));
     // Another writer's change, merged into a's publication but not yet written when a dies.
     write(b, other[0], other[1]);
@@ -324,9 +309,7 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
   test("killed before the write was sent: the edit is still unpublished, and the next commit publishes it", async () => {
     const { dir, run, crash } = crashWorld("not-landed");
     const a = dir("a");
-    await run((d) => pull(d, a));
-    write(a, "x.md", "1\n");
-    await run((d) => commit(d, a, "seed"));
+    await seedNotebook(run, a, { "x.md": "1\n" });
     write(a, "x.md", "1\nk\n");
     await crash("commit", a, "publish");
     expect(await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation)).toBe(1);
@@ -347,9 +330,7 @@ async function rAheadOfV(name: string, change: Record<string, string>) {
   const world = crashWorld(name);
   const r = world.dir("r");
   const v = world.dir("v");
-  await world.run((d) => pull(d, r));
-  write(r, "shared.md", shared());
-  await world.run((d) => commit(d, r, "seed"));
+  await seedNotebook(world.run, r, { "shared.md": shared() });
   await world.run((d) => pull(d, v));
   for (const [path, content] of Object.entries(change)) write(r, path, content);
   await world.run((d) => commit(d, r, "r's change"));
@@ -621,11 +602,9 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
   const [v, r, c] = [w.dir("v"), w.dir("r"), w.dir("c")];
   // Each writer a long-lived process (as a server is): hundreds of fresh ones would each keep pack files open.
   const mem = { v: new ProcessMemory(), r: new ProcessMemory(), c: new ProcessMemory(), fresh: new ProcessMemory() };
-  await w.run((d) => pull(d, v));
   const truth = { v: ["v seed"], r: [] as string[], c: [] as string[] };
   const text = (lines: string[]) => lines.map((l) => `${l}\n`).join("");
-  write(v, "v.md", text(truth.v));
-  await w.run((d) => commit(d, v, "seed"));
+  await seedNotebook(w.run, v, { "v.md": text(truth.v) });
   for (const d of [r, c]) await w.run((deps) => pull(deps, d));
   const stored = async () => {
     const fresh = w.dir(`fresh-${Math.random().toString(36).slice(2)}`);

@@ -21,7 +21,7 @@ import { git, withPacksInGit } from "../support/cgit.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { call, connect } from "../support/mcp.ts";
 import { expectRaceSurvived, raceSeed, runRacers } from "../support/race.ts";
-import { makeWorld, read, write } from "../support/fixture.ts";
+import { makeWorld, read, seedNotebookByCli, write } from "../support/fixture.ts";
 
 const env = process.env;
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
@@ -123,9 +123,7 @@ if (!bucket) {
     const eb = cliEnv(prefix, join(dir, "private-b"));
     const a = join(dir, "a");
     const b = join(dir, "b");
-    expectOk(await cli(ea, "pull", a));
-    write(a, "shared.md", "top\n\n\n\nmiddle\n\n\n\nbottom\n");
-    expectOk(await cli(ea, "commit", "-m", "seed", a));
+    await seedNotebookByCli((args) => cli(ea, ...args), a, { "shared.md": "top\n\n\n\nmiddle\n\n\n\nbottom\n" });
     expectOk(await cli(eb, "pull", b));
     expect(read(b, "shared.md")).toBe("top\n\n\n\nmiddle\n\n\n\nbottom\n");
 
@@ -157,9 +155,7 @@ if (!bucket) {
     const commits = 5;
     const seed = join(dir, "seed");
     const seedEnv = cliEnv(prefix, join(dir, "private-seed"));
-    expectOk(await cli(seedEnv, "pull", seed));
-    write(seed, "shared.md", raceSeed(racers));
-    expectOk(await cli(seedEnv, "commit", "-m", "seed", seed));
+    await seedNotebookByCli((args) => cli(seedEnv, ...args), seed, { "shared.md": raceSeed(racers) });
 
     // race-worker.ts reads the store from the environment (resolveConfig),
     // exactly as the CLI does.

@@ -28,7 +28,7 @@ import { createLog } from "../../src/surfaces/log.ts";
 import type { OperationContext } from "../../src/surfaces/operation.ts";
 import { runOperation } from "../../src/surfaces/run-operation.ts";
 import { type Fault, faultyStore } from "../support/faulty-store.ts";
-import { makeWorld, type World, write } from "../support/fixture.ts";
+import { makeWorld, seedNotebook, type World, write } from "../support/fixture.ts";
 import { spawnServe } from "../support/raw-mcp.ts";
 
 // Recognisable fakes, each shaped like the real thing.
@@ -129,9 +129,7 @@ describe("in process: faults that carry secrets", () => {
     };
 
     const a = world.checkout("a");
-    await pull(world.deps(), a);
-    write(a, "seed.md", "seed\n");
-    await commit(world.deps(), a, "seed");
+    await seedNotebook(world.deps(), a, { "seed.md": "seed\n" });
 
     armed = (op, key) => (op === "get" && key === "current" ? "fail-before" : null);
     await run("manifest read on pull", ["MANIFEST_READ"], "notes_pull", { path: a });

@@ -9,6 +9,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { seedNotebookByCli } from "../support/fixture.ts";
+import { runCli } from "../support/kill-harness.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 import { callTool, initialize, type Served, spawnMcp } from "../support/stdio-mcp.ts";
 
@@ -34,13 +36,11 @@ function cli(env: Record<string, string>, ...args: string[]): void {
 }
 
 /** A notebook of `count` files published through the CLI, so a server's pull has work to do. */
-function seed(env: ReturnType<typeof envFor>, count: number): void {
+async function seed(env: ReturnType<typeof envFor>, count: number): Promise<void> {
   // A private root of its own: the server's checkout is then the only one in env's.
   const seeder = { ...env, SLIVINGDOC_PRIVATE_ROOT: `${env.SLIVINGDOC_PRIVATE_ROOT}-seed` };
-  const dir = `${env.HOME}-seed`;
-  cli(seeder, "pull", dir);
-  for (let i = 0; i < count; i++) writeFileSync(join(dir, `note-${i}.md`), `# note ${i}\n\nline ${i}\n`);
-  cli(seeder, "commit", "-m", "seed", dir);
+  const files = Object.fromEntries(Array.from({ length: count }, (_, i) => [`note-${i}.md`, `# note ${i}\n\nline ${i}\n`]));
+  await seedNotebookByCli((args) => runCli(args, seeder, { timeoutMs: 60_000 }), `${env.HOME}-seed`, files);
 }
 
 function serve(env: Record<string, string>, args: string[] = []): Served {
@@ -53,7 +53,7 @@ const messagesOf = (s: Served) => s.records().map((r) => r.msg);
 describe("a stop signal", () => {
   test("SIGTERM during a pull: the pull finishes and answers, then the server stops and exits 0", async () => {
     const env = envFor("term");
-    seed(env, 1500);
+    await seed(env, 1500);
     const s = serve(env);
     await initialize(s);
     callTool(s, 1, "notes_pull", {});
@@ -96,7 +96,7 @@ describe("a stop signal", () => {
 
   test("what the process kept in memory is written before it exits", async () => {
     const env = envFor("kept");
-    seed(env, 3);
+    await seed(env, 3);
     const s = serve(env);
     await initialize(s);
     callTool(s, 1, "notes_pull", {});
@@ -151,7 +151,7 @@ describe("the session directory", () => {
 
   test("every pulled file deleted: kept, and a commit from it publishes the deletions", async () => {
     const env = envFor("deleted");
-    seed(env, 2);
+    await seed(env, 2);
     const s = serve(env);
     await initialize(s);
     callTool(s, 1, "notes_pull", {});
@@ -170,7 +170,7 @@ describe("the session directory", () => {
 
   test("with files: kept", async () => {
     const env = envFor("files");
-    seed(env, 1);
+    await seed(env, 1);
     const s = serve(env);
     await initialize(s);
     callTool(s, 1, "notes_pull", {});

@@ -20,7 +20,7 @@ import { pull } from "../../src/engine/pull.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive, isProcessStopped, processStartTime } from "../../src/surfaces/process-identity.ts";
-import { read, write } from "../support/fixture.ts";
+import { read, seedNotebook, write } from "../support/fixture.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-stopped-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -106,9 +106,7 @@ async function twoWriters(name: string) {
   const w = world(name);
   const a = w.dir("a");
   const b = w.dir("b");
-  await w.run((d) => pull(d, a));
-  write(a, "shared.md", "one\ntwo\nthree\nfour\nfive\n");
-  await w.run((d) => commit(d, a, "seed"));
+  await seedNotebook(w.run, a, { "shared.md": "one\ntwo\nthree\nfour\nfive\n" });
   await w.run((d) => pull(d, b));
   write(b, "shared.md", "one by b\ntwo\nthree\nfour\nfive\n");
   write(b, "old.md", "b's file\n");

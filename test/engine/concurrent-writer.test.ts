@@ -13,7 +13,7 @@ import type { DomainError } from "../../src/contract/errors.ts";
 import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { pull } from "../../src/engine/pull.ts";
-import { makeWorld, read, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, seedNotebook, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -27,10 +27,7 @@ async function twoWriters(): Promise<{ a: string; b: string }> {
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), a);
-  write(a, "shared.md", SEED);
-  write(a, "old.md", "to be removed by b\n");
-  await commit(world.deps(), a, "seed");
+  await seedNotebook(world.deps(), a, { "shared.md": SEED, "old.md": "to be removed by b\n" });
   await pull(world.deps(), b);
   write(b, "shared.md", SEED.replace("line 1\n", "line 1 by b\n"));
   rmSync(join(b, "old.md"));

@@ -19,7 +19,7 @@ import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, parseManifest, 
 import { pull } from "../../src/engine/pull.ts";
 import { type ListedObject, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
-import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, readCurrent, refusal, seedNotebook, type World, write } from "../support/fixture.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -62,9 +62,7 @@ function aged(inner: ObjectStore, modified: Map<string, Date>): ObjectStore {
 async function seeded(store?: ObjectStore, storeId?: string): Promise<string> {
   world = makeWorld(store, storeId);
   const a = world.checkout("a");
-  await pull(world.deps(), a);
-  write(a, "note.md", "seed\n");
-  await commit(world.deps(), a, "seed");
+  await seedNotebook(world.deps(), a, { "note.md": "seed\n" });
   return a;
 }
 
@@ -224,9 +222,7 @@ describe("gc", () => {
  */
 async function stalledWriter(interfere: (orphanKey: string) => Promise<void>): Promise<{ a: string; generation: number }> {
   const a = world.checkout("a");
-  await pull(world.deps(), a);
-  write(a, "note.md", "seed\n");
-  await commit(world.deps(), a, "seed");
+  await seedNotebook(world.deps(), a, { "note.md": "seed\n" });
   write(a, "note.md", "the stalled writer's edit\n");
   let reached!: () => void;
   const atPublish = new Promise<void>((r) => (reached = r));

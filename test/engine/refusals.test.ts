@@ -16,7 +16,7 @@ import { deadlineIn } from "../../src/store/deadline.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive, processStartTime } from "../../src/surfaces/process-identity.ts";
 import { faultyStore } from "../support/faulty-store.ts";
-import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, refusal, seedNotebook, snapshotStore, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -89,9 +89,7 @@ describe("lost races", () => {
     world = makeWorld();
     const dir = world.checkout("a");
     const other = world.checkout("b");
-    await pull(world.deps(), dir);
-    write(dir, "x.md", "x\n");
-    await commit(world.deps(), dir, "seed");
+    await seedNotebook(world.deps(), dir, { "x.md": "x\n" });
     await pull(world.deps(), other);
     write(other, "y.md", "from b\n");
     await commit(world.deps(), other, "b");
@@ -124,9 +122,7 @@ describe("lost races", () => {
   test("the call's deadline ends the retries as their bound does: REMOTE_BUSY · RETRIES_EXHAUSTED, the files untouched", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
-    write(dir, "x.md", "x\n");
-    await commit(world.deps(), dir, "seed");
+    await seedNotebook(world.deps(), dir, { "x.md": "x\n" });
     write(dir, "x.md", "x edited\n");
     const losing = faultyStore(world.store, (op, key) => (op === "putIfMatch" && key === "current" ? "lose-race" : null));
     // The deadline passes during the second retry: a clock the test moves.
@@ -146,9 +142,7 @@ describe("lost races", () => {
   test("a manifest write whose response is lost after it landed is proved by reading back: OK, once", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
-    write(dir, "x.md", "x\n");
-    await commit(world.deps(), dir, "seed");
+    await seedNotebook(world.deps(), dir, { "x.md": "x\n" });
     write(dir, "x.md", "x2\n");
     let lost = 0;
     const lossy = faultyStore(world.store, (op) => (op === "putIfMatch" && lost++ === 0 ? "lose-response" : null));
@@ -208,9 +202,7 @@ describe("lost races", () => {
   test("after an unprovable publication that landed, the next call knows it: a line deleted since stays deleted", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), dir);
-    write(dir, "x.md", "1\n");
-    await commit(world.deps(), dir, "seed");
+    await seedNotebook(world.deps(), dir, { "x.md": "1\n" });
     write(dir, "x.md", "1\nk\n");
     let wrote = false;
     const dark = faultyStore(world.store, (op, key) => {
@@ -258,9 +250,7 @@ describe("lost races", () => {
   test("a pack missing from the store, or contradicting its descriptor, is PACK_INVALID; a missing commit is HISTORY_INVALID", async () => {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps(), a);
-    write(a, "x.md", "x\n");
-    await commit(world.deps(), a, "seed");
+    await seedNotebook(world.deps(), a, { "x.md": "x\n" });
     const store = openSqliteStore(world.storeFile);
     const current = (await store.get("current"))!;
     const manifest = JSON.parse(new TextDecoder().decode(current.body));
@@ -298,9 +288,7 @@ describe("lost races", () => {
     world = makeWorld();
     const a = world.checkout("a");
     const b = world.checkout("b");
-    await pull(world.deps(), a);
-    write(a, "x.md", "x\n");
-    await commit(world.deps(), a, "seed");
+    await seedNotebook(world.deps(), a, { "x.md": "x\n" });
     const noPacks = faultyStore(world.store, (op, key) => (op === "get" && key.startsWith("packs/") ? "fail-before" : null));
     write(b, "mine.md", "mine\n");
     const down = await refusal(() => pull(world.deps({ store: noPacks }), b));
