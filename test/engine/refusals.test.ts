@@ -17,6 +17,7 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive, processStartTime } from "../../src/surfaces/process-identity.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { makeWorld, read, refusal, seedNotebook, snapshotStore, type World, write } from "../support/fixture.ts";
+import { waitFor } from "../support/wait.ts";
 
 let world: World;
 afterEach(async () => {
@@ -369,7 +370,7 @@ describe("lost races", () => {
       const { value } = await parent.stdout.getReader().read();
       const zombie = Number(new TextDecoder().decode(value).trim());
       expect(zombie).toBeGreaterThan(0);
-      while (!readFileSync(`/proc/${zombie}/stat`, "latin1").includes(") Z ")) await Bun.sleep(5);
+      await waitFor(() => readFileSync(`/proc/${zombie}/stat`, "latin1").includes(") Z "), `process ${zombie} to be a zombie`);
       writeFileSync(lock, `${zombie} ${hostname()} ${processStartTime(zombie)}`);
       expect((await pull(world.deps({ lockTimeoutMs: 200, self }), a)).generation).toBe(0);
     } finally {

@@ -17,6 +17,7 @@ import { boundedStore, deadlineIn } from "../../src/store/deadline.ts";
 import { type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store, normaliseS3Prefix } from "../../src/store/s3.ts";
 import { describeStoreConformance } from "./conformance.ts";
+import { waitFor } from "../support/wait.ts";
 
 const env = process.env;
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
@@ -618,7 +619,7 @@ describe("s3 store when the endpoint does not answer", () => {
     expect([read.outcome, read.message]).toEqual(["failed", "s3 get: no answer within the call deadline"]);
     expect([written.outcome, written.message]).toEqual(["unknown", "s3 putIfMatch: no answer within the call deadline; the write may have landed"]);
     // Closed by the client, not left open for the server's sake (or the process's).
-    for (const until = performance.now() + 5_000; !(opened >= 2 && closed === opened) && performance.now() < until; ) await Bun.sleep(10);
+    await waitFor(() => opened >= 2 && closed === opened, "the client to close every connection it opened", 5_000);
     expect([opened >= 2, closed]).toEqual([true, opened]);
     const connections = opened;
     const later = await failure(store.delete("k"));
