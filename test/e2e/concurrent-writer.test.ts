@@ -17,7 +17,7 @@ import { mulberry32 } from "../support/seeded.ts";
 const env = process.env as Record<string, string>;
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 const runId = crypto.randomUUID().slice(0, 8);
-const made = leftovers(env);
+const made = leftovers();
 afterAll(() => made.remove());
 
 /** Calls of the checkout that the appender writes into, per store: at least this many, for at least MIN_MS. */

@@ -16,14 +16,11 @@ import { join } from "node:path";
 import { boundedStore, deadlineIn } from "../../src/store/deadline.ts";
 import { type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store, normaliseS3Prefix } from "../../src/store/s3.ts";
-import { describeStoreConformance } from "./conformance.ts";
+import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
 import { waitFor } from "../support/wait.ts";
+import { describeStoreConformance } from "./conformance.ts";
 
 const env = process.env;
-const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
-const region = env.S3_REGION ?? env.AWS_REGION;
-const forcePathStyle = env.S3_FORCE_PATH_STYLE === "1";
 
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -35,17 +32,11 @@ const usedPrefixes: string[] = [];
 function openReal(overrides: { bucket?: string } = {}): ObjectStore {
   const prefix = `slivingdoc-test/${runId}-${prefixes++}/`;
   usedPrefixes.push(prefix);
-  return createS3Store({
-    bucket: overrides.bucket ?? bucket!,
-    prefix,
-    ...(region !== undefined ? { region } : {}),
-    ...(endpoint !== undefined ? { endpoint } : {}),
-    forcePathStyle,
-  });
+  return testS3Store(prefix, overrides);
 }
 
 
-if (!bucket) {
+if (!testBucket) {
   test("S3 test server is configured", () => {
     throw new Error(
       "SLIVINGDOC_TEST_S3_BUCKET is not set, so the S3 suites cannot run. Run `npm test` (it starts a " +
@@ -58,17 +49,7 @@ if (!bucket) {
 } else {
   afterAll(async () => {
     // Leave the bucket as we found it (matters on a shared MinIO/AWS bucket).
-    const cleaner = createS3Store({
-      bucket,
-      prefix: "",
-      ...(region !== undefined ? { region } : {}),
-      ...(endpoint !== undefined ? { endpoint } : {}),
-      forcePathStyle,
-    });
-    for (const prefix of usedPrefixes) {
-      for (const o of await cleaner.list(prefix).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-    }
-    await cleaner.close();
+    await removePrefixes(usedPrefixes);
   });
 
   describeStoreConformance("s3", async () => openReal());
@@ -174,7 +155,7 @@ if (!bucket) {
           const err = e as StoreError;
           expect(err.outcome).toBe("failed");
           expect(err.message).toMatch(/^s3 (get|putIfAbsent|list): \w+ \(40\d\)$/);
-          for (const secretText of [keyId, secret, wrongSecret, wrongKeyId, "secret-pack-key", bucket, endpoint]) {
+          for (const secretText of [keyId, secret, wrongSecret, wrongKeyId, "secret-pack-key", testBucket, testEndpoint]) {
             if (secretText) expect(err.message).not.toContain(secretText);
           }
           expect(err.cause).toBeDefined();

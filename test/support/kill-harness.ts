@@ -15,9 +15,9 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createS3Store } from "../../src/store/s3.ts";
 import { BINARY, requireBinary } from "./mcp.ts";
 import { spawnServe } from "./raw-mcp.ts";
+import { removePrefixes } from "./s3-test-store.ts";
 
 export type Tree = Map<string, string>;
 
@@ -198,9 +198,9 @@ export async function startServe(args: string[], env: Record<string, string>): P
 
 /**
  * What a test made and must remove when it ends: scratch directories, and
- * key prefixes in the S3 test bucket (from the environment `npm test` sets).
+ * key prefixes in the S3 test bucket (without their trailing "/").
  */
-export function leftovers(env: Record<string, string | undefined>): { scratches: string[]; prefixes: string[]; remove(): Promise<void> } {
+export function leftovers(): { scratches: string[]; prefixes: string[]; remove(): Promise<void> } {
   const scratches: string[] = [];
   const prefixes: string[] = [];
   return {
@@ -208,17 +208,7 @@ export function leftovers(env: Record<string, string | undefined>): { scratches:
     prefixes,
     async remove() {
       for (const s of scratches) rmSync(s, { recursive: true, force: true });
-      const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-      if (!bucket || prefixes.length === 0) return;
-      const cleaner = createS3Store({
-        bucket,
-        prefix: "",
-        ...(env.S3_REGION ?? env.AWS_REGION ? { region: env.S3_REGION ?? env.AWS_REGION } : {}),
-        ...(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL ? { endpoint: env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL } : {}),
-        forcePathStyle: env.S3_FORCE_PATH_STYLE === "1",
-      });
-      for (const p of prefixes) for (const o of await cleaner.list(`${p}/`).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-      await cleaner.close();
+      await removePrefixes(prefixes.map((p) => `${p}/`));
     },
   };
 }
