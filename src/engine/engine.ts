@@ -18,7 +18,9 @@ import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from 
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { diskFullBeforeChange, isDiskFull } from "./checkout/disk-full.ts";
-import { materialize, type RecoveryContext, type Remerge, recoverInterrupted, type WrittenFile } from "./checkout/materialize.ts";
+import { materialize, type RecoveryContext } from "./checkout/materialize.ts";
+import { recoverInterrupted } from "./checkout/recovery.ts";
+import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
 import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 import { scanNotebook } from "./checkout/scan.ts";

@@ -43,7 +43,7 @@ export type KnownFile = (path: string, stamp: FileStamp) => string | null;
 
 /**
  * The names of the temporary files this engine makes beside a visible file
- * it rewrites (materialize.ts). The journal records each one before it is
+ * it rewrites (visible-writes.ts). The journal records each one before it is
  * made, and recovery removes exactly those; so a file under such a name that
  * the journal does not record is not ours, and since it cannot be told from
  * one by its name, the scan refuses it by name rather than skip it (a
