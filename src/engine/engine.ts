@@ -80,7 +80,7 @@ export interface EngineDeps {
   afterWrite?: () => Promise<void> | void;
   /**
    * Right before a visible file, just checked to hold what the call scanned,
-   * is replaced or removed (materialize.ts): where tests write to it, as a
+   * is replaced or removed (checkout/visible-writes.ts): where tests write to it, as a
    * second writer in the same directory would.
    */
   beforeReplace?: (path: string) => void;
@@ -372,7 +372,7 @@ export async function materializeInto(
  * Bring the visible files to `merge.result` and the baseline to `target`,
  * whose files are `targetFiles`. A file written to since the scan (by an
  * editor, a script, another agent in the same directory) is not replaced
- * (materialize.ts): it is merged again at once, its new content as the
+ * (checkout/visible-writes.ts): it is merged again at once, its new content as the
  * local side, against the same target and the same baseline — `firstBase`,
  * the version of it the target already holds: the baseline the merge used
  * when the target holds none of the checkout's edits (a pull), the scanned

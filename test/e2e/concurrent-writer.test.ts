@@ -3,7 +3,7 @@
  * checkout's own pulls and commits — real processes of the built binary —
  * rewrite that file to bring in another checkout's changes. Every line
  * appended while the file had its name must end up published, exactly once,
- * on both stores (materialize.ts; docs/failures.md, "Your input and your
+ * on both stores (visible-writes.ts; docs/failures.md, "Your input and your
  * files"). The deterministic cases, one per stage of a call, are in
  * test/engine/concurrent-writer.test.ts.
  */

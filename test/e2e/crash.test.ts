@@ -169,7 +169,7 @@ test("SIGKILL after a conflicting pull wrote its markers but before the baseline
 });
 
 /**
- * Files absent before a pull are written in place (materialize.ts), so a
+ * Files absent before a pull are written in place (visible-writes.ts), so a
  * kill in the middle of one leaves it half written: a prefix of its new
  * content, empty if the kill came right after it was created. Recovery must
  * take that for the crashed write, not for a local edit to keep.

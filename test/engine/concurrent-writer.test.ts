@@ -3,7 +3,7 @@
  * into a file, another agent — writes to a file while a pull or a commit is
  * rewriting it. Whatever it wrote before the file is replaced is merged like
  * any other local edit (or left for the next call), never overwritten
- * (materialize.ts). Each test writes at one named stage of the call (the
+ * (visible-writes.ts). Each test writes at one named stage of the call (the
  * crash tests' hooks), or between the check of a file and its replacement.
  */
 import { afterEach, describe, expect, test } from "bun:test";
