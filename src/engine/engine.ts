@@ -20,7 +20,9 @@ import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from 
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { diskFullBeforeChange, isDiskFull } from "./checkout/disk-full.ts";
-import { materialize, type RecoveryContext, type Remerge, recoverInterrupted, type WrittenFile } from "./checkout/materialize.ts";
+import { materialize, type RecoveryContext } from "./checkout/materialize.ts";
+import { recoverInterrupted } from "./checkout/recovery.ts";
+import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
 import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 import { scanNotebook } from "./checkout/scan.ts";
@@ -83,7 +85,7 @@ export interface EngineDeps extends Clock, RandomSource {
   afterWrite?: () => Promise<void> | void;
   /**
    * Right before a visible file, just checked to hold what the call scanned,
-   * is replaced or removed (materialize.ts): where tests write to it, as a
+   * is replaced or removed (checkout/visible-writes.ts): where tests write to it, as a
    * second writer in the same directory would.
    */
   beforeReplace?: (path: string) => void;
@@ -403,7 +405,7 @@ export async function materializeInto(
  * Bring the visible files to `merge.result` and the baseline to `target`,
  * whose files are `targetFiles`. A file written to since the scan (by an
  * editor, a script, another agent in the same directory) is not replaced
- * (materialize.ts): it is merged again at once, its new content as the
+ * (checkout/visible-writes.ts): it is merged again at once, its new content as the
  * local side, against the same target and the same baseline — `firstBase`,
  * the version of it the target already holds: the baseline the merge used
  * when the target holds none of the checkout's edits (a pull), the scanned

@@ -3,20 +3,21 @@
  * checkout's own pulls and commits — real processes of the built binary —
  * rewrite that file to bring in another checkout's changes. Every line
  * appended while the file had its name must end up published, exactly once,
- * on both stores (materialize.ts; docs/failures.md, "Your input and your
+ * on both stores (visible-writes.ts; docs/failures.md, "Your input and your
  * files"). The deterministic cases, one per stage of a call, are in
  * test/engine/concurrent-writer.test.ts.
  */
 import { afterAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { seedNotebookByCli } from "../support/fixture.ts";
 import { jsonOf, leftovers, runCli, scratchDir } from "../support/kill-harness.ts";
 import { mulberry32 } from "../support/seeded.ts";
 
 const env = process.env as Record<string, string>;
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 const runId = crypto.randomUUID().slice(0, 8);
-const made = leftovers(env);
+const made = leftovers();
 afterAll(() => made.remove());
 
 /** Calls of the checkout that the appender writes into, per store: at least this many, for at least MIN_MS. */
@@ -55,9 +56,7 @@ async function run(kind: "sqlite" | "s3"): Promise<void> {
     return jsonOf(r)!;
   };
 
-  await ok(envA, ["pull", a]);
-  writeFileSync(join(a, "shared.md"), HEADER);
-  await ok(envA, ["commit", "-m", "seed", a]);
+  await seedNotebookByCli((args) => runCli([...args, "--json"], envA, { timeoutMs: 60_000 }), a, { "shared.md": HEADER });
   await ok(envB, ["pull", b]);
 
   const appender = Bun.spawn([process.execPath, join(import.meta.dir, "appender-worker.ts"), join(a, "shared.md"), "appended"], {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chownSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildImage, IMAGE, type Podman } from "../support/podman.ts";
-import { callTool, initialize, type Served, spawnMcp } from "../support/stdio-mcp.ts";
+import { type RawMcp, spawnMcp } from "../support/raw-mcp.ts";
 
 const UID = 10001;
 let podman: Podman;
@@ -29,23 +29,23 @@ afterAll(() => {
 });
 
 /** The server in a new container, with these two volumes, as a host starts it. */
-function container(notebook: string, state: string, name?: string): Served {
+function container(notebook: string, state: string, name?: string): RawMcp {
   const args = ["run", "-i", "--rm", "--network", "none", "-v", `${notebook}:/notebook`, "-v", `${state}:/state`];
   if (name) args.push("--name", name);
   return spawnMcp(["podman", ...podman.args(...args, IMAGE)], podman.env);
 }
 
-async function session<T>(notebook: string, state: string, fn: (s: Served) => Promise<T>): Promise<T> {
+async function session<T>(notebook: string, state: string, fn: (s: RawMcp) => Promise<T>): Promise<T> {
   const s = container(notebook, state);
-  await initialize(s);
+  await s.initialize();
   const result = await fn(s);
   s.endInput();
   expect(await s.exited).toBe(0);
   return result;
 }
 
-async function tool(s: Served, id: number, name: string, args: Record<string, unknown>): Promise<Record<string, any>> {
-  callTool(s, id, name, args);
+async function tool(s: RawMcp, id: number, name: string, args: Record<string, unknown>): Promise<Record<string, any>> {
+  s.callTool(id, name, args);
   const answer = await s.answer(id);
   expect(answer.result?.isError ?? false).toBe(false);
   return answer.result.structuredContent;
@@ -113,7 +113,7 @@ describe("the container", () => {
 
   test("podman stop ends the server through its SIGTERM handler: 'server stopped', exit 0", async () => {
     const s = container("nb-stop", "state-stop", "slivingdoc-stop-test");
-    await initialize(s);
+    await s.initialize();
     await s.logged("server started");
     const stop = Bun.spawn(["podman", ...podman.args("stop", "--time", "60", "slivingdoc-stop-test")], { env: podman.env, stdout: "ignore", stderr: "pipe" });
     // Exit 0 is the server's own: a container killed after the grace time exits 137.

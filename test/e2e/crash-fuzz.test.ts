@@ -53,7 +53,7 @@ const STORE_CHECKS = LONG ? 1 : 0.4;
 
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 const runId = crypto.randomUUID().slice(0, 8);
-const { scratches, prefixes, remove } = leftovers(env);
+const { scratches, prefixes, remove } = leftovers();
 afterAll(remove);
 
 type Op = "commit" | "pull" | "serve-commit" | "serve-pull";

@@ -15,7 +15,7 @@ import { pull } from "../../src/engine/pull.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
-import { read, write } from "../support/fixture.ts";
+import { read, seedNotebook, write } from "../support/fixture.ts";
 import { mulberry32 } from "../support/seeded.ts";
 import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
@@ -86,11 +86,7 @@ for (const op of ["pull", "commit"] as const) {
         const a = dir("a");
         const b = dir("b");
         // Accepted: generation 1 seeded by a; b then changes, adds and deletes files (generation 2).
-        await run((d) => pull(d, { path: a }));
-        write(a, "shared.md", "one\ntwo\nthree\n");
-        write(a, "old.md", "to be deleted\n");
-        write(a, "mine.md", "mine\n");
-        await run((d) => commit(d, { path: a, message: "seed" }));
+        await seedNotebook(run, a, { "shared.md": "one\ntwo\nthree\n", "old.md": "to be deleted\n", "mine.md": "mine\n" });
         await run((d) => pull(d, { path: b }));
         write(b, "shared.md", "one\ntwo\nthree by b\n");
         write(b, "new-1.md", "new from b\n");
@@ -137,10 +133,7 @@ test("a commit killed while writing files, then its checkout moved (mv): the jou
   const { dir, run, crash } = crashWorld("moved-after-kill");
   const a = dir("a");
   const b = dir("b");
-  await run((d) => pull(d, { path: a }));
-  write(a, "shared.md", "one\ntwo\nthree\n");
-  write(a, "old.md", "to be deleted\n");
-  await run((d) => commit(d, { path: a, message: "seed" }));
+  await seedNotebook(run, a, { "shared.md": "one\ntwo\nthree\n", "old.md": "to be deleted\n" });
   await run((d) => pull(d, { path: b }));
   write(b, "shared.md", "one\ntwo\nthree by b\n");
   write(b, "new.md", "new from b\n");
@@ -162,9 +155,7 @@ test("SIGKILL after a conflicting pull wrote its markers but before the baseline
   const { dir, run, crash } = crashWorld("conflict");
   const a = dir("a");
   const b = dir("b");
-  await run((d) => pull(d, { path: a }));
-  write(a, "x.md", "one\ntwo\nthree\n");
-  await run((d) => commit(d, { path: a, message: "seed" }));
+  await seedNotebook(run, a, { "x.md": "one\ntwo\nthree\n" });
   await run((d) => pull(d, { path: b }));
   write(b, "x.md", "one\nTWO by b\nthree\n");
   await run((d) => commit(d, { path: b, message: "b" }));
@@ -181,7 +172,7 @@ test("SIGKILL after a conflicting pull wrote its markers but before the baseline
 });
 
 /**
- * Files absent before a pull are written in place (materialize.ts), so a
+ * Files absent before a pull are written in place (visible-writes.ts), so a
  * kill in the middle of one leaves it half written: a prefix of its new
  * content, empty if the kill came right after it was created. Recovery must
  * take that for the crashed write, not for a local edit to keep.
@@ -192,10 +183,7 @@ describe("SIGKILL in the middle of writing a new file", () => {
     const { dir, run, crash } = crashWorld(name);
     const a = dir("a");
     const b = dir("b");
-    await run((d) => pull(d, { path: a }));
-    write(a, "old.md", "to be deleted\n");
-    write(a, "shared.md", "one\ntwo\n");
-    await run((d) => commit(d, { path: a, message: "seed" }));
+    await seedNotebook(run, a, { "old.md": "to be deleted\n", "shared.md": "one\ntwo\n" });
     await run((d) => pull(d, { path: b }));
     write(b, "new-1.md", "new from b\nwith a second line\n");
     write(b, "new-2.md", "another from b\n");
@@ -254,10 +242,7 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
     const { dir, run, crash } = crashWorld(name);
     const a = dir("a");
     const b = dir("b");
-    await run((d) => pull(d, { path: a }));
-    write(a, "x.md", "1\n2\n3\n");
-    write(a, "y.md", "y\n");
-    await run((d) => commit(d, { path: a, message: "seed" }));
+    await seedNotebook(run, a, { "x.md": "1\n2\n3\n", "y.md": "y\n" });
     await run((d) => pull(d, { path: b }));
     // Another writer's change, merged into a's publication but not yet written when a dies.
     write(b, other[0], other[1]);
@@ -327,9 +312,7 @@ describe("SIGKILL after the publication landed, before the baseline moved", () =
   test("killed before the write was sent: the edit is still unpublished, and the next commit publishes it", async () => {
     const { dir, run, crash } = crashWorld("not-landed");
     const a = dir("a");
-    await run((d) => pull(d, { path: a }));
-    write(a, "x.md", "1\n");
-    await run((d) => commit(d, { path: a, message: "seed" }));
+    await seedNotebook(run, a, { "x.md": "1\n" });
     write(a, "x.md", "1\nk\n");
     await crash("commit", a, "publish");
     expect(await run(async (d) => parseManifest((await d.store.get("current"))!.body).generation)).toBe(1);
@@ -350,9 +333,7 @@ async function rAheadOfV(name: string, change: Record<string, string>) {
   const world = crashWorld(name);
   const r = world.dir("r");
   const v = world.dir("v");
-  await world.run((d) => pull(d, { path: r }));
-  write(r, "shared.md", shared());
-  await world.run((d) => commit(d, { path: r, message: "seed" }));
+  await seedNotebook(world.run, r, { "shared.md": shared() });
   await world.run((d) => pull(d, { path: v }));
   for (const [path, content] of Object.entries(change)) write(r, path, content);
   await world.run((d) => commit(d, { path: r, message: "r's change" }));
@@ -624,11 +605,9 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
   const [v, r, c] = [w.dir("v"), w.dir("r"), w.dir("c")];
   // Each writer a long-lived process (as a server is): hundreds of fresh ones would each keep pack files open.
   const mem = { v: new ProcessMemory(SYSTEM_RANDOM), r: new ProcessMemory(SYSTEM_RANDOM), c: new ProcessMemory(SYSTEM_RANDOM), fresh: new ProcessMemory(SYSTEM_RANDOM) };
-  await w.run((d) => pull(d, { path: v }));
   const truth = { v: ["v seed"], r: [] as string[], c: [] as string[] };
   const text = (lines: string[]) => lines.map((l) => `${l}\n`).join("");
-  write(v, "v.md", text(truth.v));
-  await w.run((d) => commit(d, { path: v, message: "seed" }));
+  await seedNotebook(w.run, v, { "v.md": text(truth.v) });
   for (const d of [r, c]) await w.run((deps) => pull(deps, { path: d }));
   const stored = async () => {
     const fresh = w.dir(`fresh-${Math.random().toString(36).slice(2)}`);

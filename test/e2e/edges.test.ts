@@ -14,6 +14,7 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { runCli } from "../../src/surfaces/cli/run.ts";
 import { withPacksInGit } from "../support/cgit.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
+import { spawnServe } from "../support/raw-mcp.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-edges-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -152,7 +153,6 @@ describe("names in human output are quoted as git quotes them", () => {
  * client name is no client: it gave "/ USER@HOST" (and "/1.0 USER@HOST").
  */
 test("an MCP client with an empty or blank name publishes as user@host; a blank version is left out", async () => {
-  const { spawnServe } = await import("../support/raw-mcp.ts");
   const own = { ...env, USER: "tester", SLIVINGDOC_STORE: `sqlite:${join(root, "clients.db")}` };
   const dir = join(root, "clients");
   const clients = [

@@ -14,14 +14,12 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { createS3Store } from "../../src/store/s3.ts";
 import { type BlackHoleProxy, startBlackHoleProxy } from "../support/black-hole-proxy.ts";
 import { read, write } from "../support/fixture.ts";
 import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
+import { removePrefixes, testBucket, testEndpoint } from "../support/s3-test-store.ts";
 
 const env = process.env;
-const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
 
 /** Short, so that the file is quick; far above a call against the working server. */
 const DEADLINE_MS = 4_000;
@@ -43,7 +41,7 @@ function freshPrefix(name: string): string {
 function cliEnv(prefix: string, privateRoot: string): Record<string, string> {
   return {
     ...(env as Record<string, string>),
-    SLIVINGDOC_STORE: `s3://${bucket}/${prefix}`,
+    SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}`,
     AWS_ENDPOINT_URL_S3: proxy.url,
     SLIVINGDOC_PRIVATE_ROOT: join(root, privateRoot),
     SLIVINGDOC_DEADLINE: `${DEADLINE_MS}ms`,
@@ -73,7 +71,7 @@ function locksUnder(privateRoot: string): string[] {
   return (readdirSync(join(root, privateRoot), { recursive: true }) as string[]).filter((p) => p.split("/").pop() === "lock");
 }
 
-if (!bucket) {
+if (!testBucket) {
   test("S3 test server is configured", () => {
     throw new Error(
       "SLIVINGDOC_TEST_S3_BUCKET is not set, so the S3 tests cannot run. Run `npm test` (it starts a throwaway Ceph RGW), " +
@@ -82,15 +80,11 @@ if (!bucket) {
   });
 } else {
   beforeAll(async () => {
-    proxy = await startBlackHoleProxy(endpoint!);
+    proxy = await startBlackHoleProxy(testEndpoint!);
   });
   afterAll(async () => {
     await proxy.close();
-    const cleaner = createS3Store({ bucket, prefix: "", region: env.AWS_REGION, endpoint, forcePathStyle: env.S3_FORCE_PATH_STYLE === "1" });
-    for (const prefix of prefixes) {
-      for (const o of await cleaner.list(prefix).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-    }
-    await cleaner.close();
+    await removePrefixes(prefixes);
     rmSync(root, { recursive: true, force: true });
   });
 

@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { BINARY, call, connect, requireBinary, type Session } from "../support/mcp.ts";
+import { call, connect, type Session } from "../support/mcp.ts";
+import { spawnServe } from "../support/raw-mcp.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-mcp-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -235,12 +236,10 @@ describe("two servers sharing one store", () => {
 
 describe("the process", () => {
   test("stdout of a whole session is JSON-RPC, line by line, and the server exits when stdin closes", async () => {
-    requireBinary();
     const env = envFor("raw");
     mkdirSync(env.TMPDIR!, { recursive: true });
-    const p = Bun.spawn([BINARY, "serve"], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-    const out = jsonLines(p.stdout);
-    const send = (msg: unknown) => p.stdin.write(`${JSON.stringify(msg)}\n`);
+    const server = spawnServe(env);
+    const send = (msg: unknown) => server.send(msg);
     send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
@@ -248,31 +247,28 @@ describe("the process", () => {
     send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "notes_commit", arguments: { message: "nothing" } } });
     send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "notes_pull", arguments: { bogus: true } } });
     send({ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "no_such_tool", arguments: {} } });
-    await p.stdin.flush();
-    for (const id of [1, 2, 3, 4, 5, 6]) await out.answer(id);
+    for (const id of [1, 2, 3, 4, 5, 6]) await server.answer(id);
     // Every call is answered and the server is still running: closing stdin is what ends it.
-    expect(p.exitCode).toBeNull();
-    await p.stdin.end();
-    expect(await p.exited).toBe(0);
-    const messages = (await out.ended) as Array<{ jsonrpc: string; id: number; result?: unknown; error?: unknown }>;
+    expect(server.child.exitCode).toBeNull();
+    // finish fails on a line of stdout that is not JSON, or a last line without its newline.
+    const { code, stderr } = await server.finish();
+    expect(code).toBe(0);
+    const messages = server.messages() as Array<{ jsonrpc: string; id: number; result?: unknown; error?: unknown }>;
     for (const m of messages) expect(m.jsonrpc).toBe("2.0");
     // Calls run concurrently, so answers may come in any order; each comes once.
     expect(messages.map((m) => m.id).sort()).toEqual([1, 2, 3, 4, 5, 6]);
     expect(messages.find((m) => m.id === 6)!.error).toBeDefined();
-    const stderr = await new Response(p.stderr).text();
     for (const l of stderr.trim().split("\n")) expect(() => JSON.parse(l)).not.toThrow();
   });
 });
 
 describe("cancellation", () => {
   test("a cancelled commit gets no envelope, and leaves checkout and store consistent", async () => {
-    requireBinary();
     const env = envFor("cancel");
     mkdirSync(env.TMPDIR!, { recursive: true });
-    const p = Bun.spawn([BINARY, "serve"], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-    const out = jsonLines(p.stdout);
-    const send = (msg: unknown) => p.stdin.write(`${JSON.stringify(msg)}\n`);
-    const answer = async (id: number) => (await out.answer(id)) as { result: { structuredContent: Record<string, unknown> } };
+    const server = spawnServe(env);
+    const send = (msg: unknown) => server.send(msg);
+    const answer = async (id: number) => (await server.answer(id)) as { result: { structuredContent: Record<string, unknown> } };
     send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "c", version: "1" } } });
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
@@ -287,15 +283,13 @@ describe("cancellation", () => {
     send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "notes_pull", arguments: {} } });
     const after = (await answer(4)).result.structuredContent;
     expect(after.code).toBe("OK");
-    expect(out.messages.some((l) => l.id === 3)).toBe(false);
+    expect(server.messages().some((l) => l.id === 3)).toBe(false);
     // Whatever the cancel interrupted, nothing is lost: committing again publishes everything.
     send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "notes_commit", arguments: { message: "again" } } });
     const again = (await answer(5)).result.structuredContent;
     expect(again.code).toBe("OK");
     expect(again.generation).toBe(1);
-    await p.stdin.end();
-    expect(await p.exited).toBe(0);
-    await out.ended;
+    expect((await server.finish()).code).toBe(0);
     for (let i = 0; i < 1500; i += 299) expect(readFileSync(join(dir, `note-${i}.md`), "utf8")).toBe(`note ${i}\n`);
   });
 });
@@ -360,57 +354,12 @@ describe("path sets through MCP", () => {
 });
 
 /**
- * A server's stdout read as it comes, one JSON message a line (a line that
- * is not JSON fails the test). `answer(id)` resolves when the response with
- * that id has been read, and rejects if stdout ends first; `ended` resolves
- * with every message once stdout has ended.
- */
-function jsonLines(stdout: ReadableStream<Uint8Array>) {
-  const messages: Array<Record<string, unknown>> = [];
-  const waiting: Array<() => void> = [];
-  let done = false;
-  const ended = (async () => {
-    let buffer = "";
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of stdout) {
-        buffer += decoder.decode(chunk, { stream: true });
-        for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
-          messages.push(JSON.parse(buffer.slice(0, nl)));
-          buffer = buffer.slice(nl + 1);
-        }
-        for (const wake of waiting.splice(0)) wake();
-      }
-      expect(buffer).toBe("");
-      return messages;
-    } finally {
-      done = true;
-      for (const wake of waiting.splice(0)) wake();
-    }
-  })();
-  ended.catch(() => {}); // a broken line fails whichever wait comes next
-  async function answer(id: number): Promise<Record<string, unknown>> {
-    for (;;) {
-      const found = messages.find((m) => m.id === id);
-      if (found) return found;
-      if (done) {
-        await ended;
-        throw new Error(`stdout ended with no answer to ${id}`);
-      }
-      await new Promise<void>((resolve) => waiting.push(resolve));
-    }
-  }
-  return { messages, answer, ended };
-}
-
-/**
  * JSON text is UTF-8. A line that is not — a commit message with a stray
  * Latin-1 byte, say — is refused with JSON-RPC's parse error under its
  * request's id, and nothing is done: decoded with U+FFFD in place of the
  * byte, the message would have been stored changed.
  */
 test("a tool call that is not valid UTF-8 is refused with a parse error, and nothing is published", async () => {
-  const { spawnServe } = await import("../support/raw-mcp.ts");
   const env = envFor("not-utf8");
   mkdirSync(env.TMPDIR!, { recursive: true });
   const notebook = join(root, "not-utf8", "ws", "notebook");
@@ -448,7 +397,6 @@ describe("JSON-RPC errors from the transport", () => {
   type Answer = { jsonrpc: string; id: unknown; error?: { code: number; message: string }; result?: Record<string, unknown> };
 
   async function session(name: string, protocolVersion = "2025-06-18") {
-    const { spawnServe } = await import("../support/raw-mcp.ts");
     const env = envFor(name);
     mkdirSync(env.TMPDIR!, { recursive: true });
     const server = spawnServe(env, ["--workspace-root", join(root, name, "ws")]);
@@ -496,7 +444,6 @@ describe("JSON-RPC errors from the transport", () => {
   });
 
   test("a batch under 2025-03-26: one array of answers, none for notifications or a cancelled request; refused before initialize, when empty, and for initialize", async () => {
-    const { spawnServe } = await import("../support/raw-mcp.ts");
     const env = envFor("batch-first");
     mkdirSync(env.TMPDIR!, { recursive: true });
     // Before initialize no version is negotiated, and initialize may not be batched.

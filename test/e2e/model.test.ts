@@ -72,7 +72,7 @@ const TIME_LIMIT_MS = LONG ? 3_000_000 : undefined;
 
 const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 const runId = crypto.randomUUID().slice(0, 8);
-const { scratches, prefixes, remove } = leftovers(env);
+const { scratches, prefixes, remove } = leftovers();
 afterAll(remove);
 
 const CHECKOUTS = 3;

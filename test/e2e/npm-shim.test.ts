@@ -31,6 +31,7 @@ import {
   parseSums,
   platformKey,
 } from "../../build/npm/launcher.cjs";
+import { spawnMcp } from "../support/raw-mcp.ts";
 
 const repoRoot = join(import.meta.dir, "../..");
 const version = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")).version as string;
@@ -218,16 +219,13 @@ describe("the packed packages, installed from their tarballs", () => {
 
   /** Starts `serve`, waits for its answer to initialize, sends SIGTERM, and reports how it ended. */
   async function terminate(command: string, env: Record<string, string>) {
-    const p = Bun.spawn([command, "serve"], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-    p.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })}\n`);
-    await p.stdin.flush();
-    const reader = p.stdout.getReader();
-    const first = await reader.read();
-    expect(new TextDecoder().decode(first.value)).toContain('"id":1');
-    const child = command === binary ? null : childOf(p.pid);
-    p.kill("SIGTERM");
-    await p.exited;
-    return { exitCode: p.exitCode, signalCode: p.signalCode, child };
+    const s = spawnMcp([command, "serve"], env);
+    s.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+    expect((await s.answer(1)).result).toBeDefined();
+    const child = command === binary ? null : childOf(s.pid);
+    s.kill("SIGTERM");
+    await s.child.exited;
+    return { exitCode: s.child.exitCode, signalCode: s.child.signalCode, child };
   }
 
   test("SIGTERM to the launcher stops the binary, and the launcher ends as the binary does", async () => {

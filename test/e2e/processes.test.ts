@@ -6,7 +6,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { write } from "../support/fixture.ts";
+import { seedNotebookByCli, write } from "../support/fixture.ts";
 import { expectRaceSurvived, raceSeed, runRacers } from "../support/race.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-"));
@@ -31,9 +31,7 @@ test("two checkouts in two processes commit at the same moment: both edits land"
   const e = env("pair");
   const a = join(root, "pair", "a");
   const b = join(root, "pair", "b");
-  expect((await cli(e, "pull", a)).code).toBe(0);
-  write(a, "shared.md", "top\n\n\n\nmiddle\n\n\n\nbottom\n");
-  expect((await cli(e, "commit", "-m", "seed", a)).code).toBe(0);
+  await seedNotebookByCli((args) => cli(e, ...args), a, { "shared.md": "top\n\n\n\nmiddle\n\n\n\nbottom\n" });
   expect((await cli(e, "pull", b)).code).toBe(0);
   write(a, "shared.md", "top by a\n\n\n\nmiddle\n\n\n\nbottom\n");
   write(a, "a.md", "a\n");
@@ -53,9 +51,7 @@ test("8 processes × 10 commits racing on one notebook: every acknowledged edit 
   const seed = join(root, "race", "seed");
   const racers = 8;
   const commits = 10;
-  expect((await cli(e, "pull", seed)).code).toBe(0);
-  write(seed, "shared.md", raceSeed(racers));
-  expect((await cli(e, "commit", "-m", "seed", seed)).code).toBe(0);
+  await seedNotebookByCli((args) => cli(e, ...args), seed, { "shared.md": raceSeed(racers) });
 
   const acked = await runRacers(racers, commits, (i) => join(root, "race", `w${i}`), () => e);
   expect(acked.length).toBe(racers * commits);

@@ -24,7 +24,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CannotRun, ensurePackages, must, run } from "../support/debian.ts";
-import { callTool, initialize, spawnMcp } from "../support/stdio-mcp.ts";
+import { spawnMcp } from "../support/raw-mcp.ts";
 
 const repo = join(import.meta.dir, "../..");
 const version = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version as string;
@@ -76,8 +76,8 @@ describe.each(Object.keys(LAUNCH))("%s", (key) => {
     const notebook = join(work, key, "notebook");
     mkdirSync(env.TMPDIR!, { recursive: true });
     const s = spawnMcp([...command, "serve", "--workspace-root", notebook], env);
-    await initialize(s);
-    callTool(s, 1, "notes_pull", {});
+    await s.initialize();
+    s.callTool(1, "notes_pull", {});
     const answer = await s.answer(1);
     s.endInput();
     expect(await s.exited).toBe(0);

@@ -15,19 +15,15 @@ import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
-import type { ObjectStore, StoreOperation } from "../../src/store/object-store.ts";
-import { createS3Store } from "../../src/store/s3.ts";
+import type { StoreOperation } from "../../src/store/object-store.ts";
 import { git, withPacksInGit } from "../support/cgit.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { call, connect } from "../support/mcp.ts";
 import { expectRaceSurvived, raceSeed, runRacers } from "../support/race.ts";
-import { makeWorld, read, write } from "../support/fixture.ts";
+import { makeWorld, read, seedNotebookByCli, write } from "../support/fixture.ts";
+import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
 
 const env = process.env;
-const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
-const region = env.S3_REGION ?? env.AWS_REGION;
-const forcePathStyle = env.S3_FORCE_PATH_STYLE === "1";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-s3-e2e-"));
 const main = join(import.meta.dir, "../../src/main.ts");
@@ -41,25 +37,9 @@ function freshPrefix(name: string): string {
   return prefix;
 }
 
-function s3Store(prefix: string): ObjectStore {
-  return createS3Store({
-    bucket: bucket!,
-    prefix,
-    ...(region !== undefined ? { region } : {}),
-    ...(endpoint !== undefined ? { endpoint } : {}),
-    forcePathStyle,
-  });
-}
-
 afterAll(async () => {
-  if (bucket) {
-    // Leave the bucket as we found it (matters on a shared MinIO/AWS bucket).
-    const cleaner = s3Store("");
-    for (const prefix of usedPrefixes) {
-      for (const o of await cleaner.list(prefix).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-    }
-    await cleaner.close();
-  }
+  // Leave the bucket as we found it (matters on a shared MinIO/AWS bucket).
+  await removePrefixes(usedPrefixes);
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -72,7 +52,7 @@ afterAll(async () => {
 function cliEnv(prefix: string, privateRoot: string): Record<string, string> {
   return {
     ...(env as Record<string, string>),
-    SLIVINGDOC_STORE: `s3://${bucket}/${prefix}`,
+    SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}`,
     SLIVINGDOC_PRIVATE_ROOT: privateRoot,
   };
 }
@@ -96,7 +76,7 @@ function expectOk(r: { stdout: string; stderr: string; code: number }): void {
  * how many packs.
  */
 async function expectPacksVerify(prefix: string): Promise<number> {
-  const store = s3Store(prefix);
+  const store = testS3Store(prefix);
   try {
     return await withPacksInGit(store, ({ repo, packs, manifest }) => {
       expect(git(repo, "rev-list", "--count", "main").out.trim()).toBe(String(manifest.generation));
@@ -107,7 +87,7 @@ async function expectPacksVerify(prefix: string): Promise<number> {
   }
 }
 
-if (!bucket) {
+if (!testBucket) {
   test("S3 test server is configured", () => {
     throw new Error(
       "SLIVINGDOC_TEST_S3_BUCKET is not set, so the S3 notebook tests cannot run. Run `npm test` (it starts a " +
@@ -123,9 +103,7 @@ if (!bucket) {
     const eb = cliEnv(prefix, join(dir, "private-b"));
     const a = join(dir, "a");
     const b = join(dir, "b");
-    expectOk(await cli(ea, "pull", a));
-    write(a, "shared.md", "top\n\n\n\nmiddle\n\n\n\nbottom\n");
-    expectOk(await cli(ea, "commit", "-m", "seed", a));
+    await seedNotebookByCli((args) => cli(ea, ...args), a, { "shared.md": "top\n\n\n\nmiddle\n\n\n\nbottom\n" });
     expectOk(await cli(eb, "pull", b));
     expect(read(b, "shared.md")).toBe("top\n\n\n\nmiddle\n\n\n\nbottom\n");
 
@@ -157,9 +135,7 @@ if (!bucket) {
     const commits = 5;
     const seed = join(dir, "seed");
     const seedEnv = cliEnv(prefix, join(dir, "private-seed"));
-    expectOk(await cli(seedEnv, "pull", seed));
-    write(seed, "shared.md", raceSeed(racers));
-    expectOk(await cli(seedEnv, "commit", "-m", "seed", seed));
+    await seedNotebookByCli((args) => cli(seedEnv, ...args), seed, { "shared.md": raceSeed(racers) });
 
     // race-worker.ts reads the store from the environment (resolveConfig),
     // exactly as the CLI does.
@@ -179,7 +155,7 @@ if (!bucket) {
 
   test("on the real S3 store: a manifest write that landed but lost its response is OK with the right generation; one dropped before it landed is retried and lands once", async () => {
     const prefix = freshPrefix("faults");
-    const inner = s3Store(prefix);
+    const inner = testS3Store(prefix);
     // One fault, on the next write of `current` of the kind the test arms.
     let armed: { operation: StoreOperation; fault: "lose-response" | "drop-request" } | null = null;
     const manifestWrites: StoreOperation[] = [];
@@ -191,7 +167,7 @@ if (!bucket) {
       armed = null;
       return fault;
     });
-    const world = makeWorld(store, `s3://${bucket}/${prefix}/@${endpoint ?? "aws"}`);
+    const world = makeWorld(store, `s3://${testBucket}/${prefix}/@${testEndpoint ?? "aws"}`);
     const stored = async () => parseManifest((await inner.get(MANIFEST_KEY))!.body);
     try {
       const a = world.checkout("a");
@@ -253,7 +229,7 @@ if (!bucket) {
     const privateRoot = join(root, "probe-refusal");
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ SLIVINGDOC_STORE: `s3://no-such-bucket-${runId}/x` }, /the bucket does not exist/],
-      [{ SLIVINGDOC_STORE: `s3://${bucket}/p`, AWS_SECRET_ACCESS_KEY: "wrong-secret-wrong-secret-wrong-secret" }, /credentials were refused|access denied/],
+      [{ SLIVINGDOC_STORE: `s3://${testBucket}/p`, AWS_SECRET_ACCESS_KEY: "wrong-secret-wrong-secret-wrong-secret" }, /credentials were refused|access denied/],
     ];
     for (const [extra, pattern] of cases) {
       for (const args of [["pull", join(root, "never")], ["serve"]]) {
@@ -281,7 +257,7 @@ if (!bucket) {
     const markers = readdirSync(join(privateRoot, "probes"));
     expect(markers.length).toBe(1);
     // The probe cleaned up after itself: only the notebook's own keys remain.
-    const store = s3Store(prefix);
+    const store = testS3Store(prefix);
     expect((await store.list("probe/")).length).toBe(0);
     await store.close();
     expectOk(await cli(cliEnv(prefix, privateRoot), "pull", join(root, "probe-cache-a")));

@@ -24,13 +24,13 @@ import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { deadlineIn } from "../../src/store/deadline.ts";
 import type { ObjectStore, StoreOperation } from "../../src/store/object-store.ts";
-import { createS3Store } from "../../src/store/s3.ts";
 import { createLog } from "../../src/surfaces/log.ts";
 import type { OperationContext } from "../../src/surfaces/operation.ts";
 import { runOperation } from "../../src/surfaces/run-operation.ts";
 import { type Fault, faultyStore } from "../support/faulty-store.ts";
-import { makeWorld, type World, write } from "../support/fixture.ts";
+import { makeWorld, seedNotebook, type World, write } from "../support/fixture.ts";
 import { spawnServe } from "../support/raw-mcp.ts";
+import { removePrefixes, testBucket, testS3Store } from "../support/s3-test-store.ts";
 
 // Recognisable fakes, each shaped like the real thing.
 const SECRET_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzSECRET0KEY";
@@ -130,9 +130,7 @@ describe("in process: faults that carry secrets", () => {
     };
 
     const a = world.checkout("a");
-    await pull(world.deps(), { path: a });
-    write(a, "seed.md", "seed\n");
-    await commit(world.deps(), { path: a, message: "seed" });
+    await seedNotebook(world.deps(), a, { "seed.md": "seed\n" });
 
     armed = (op, key) => (op === "get" && key === "current" ? "fail-before" : null);
     await run("manifest read on pull", ["MANIFEST_READ"], "notes_pull", { path: a });
@@ -288,10 +286,8 @@ describe("through the binary: a caller's names that look like keys or ids pass u
 });
 
 const env = process.env;
-const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
 
-if (!bucket) {
+if (!testBucket) {
   describe("through the binary on S3", () => {
     test("S3 test server is configured", () => {
       throw new Error(
@@ -314,14 +310,6 @@ if (!bucket) {
       usedPrefixes.push(`${prefix}/`);
       return prefix;
     };
-    const s3Store = (prefix: string) =>
-      createS3Store({
-        bucket,
-        prefix,
-        ...(env.S3_REGION ?? env.AWS_REGION ? { region: (env.S3_REGION ?? env.AWS_REGION)! } : {}),
-        ...(endpoint !== undefined ? { endpoint } : {}),
-        forcePathStyle: env.S3_FORCE_PATH_STYLE === "1",
-      });
     const serveEnv = (name: string, prefix: string, extra: Record<string, string> = {}): Record<string, string> => {
       const dir = join(root, name);
       mkdirSync(join(dir, "tmp"), { recursive: true });
@@ -329,18 +317,14 @@ if (!bucket) {
         ...(env as Record<string, string>),
         HOME: join(dir, "home"),
         TMPDIR: join(dir, "tmp"),
-        SLIVINGDOC_STORE: `s3://${bucket}/${prefix}`,
+        SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}`,
         SLIVINGDOC_PRIVATE_ROOT: join(dir, "private"),
         ...extra,
       };
     };
 
     afterAll(async () => {
-      const cleaner = s3Store("");
-      for (const prefix of usedPrefixes) {
-        for (const o of await cleaner.list(prefix).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-      }
-      await cleaner.close();
+      await removePrefixes(usedPrefixes);
       rmSync(root, { recursive: true, force: true });
     });
 
@@ -413,7 +397,7 @@ if (!bucket) {
     // process's own credentials were scrubbed from every log record.
     test("a manifest carrying the process's own credentials: they reach neither the result nor the log", async () => {
       const prefix = freshPrefix("poisoned");
-      const store = s3Store(prefix);
+      const store = testS3Store(prefix);
       const manifest = {
         format: 1,
         generation: 1,

@@ -9,8 +9,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { seedNotebookByCli } from "../support/fixture.ts";
+import { runCli } from "../support/kill-harness.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
-import { callTool, initialize, type Served, spawnMcp } from "../support/stdio-mcp.ts";
+import { type RawMcp, spawnMcp } from "../support/raw-mcp.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-stop-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -34,29 +36,27 @@ function cli(env: Record<string, string>, ...args: string[]): void {
 }
 
 /** A notebook of `count` files published through the CLI, so a server's pull has work to do. */
-function seed(env: ReturnType<typeof envFor>, count: number): void {
+async function seed(env: ReturnType<typeof envFor>, count: number): Promise<void> {
   // A private root of its own: the server's checkout is then the only one in env's.
   const seeder = { ...env, SLIVINGDOC_PRIVATE_ROOT: `${env.SLIVINGDOC_PRIVATE_ROOT}-seed` };
-  const dir = `${env.HOME}-seed`;
-  cli(seeder, "pull", dir);
-  for (let i = 0; i < count; i++) writeFileSync(join(dir, `note-${i}.md`), `# note ${i}\n\nline ${i}\n`);
-  cli(seeder, "commit", "-m", "seed", dir);
+  const files = Object.fromEntries(Array.from({ length: count }, (_, i) => [`note-${i}.md`, `# note ${i}\n\nline ${i}\n`]));
+  await seedNotebookByCli((args) => runCli(args, seeder, { timeoutMs: 60_000 }), `${env.HOME}-seed`, files);
 }
 
-function serve(env: Record<string, string>, args: string[] = []): Served {
+function serve(env: Record<string, string>, args: string[] = []): RawMcp {
   requireBinary();
   return spawnMcp([BINARY, "serve", ...args], env);
 }
 
-const messagesOf = (s: Served) => s.records().map((r) => r.msg);
+const messagesOf = (s: RawMcp) => s.records().map((r) => r.msg);
 
 describe("a stop signal", () => {
   test("SIGTERM during a pull: the pull finishes and answers, then the server stops and exits 0", async () => {
     const env = envFor("term");
-    seed(env, 1500);
+    await seed(env, 1500);
     const s = serve(env);
-    await initialize(s);
-    callTool(s, 1, "notes_pull", {});
+    await s.initialize();
+    s.callTool(1, "notes_pull", {});
     await s.logged("tool call started");
     s.kill("SIGTERM");
     const answer = await s.answer(1);
@@ -75,10 +75,10 @@ describe("a stop signal", () => {
   test("a call sent after the signal is not started", async () => {
     const env = envFor("late");
     const s = serve(env);
-    await initialize(s);
+    await s.initialize();
     s.kill("SIGTERM");
     await s.logged("stopping");
-    callTool(s, 1, "notes_pull", {});
+    s.callTool(1, "notes_pull", {});
     expect(await s.exited).toBe(0);
     expect(messagesOf(s)).not.toContain("tool call started");
     expect(messagesOf(s).at(-1)).toBe("server stopped");
@@ -87,7 +87,7 @@ describe("a stop signal", () => {
   test("SIGINT while idle: the server stops and exits 0", async () => {
     const env = envFor("int");
     const s = serve(env);
-    await initialize(s);
+    await s.initialize();
     s.kill("SIGINT");
     expect(await s.exited).toBe(0);
     expect(s.records().find((r) => r.msg === "stopping")!.signal).toBe("SIGINT");
@@ -96,14 +96,14 @@ describe("a stop signal", () => {
 
   test("the process memory is written out before it exits", async () => {
     const env = envFor("kept");
-    seed(env, 3);
+    await seed(env, 3);
     const s = serve(env);
-    await initialize(s);
-    callTool(s, 1, "notes_pull", {});
+    await s.initialize();
+    s.callTool(1, "notes_pull", {});
     const dir = (await s.answer(1)).result.structuredContent.path as string;
     // A small commit keeps its stat-cache changes in memory (the file on disk stays right, only slower).
     writeFileSync(join(dir, "added.md"), "added\n");
-    callTool(s, 2, "notes_commit", { message: "one more" });
+    s.callTool(2, "notes_commit", { message: "one more" });
     expect((await s.answer(2)).result.isError ?? false).toBe(false);
     const checkouts = join(env.SLIVINGDOC_PRIVATE_ROOT, "checkouts");
     const [id] = readdirSync(checkouts);
@@ -129,7 +129,7 @@ describe("the session directory", () => {
   test("never pulled: removed when the server stops", async () => {
     const env = envFor("untouched");
     const s = serve(env);
-    await initialize(s);
+    await s.initialize();
     expect(sessions(env).length).toBe(1);
     s.endInput();
     expect(await s.exited).toBe(0);
@@ -139,8 +139,8 @@ describe("the session directory", () => {
   test("pulled from an empty store and left empty: removed, with its private state", async () => {
     const env = envFor("empty");
     const s = serve(env);
-    await initialize(s);
-    callTool(s, 1, "notes_pull", {});
+    await s.initialize();
+    s.callTool(1, "notes_pull", {});
     expect((await s.answer(1)).result.isError ?? false).toBe(false);
     expect(checkouts(env).length).toBe(1);
     s.kill("SIGTERM");
@@ -151,10 +151,10 @@ describe("the session directory", () => {
 
   test("every pulled file deleted: kept, and a commit from it publishes the deletions", async () => {
     const env = envFor("deleted");
-    seed(env, 2);
+    await seed(env, 2);
     const s = serve(env);
-    await initialize(s);
-    callTool(s, 1, "notes_pull", {});
+    await s.initialize();
+    s.callTool(1, "notes_pull", {});
     const dir = (await s.answer(1)).result.structuredContent.path as string;
     for (const name of readdirSync(dir)) rmSync(join(dir, name));
     s.endInput();
@@ -170,10 +170,10 @@ describe("the session directory", () => {
 
   test("with files: kept", async () => {
     const env = envFor("files");
-    seed(env, 1);
+    await seed(env, 1);
     const s = serve(env);
-    await initialize(s);
-    callTool(s, 1, "notes_pull", {});
+    await s.initialize();
+    s.callTool(1, "notes_pull", {});
     const dir = (await s.answer(1)).result.structuredContent.path as string;
     s.kill("SIGINT");
     expect(await s.exited).toBe(0);

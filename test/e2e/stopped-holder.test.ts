@@ -20,7 +20,8 @@ import { pull } from "../../src/engine/pull.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive, isProcessStopped, processStartTime } from "../../src/surfaces/process-identity.ts";
-import { read, write } from "../support/fixture.ts";
+import { read, seedNotebook, write } from "../support/fixture.ts";
+import { waitFor } from "../support/wait.ts";
 import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-stopped-"));
@@ -90,12 +91,11 @@ function world(name: string) {
 
 /** Wait until process `pid` is in one of `states` (/proc/PID/stat). */
 async function until(pid: number, states: string[]): Promise<void> {
-  for (let i = 0; i < 500; i++) {
+  const state = () => {
     const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    if (states.includes(stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3))) return;
-    await Bun.sleep(10);
-  }
-  throw new Error(`process ${pid} never reached ${states.join("/")}`);
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  };
+  await waitFor(() => states.includes(state()), `process ${pid} to reach ${states.join("/")}`);
 }
 
 /** The lock's time set back past the 30 s a silent holder is given. */
@@ -109,9 +109,7 @@ async function twoWriters(name: string) {
   const w = world(name);
   const a = w.dir("a");
   const b = w.dir("b");
-  await w.run((d) => pull(d, { path: a }));
-  write(a, "shared.md", "one\ntwo\nthree\nfour\nfive\n");
-  await w.run((d) => commit(d, { path: a, message: "seed" }));
+  await seedNotebook(w.run, a, { "shared.md": "one\ntwo\nthree\nfour\nfive\n" });
   await w.run((d) => pull(d, { path: b }));
   write(b, "shared.md", "one by b\ntwo\nthree\nfour\nfive\n");
   write(b, "old.md", "b's file\n");
@@ -178,7 +176,7 @@ test("a holder that runs, however long, keeps its lock: the other call answers L
   const { a, run, spawn, lockOf, journaled } = await twoWriters("running");
   const running = spawn("pull", a, "sleep:materialize");
   try {
-    for (let i = 0; i < 1_000 && !journaled(); i++) await Bun.sleep(10);
+    await waitFor(journaled, "the running pull to write its journal");
     expect(journaled()).toBe(true);
     // Silent by its lock's time (a long merge holds the heartbeat back), but running.
     const lock = lockOf();

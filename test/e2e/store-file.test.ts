@@ -16,6 +16,7 @@ import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { OPERATIONS } from "../../src/surfaces/operations.ts";
+import { seedNotebookByCli } from "../support/fixture.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 
 // Permissions bind only an unprivileged process: as root, the binary runs as
@@ -66,13 +67,7 @@ async function notebookStore(name: string, files: Record<string, string>): Promi
   own(dir);
   const store = join(dir, "store.db");
   const checkout = join(dir, "checkout");
-  expect((await run(store, ["pull", checkout])).code).toBe(0);
-  for (const [path, content] of Object.entries(files)) {
-    writeFileSync(join(checkout, path), content);
-    own(join(checkout, path));
-  }
-  const committed = await run(store, ["commit", "-m", "seed", checkout]);
-  expect(committed.code).toBe(0);
+  await seedNotebookByCli((args) => run(store, args), checkout, files, own);
   // Closing the last connection moved every commit into the file itself.
   expect(existsSync(`${store}-wal`)).toBe(false);
   return store;

@@ -24,14 +24,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pull } from "../../src/engine/pull.ts";
-import type { ObjectStore } from "../../src/store/object-store.ts";
-import { createS3Store } from "../../src/store/s3.ts";
 import { makeWorld } from "../support/fixture.ts";
+import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
 
 const env = process.env;
-const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
-const region = env.S3_REGION ?? env.AWS_REGION;
 
 const WORKERS = 8;
 const COMMITS = 25;
@@ -41,23 +37,9 @@ const SEED = env.SLIVINGDOC_TORTURE_SEED !== undefined ? Number(env.SLIVINGDOC_T
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-torture-"));
 const prefix = `slivingdoc-test/torture-${crypto.randomUUID().slice(0, 8)}`;
 
-function s3Store(p: string): ObjectStore {
-  return createS3Store({
-    bucket: bucket!,
-    prefix: p,
-    ...(region !== undefined ? { region } : {}),
-    ...(endpoint !== undefined ? { endpoint } : {}),
-    forcePathStyle: env.S3_FORCE_PATH_STYLE === "1",
-  });
-}
-
 afterAll(async () => {
-  if (bucket) {
-    // Leave the bucket as we found it.
-    const cleaner = s3Store("");
-    for (const o of await cleaner.list(`${prefix}/`).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-    await cleaner.close();
-  }
+  // Leave the bucket as we found it.
+  await removePrefixes([`${prefix}/`]);
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -76,7 +58,7 @@ interface Summary {
 
 const lines = (text: string) => text.split("\n").filter((l) => l !== "");
 
-if (!bucket) {
+if (!testBucket) {
   test("S3 test server is configured", () => {
     throw new Error(
       "SLIVINGDOC_TEST_S3_BUCKET is not set, so the torture run cannot run. Run `npm test` (it starts a " +
@@ -95,7 +77,7 @@ if (!bucket) {
         {
           env: {
             ...(env as Record<string, string>),
-            SLIVINGDOC_STORE: `s3://${bucket}/${prefix}`,
+            SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}`,
             // Agents on different hosts share nothing but the bucket.
             SLIVINGDOC_PRIVATE_ROOT: join(root, `private-w${i}`),
           },
@@ -125,7 +107,7 @@ if (!bucket) {
     expect(summaries.length).toBe(WORKERS);
 
     // The accepted state, read by a fresh checkout through the plain store.
-    const world = makeWorld(s3Store(prefix), `s3://${bucket}/${prefix}/@${endpoint ?? "aws"}`);
+    const world = makeWorld(testS3Store(prefix), `s3://${testBucket}/${prefix}/@${testEndpoint ?? "aws"}`);
     const check = world.checkout("check");
     const final = await pull(world.deps(), { path: check });
     const read = (dir: string, f: string) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), "utf8") : "");

@@ -7,11 +7,10 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkoutStateDir } from "../../src/engine/checkout/registry.ts";
-import { commit } from "../../src/engine/commit.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { restore } from "../../src/engine/restore.ts";
-import { makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, refusal, seedNotebook, type World } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -22,10 +21,7 @@ afterEach(async () => {
 async function withUnpublishedDeletion(name: string): Promise<string> {
   world ??= makeWorld();
   const a = world.checkout(name);
-  await pull(world.deps(), { path: a });
-  write(a, "gone.md", "to be deleted\n");
-  write(a, "keep.md", "kept\n");
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, { "gone.md": "to be deleted\n", "keep.md": "kept\n" });
   rmSync(join(a, "gone.md"));
   return a;
 }

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
-import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, refusal, seedNotebook, snapshotStore, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -16,9 +16,7 @@ async function seeded(files: Record<string, string>): Promise<{ a: string; b: st
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), { path: a });
-  for (const [path, content] of Object.entries(files)) write(a, path, content);
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, files);
   await pull(world.deps(), { path: b });
   return { a, b };
 }

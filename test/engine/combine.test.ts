@@ -20,6 +20,7 @@ import { openHistory } from "../../src/engine/history/read.ts";
 import { settlePublication } from "../../src/engine/publish/publication.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
+import { waitFor } from "../support/wait.ts";
 import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 let world: World;
@@ -149,6 +150,8 @@ test("a writer that builds on what it remembers (no read) learns who waits, and 
     const watched: ObjectStore = { ...store, get: (key) => (cOps.push(`get ${key}`), store.get(key)) };
     cOut.push((await commit(processDeps(world, { memory: cMemory, store: watched }), { path: c, message: "c" })).generation);
     expect(cOps.filter((op) => op === "get current")).toEqual([]);
+    // The listing of that commit, answered in the background.
+    await waitFor(() => cMemory.contention.get(world.deps().storeId)?.othersWaiting !== undefined, "the listing of C's commit to be answered");
     write(c, "c.md", "from c, again\n");
     cOut.push((await commit(processDeps(world, { memory: cMemory, store: watched }), { path: c, message: "c again" })).generation);
     expect(cOps.filter((op) => op === "get current").length).toBeGreaterThan(0);

@@ -20,7 +20,7 @@ import { ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, parseManifest, serializeManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
-import { makeWorld, read, readCurrent, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, readCurrent, seedNotebook, type World, write } from "../support/fixture.ts";
 import { isolatedGitEnv } from "../support/seeded.ts";
 import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
@@ -54,9 +54,8 @@ async function compactAndPublish(policy: Partial<CompactionPolicy>, name = "m") 
 async function history(commits: number): Promise<string> {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps({ compaction: false }), { path: a });
-  for (let f = 0; f < 5; f++) write(a, `dir${f % 2}/file${f}.md`, `file ${f}\n`);
-  await commit(world.deps({ compaction: false }), { path: a, message: "seed" });
+  const files = Object.fromEntries(Array.from({ length: 5 }, (_, f) => [`dir${f % 2}/file${f}.md`, `file ${f}\n`]));
+  await seedNotebook(world.deps({ compaction: false }), a, files);
   for (let i = 0; i < commits; i++) {
     const path = `dir${i % 2}/file${i % 5}.md`;
     write(a, path, `${read(a, path)}change ${i}\n`);
@@ -211,9 +210,7 @@ describe("compaction", () => {
   test("compacting whenever the bound is passed keeps the pack count bounded over a long history", async () => {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps({ compaction: false }), { path: a });
-    write(a, "log.md", "start\n");
-    await commit(world.deps({ compaction: false }), { path: a, message: "seed" });
+    await seedNotebook(world.deps({ compaction: false }), a, { "log.md": "start\n" });
     const policy = { maxPacks: 6, keepRecent: 2 };
     let most = 0;
     for (let i = 0; i < 30; i++) {

@@ -10,7 +10,7 @@ import { collectGarbage } from "../../src/engine/gc.ts";
 import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
-import { makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, refusal, seedNotebook, type World, write } from "../support/fixture.ts";
 import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 let world: World;
@@ -41,9 +41,7 @@ test("40 commits with the default policy: at most 32 packs listed, and a cold pu
 test("a reader holding a manifest whose packs gc removed re-reads current and succeeds", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), { path: a });
-  write(a, "x.md", "x\n");
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, { "x.md": "x\n" });
   const stale = (await world.store.get(MANIFEST_KEY))!;
   // A compaction (small policy) replaces the early packs; gc with no grace removes them.
   for (let i = 0; i < 6; i++) {

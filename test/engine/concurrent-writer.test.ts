@@ -3,7 +3,7 @@
  * into a file, another agent — writes to a file while a pull or a commit is
  * rewriting it. Whatever it wrote before the file is replaced is merged like
  * any other local edit (or left for the next call), never overwritten
- * (materialize.ts). Each test writes at one named stage of the call (the
+ * (visible-writes.ts). Each test writes at one named stage of the call (the
  * crash tests' hooks), or between the check of a file and its replacement.
  */
 import { afterEach, describe, expect, test } from "bun:test";
@@ -13,7 +13,7 @@ import type { DomainError } from "../../src/contract/errors.ts";
 import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { pull } from "../../src/engine/pull.ts";
-import { makeWorld, read, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, seedNotebook, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -27,10 +27,7 @@ async function twoWriters(): Promise<{ a: string; b: string }> {
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), { path: a });
-  write(a, "shared.md", SEED);
-  write(a, "old.md", "to be removed by b\n");
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, { "shared.md": SEED, "old.md": "to be removed by b\n" });
   await pull(world.deps(), { path: b });
   write(b, "shared.md", SEED.replace("line 1\n", "line 1 by b\n"));
   rmSync(join(b, "old.md"));

@@ -11,7 +11,7 @@ import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { StoreError } from "../../src/store/object-store.ts";
 import { type Fault, faultyStore } from "../support/faulty-store.ts";
-import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, refusal, seedNotebook, snapshotStore, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -96,9 +96,7 @@ test("custom messages and causes travel in the injected StoreError", async () =>
 test("a corrupted read of current or of a pack: STORAGE_INTEGRITY, nothing materialised, nothing published", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), { path: a });
-  write(a, "x.md", "x\n");
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, { "x.md": "x\n" });
   // A checkout already holding every pack never downloads one: only the fresh one meets a corrupt pack.
   const cases: Array<[(key: string) => boolean, string, boolean]> = [
     [(key) => key === "current", "MANIFEST_INVALID", true],

@@ -18,13 +18,13 @@ import { loadAcceptedState } from "../../src/engine/publish/accepted-state.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, packKey, parseManifest, serializeManifest } from "../../src/engine/publish/manifest.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { type ListedObject, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
-import { createS3Store } from "../../src/store/s3.ts";
-import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, readCurrent, refusal, seedNotebook, type World, write } from "../support/fixture.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { faultyStore } from "../support/faulty-store.ts";
+import { emptyStore, testBucket, testS3Store } from "../support/s3-test-store.ts";
 import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const HOUR = 60 * 60 * 1000;
@@ -63,9 +63,7 @@ function aged(inner: ObjectStore, modified: Map<string, Date>): ObjectStore {
 async function seeded(store?: ObjectStore, storeId?: string): Promise<string> {
   world = makeWorld(store, storeId);
   const a = world.checkout("a");
-  await pull(world.deps(), { path: a });
-  write(a, "note.md", "seed\n");
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, { "note.md": "seed\n" });
   return a;
 }
 
@@ -225,9 +223,7 @@ describe("gc", () => {
  */
 async function stalledWriter(interfere: (orphanKey: string) => Promise<void>): Promise<{ a: string; generation: number }> {
   const a = world.checkout("a");
-  await pull(world.deps(), { path: a });
-  write(a, "note.md", "seed\n");
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, { "note.md": "seed\n" });
   write(a, "note.md", "the stalled writer's edit\n");
   let reached!: () => void;
   const atPublish = new Promise<void>((r) => (reached = r));
@@ -302,8 +298,7 @@ stalledWriterTests("sqlite", () => {
 
 // On S3 too when the suite has a server (npm test starts Ceph RGW); each run
 // uses its own prefix and removes it.
-const bucket = process.env.SLIVINGDOC_TEST_S3_BUCKET;
-if (!bucket) {
+if (!testBucket) {
   // A skipped S3 test is not a passing one.
   test("gc on S3: the S3 test server is configured", () => {
     throw new Error("SLIVINGDOC_TEST_S3_BUCKET is not set: run `npm test` (it starts Ceph RGW) or see docs/s3.md");
@@ -311,19 +306,12 @@ if (!bucket) {
 } else {
   stalledWriterTests("s3", () => {
     const prefix = `slivingdoc-test/gc-${crypto.randomUUID().slice(0, 8)}`;
-    const options = {
-      bucket,
-      prefix,
-      ...(process.env.AWS_REGION ? { region: process.env.AWS_REGION } : {}),
-      ...((process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL) ? { endpoint: (process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL)! } : {}),
-      forcePathStyle: process.env.S3_FORCE_PATH_STYLE === "1",
-    };
     return {
-      store: createS3Store(options),
-      storeId: `s3://${bucket}/${prefix}`,
+      store: testS3Store(prefix),
+      storeId: `s3://${testBucket}/${prefix}`,
       cleanup: async () => {
-        const cleaner = createS3Store(options);
-        for (const o of await cleaner.list("")) await cleaner.delete(o.key);
+        const cleaner = testS3Store(prefix);
+        await emptyStore(cleaner);
         await cleaner.close();
       },
     };

@@ -8,7 +8,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
-import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, refusal, seedNotebook, snapshotStore, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -21,11 +21,7 @@ async function seeded(): Promise<{ admin: string; agent: string }> {
   world = makeWorld();
   const admin = world.checkout("admin");
   const agent = world.checkout("agent");
-  await pull(world.deps(), { path: admin });
-  write(admin, "docs/guide.md", "guide\nline 2\nline 3\n");
-  write(admin, "faq.md", "faq\n");
-  write(admin, "notes.md", "notes\n");
-  await commit(world.deps(), { path: admin, message: "seed" });
+  await seedNotebook(world.deps(), admin, { "docs/guide.md": "guide\nline 2\nline 3\n", "faq.md": "faq\n", "notes.md": "notes\n" });
   await pull(world.deps({ pathSets: readOnlyDocs }), { path: agent });
   return { admin, agent };
 }

@@ -8,7 +8,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
-import { makeWorld, read, refusal, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, refusal, seedNotebook, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -20,10 +20,7 @@ async function diverged(): Promise<{ a: string; b: string }> {
   world = makeWorld();
   const a = world.checkout("a");
   const b = world.checkout("b");
-  await pull(world.deps(), { path: a });
-  write(a, "one.md", "one\n");
-  write(a, "two.md", "two\n");
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, { "one.md": "one\n", "two.md": "two\n" });
   await pull(world.deps(), { path: b });
   write(b, "one.md", "one by b\n");
   write(b, "two.md", "two by b\n");
@@ -84,10 +81,7 @@ test("when the repair fails too, resynchronized is false and the action is RETRY
 test("a read-only reset failing part-way reports stage commit.readonly", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), { path: a });
-  write(a, "docs/a.md", "a\n");
-  write(a, "docs/b.md", "b\n");
-  await commit(world.deps(), { path: a, message: "seed" });
+  await seedNotebook(world.deps(), a, { "docs/a.md": "a\n", "docs/b.md": "b\n" });
   write(a, "docs/a.md", "changed\n");
   write(a, "docs/b.md", "changed\n");
   const e = await refusal(() => commit(world.deps({ pathSets: { readOnly: ["docs"], writable: [] }, afterWrite: failOnSecondWrite() }), { path: a, message: "m" }));

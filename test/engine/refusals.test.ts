@@ -16,7 +16,8 @@ import { deadlineIn } from "../../src/store/deadline.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive, processStartTime } from "../../src/surfaces/process-identity.ts";
 import { faultyStore } from "../support/faulty-store.ts";
-import { makeWorld, read, refusal, snapshotStore, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, refusal, seedNotebook, snapshotStore, type World, write } from "../support/fixture.ts";
+import { waitFor } from "../support/wait.ts";
 
 let world: World;
 afterEach(async () => {
@@ -89,9 +90,7 @@ describe("lost races", () => {
     world = makeWorld();
     const dir = world.checkout("a");
     const other = world.checkout("b");
-    await pull(world.deps(), { path: dir });
-    write(dir, "x.md", "x\n");
-    await commit(world.deps(), { path: dir, message: "seed" });
+    await seedNotebook(world.deps(), dir, { "x.md": "x\n" });
     await pull(world.deps(), { path: other });
     write(other, "y.md", "from b\n");
     await commit(world.deps(), { path: other, message: "b" });
@@ -124,9 +123,7 @@ describe("lost races", () => {
   test("the call's deadline ends the retries as their bound does: REMOTE_BUSY · RETRIES_EXHAUSTED, the files untouched", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), { path: dir });
-    write(dir, "x.md", "x\n");
-    await commit(world.deps(), { path: dir, message: "seed" });
+    await seedNotebook(world.deps(), dir, { "x.md": "x\n" });
     write(dir, "x.md", "x edited\n");
     const losing = faultyStore(world.store, (op, key) => (op === "putIfMatch" && key === "current" ? "lose-race" : null));
     // The deadline passes during the second retry: a clock the test moves.
@@ -146,9 +143,7 @@ describe("lost races", () => {
   test("a manifest write whose response is lost after it landed is proved by reading back: OK, once", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), { path: dir });
-    write(dir, "x.md", "x\n");
-    await commit(world.deps(), { path: dir, message: "seed" });
+    await seedNotebook(world.deps(), dir, { "x.md": "x\n" });
     write(dir, "x.md", "x2\n");
     let lost = 0;
     const lossy = faultyStore(world.store, (op) => (op === "putIfMatch" && lost++ === 0 ? "lose-response" : null));
@@ -208,9 +203,7 @@ describe("lost races", () => {
   test("after an unprovable publication that landed, the next call knows it: a line deleted since stays deleted", async () => {
     world = makeWorld();
     const dir = world.checkout("a");
-    await pull(world.deps(), { path: dir });
-    write(dir, "x.md", "1\n");
-    await commit(world.deps(), { path: dir, message: "seed" });
+    await seedNotebook(world.deps(), dir, { "x.md": "1\n" });
     write(dir, "x.md", "1\nk\n");
     let wrote = false;
     const dark = faultyStore(world.store, (op, key) => {
@@ -258,9 +251,7 @@ describe("lost races", () => {
   test("a pack missing from the store, or contradicting its descriptor, is PACK_INVALID; a missing commit is HISTORY_INVALID", async () => {
     world = makeWorld();
     const a = world.checkout("a");
-    await pull(world.deps(), { path: a });
-    write(a, "x.md", "x\n");
-    await commit(world.deps(), { path: a, message: "seed" });
+    await seedNotebook(world.deps(), a, { "x.md": "x\n" });
     const store = openSqliteStore(world.storeFile);
     const current = (await store.get("current"))!;
     const manifest = JSON.parse(new TextDecoder().decode(current.body));
@@ -298,9 +289,7 @@ describe("lost races", () => {
     world = makeWorld();
     const a = world.checkout("a");
     const b = world.checkout("b");
-    await pull(world.deps(), { path: a });
-    write(a, "x.md", "x\n");
-    await commit(world.deps(), { path: a, message: "seed" });
+    await seedNotebook(world.deps(), a, { "x.md": "x\n" });
     const noPacks = faultyStore(world.store, (op, key) => (op === "get" && key.startsWith("packs/") ? "fail-before" : null));
     write(b, "mine.md", "mine\n");
     const down = await refusal(() => pull(world.deps({ store: noPacks }), { path: b }));
@@ -381,7 +370,7 @@ describe("lost races", () => {
       const { value } = await parent.stdout.getReader().read();
       const zombie = Number(new TextDecoder().decode(value).trim());
       expect(zombie).toBeGreaterThan(0);
-      while (!readFileSync(`/proc/${zombie}/stat`, "latin1").includes(") Z ")) await Bun.sleep(5);
+      await waitFor(() => readFileSync(`/proc/${zombie}/stat`, "latin1").includes(") Z "), `process ${zombie} to be a zombie`);
       writeFileSync(lock, `${zombie} ${hostname()} ${processStartTime(zombie)}`);
       expect((await pull(world.deps({ lockTimeoutMs: 200, self }), { path: a })).generation).toBe(0);
     } finally {

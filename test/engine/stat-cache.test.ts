@@ -13,7 +13,7 @@ import { type EngineDeps, flushProcessMemory } from "../../src/engine/engine.ts"
 import { pull } from "../../src/engine/pull.ts";
 import type { FileStamp } from "../../src/engine/checkout/scan.ts";
 import { StatCache } from "../../src/engine/checkout/stat-cache.ts";
-import { makeWorld, read, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, seedNotebook, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -136,9 +136,7 @@ test("the copy in the process memory is used only while the file on disk is the 
 test("a racily clean file read again unchanged is trusted from then on, without rewriting the cache file", async () => {
   world = makeWorld();
   const a = world.checkout("a");
-  await pull(world.deps(), { path: a });
-  write(a, "note.md", "alpha\n");
-  await commit(world.deps(), { path: a, message: "seed" }); // stamped within the racy window
+  await seedNotebook(world.deps(), a, { "note.md": "alpha\n" }); // stamped within the racy window
   const deps = world.deps();
   const state = await openState(deps, a);
   const file = join(state.stateDir, "stat-cache.json");

@@ -14,6 +14,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { type ConditionalWrite, type ObjectStore, type StoreCapabilities, StoreError } from "../../src/store/object-store.ts";
+import { waitFor } from "../support/wait.ts";
 
 export interface ConformanceOptions {
   /** What the store declares it does beyond every store's requests. */
@@ -159,7 +160,14 @@ export function describeStoreConformance(name: string, open: () => Promise<Objec
       const first = new Map((await store.list("mtime/")).map((o) => [o.key, o.modified.getTime()]));
       for (const o of await store.list("mtime/")) near(o.modified);
       // S3 keeps LastModified to the second: a later write must be a second later to show.
-      await Bun.sleep(1_100);
+      // Until the store dates a write of its own later than those, by its own clock.
+      const firstWritten = Math.max(...first.values());
+      let probes = 0;
+      const laterNow = async () => {
+        await store.putIfAbsent(`clock/${probes++}`, text("probe"));
+        return Math.max(...(await store.list("clock/")).map((o) => o.modified.getTime())) > firstWritten;
+      };
+      await waitFor(laterNow, "a write the store dates later than the first ones", 10_000, 100);
       expect((await store.putIfAbsent("mtime/b", text("b"))).ok).toBe(true);
       expect((await store.putIfMatch("mtime/swapped", text("v2"), created.etag)).ok).toBe(true);
       const second = new Map((await store.list("mtime/")).map((o) => [o.key, o.modified.getTime()]));

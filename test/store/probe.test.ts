@@ -16,14 +16,10 @@ import { join } from "node:path";
 import { boundedStore, deadlineIn } from "../../src/store/deadline.ts";
 import { type ConditionalWrite, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { operationalCause, type ProbeResult, probeStore } from "../../src/store/probe.ts";
-import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
 
 const env = process.env;
-const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
-const region = env.S3_REGION ?? env.AWS_REGION;
-const forcePathStyle = env.S3_FORCE_PATH_STYLE === "1";
 
 const runId = crypto.randomUUID().slice(0, 8);
 const usedPrefixes: string[] = [];
@@ -33,34 +29,16 @@ let files = 0;
 
 afterAll(async () => {
   await Promise.all(opened.map((s) => s.close().catch(() => {})));
-  if (bucket) {
-    // Leave the bucket as we found it, whatever a failed test left behind.
-    const cleaner = s3Store({ prefix: "" });
-    for (const prefix of usedPrefixes) {
-      for (const o of await cleaner.list(prefix).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-    }
-    await cleaner.close();
-  }
+  // Leave the bucket as we found it, whatever a failed test left behind.
+  await removePrefixes(usedPrefixes);
   rmSync(tmp, { recursive: true, force: true });
 });
-
-function s3Store(overrides: { prefix?: string; bucket?: string; endpoint?: string; maxAttempts?: number } = {}): ObjectStore {
-  const ep = overrides.endpoint ?? endpoint;
-  return createS3Store({
-    bucket: overrides.bucket ?? bucket!,
-    prefix: overrides.prefix ?? "",
-    ...(region !== undefined ? { region } : {}),
-    ...(ep !== undefined ? { endpoint: ep } : {}),
-    ...(overrides.maxAttempts !== undefined ? { maxAttempts: overrides.maxAttempts } : {}),
-    forcePathStyle,
-  });
-}
 
 /** A real S3 store on a prefix nobody else uses, so `list("")` shows only the probe's leftovers. */
 function freshS3(): ObjectStore {
   const prefix = `slivingdoc-test/probe-${runId}-${usedPrefixes.length}/`;
   usedPrefixes.push(prefix);
-  const store = s3Store({ prefix });
+  const store = testS3Store(prefix);
   opened.push(store);
   return store;
 }
@@ -237,14 +215,14 @@ function expectClean(result: ProbeResult, secrets: Array<string | undefined> = [
   expect(result.cause).not.toMatch(/\b(?:AKIA|ASIA)[A-Z0-9]{12,}/);
   expect(result.cause).not.toMatch(/[A-Z0-9]{16}/);
   expect(result.cause).not.toContain("\n");
-  for (const s of [...secrets, bucket, endpoint, env.AWS_ACCESS_KEY_ID, env.AWS_SECRET_ACCESS_KEY]) {
+  for (const s of [...secrets, testBucket, testEndpoint, env.AWS_ACCESS_KEY_ID, env.AWS_SECRET_ACCESS_KEY]) {
     if (s) expect(result.cause).not.toContain(s);
   }
 }
 
 type Backend = [name: string, fresh: () => ObjectStore];
 const backends: Backend[] = [["sqlite", freshSqlite]];
-if (bucket) backends.push(["s3", freshS3]);
+if (testBucket) backends.push(["s3", freshS3]);
 else {
   test("S3 test server is configured", () => {
     throw new Error(
@@ -363,7 +341,7 @@ test("an endpoint that stops answering: through a store bounded by the call dead
   expect(performance.now() - started).toBeLessThan(3_000);
 });
 
-if (bucket) {
+if (testBucket) {
   describe("probe: operational failures of the real S3 server are refusals that name the cause", () => {
     /** Run `fn` with these credentials in the SDK's default chain (the environment), then restore it. */
     async function withCredentials<T>(keyId: string | undefined, secret: string, fn: () => Promise<T>): Promise<T> {
@@ -404,7 +382,7 @@ if (bucket) {
 
     test("a bucket that does not exist: refused, the cause says so without naming the bucket", async () => {
       const missing = `slivingdoc-missing-${runId}`;
-      const store = s3Store({ bucket: missing, prefix: "x" });
+      const store = testS3Store("x", { bucket: missing });
       opened.push(store);
       const result = await probeStore(store);
       expect(result).toEqual({ ok: false, cause: "the bucket does not exist (NoSuchBucket)" });
@@ -416,7 +394,7 @@ if (bucket) {
       // maxAttempts 1: no SDK retries of the (idempotent) clean-up either. The
       // conditional writes are never retried, and a refused connection fails
       // at once; a black-holed address would take s3.ts's 10 s connect timeout.
-      const store = s3Store({ endpoint: dead, prefix: "x", maxAttempts: 1 });
+      const store = testS3Store("x", { endpoint: dead, maxAttempts: 1 });
       opened.push(store);
       const calls: string[] = [];
       const counted: ObjectStore = {

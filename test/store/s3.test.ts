@@ -17,13 +17,11 @@ import { boundedStore, deadlineIn } from "../../src/store/deadline.ts";
 import { type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store, normaliseS3Prefix } from "../../src/store/s3.ts";
 import { STORES } from "../../src/surfaces/stores.ts";
+import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
+import { waitFor } from "../support/wait.ts";
 import { describeStoreConformance } from "./conformance.ts";
 
 const env = process.env;
-const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
-const region = env.S3_REGION ?? env.AWS_REGION;
-const forcePathStyle = env.S3_FORCE_PATH_STYLE === "1";
 
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -35,17 +33,11 @@ const usedPrefixes: string[] = [];
 function openReal(overrides: { bucket?: string } = {}): ObjectStore {
   const prefix = `slivingdoc-test/${runId}-${prefixes++}/`;
   usedPrefixes.push(prefix);
-  return createS3Store({
-    bucket: overrides.bucket ?? bucket!,
-    prefix,
-    ...(region !== undefined ? { region } : {}),
-    ...(endpoint !== undefined ? { endpoint } : {}),
-    forcePathStyle,
-  });
+  return testS3Store(prefix, overrides);
 }
 
 
-if (!bucket) {
+if (!testBucket) {
   test("S3 test server is configured", () => {
     throw new Error(
       "SLIVINGDOC_TEST_S3_BUCKET is not set, so the S3 suites cannot run. Run `npm test` (it starts a " +
@@ -58,17 +50,7 @@ if (!bucket) {
 } else {
   afterAll(async () => {
     // Leave the bucket as we found it (matters on a shared MinIO/AWS bucket).
-    const cleaner = createS3Store({
-      bucket,
-      prefix: "",
-      ...(region !== undefined ? { region } : {}),
-      ...(endpoint !== undefined ? { endpoint } : {}),
-      forcePathStyle,
-    });
-    for (const prefix of usedPrefixes) {
-      for (const o of await cleaner.list(prefix).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-    }
-    await cleaner.close();
+    await removePrefixes(usedPrefixes);
   });
 
   describeStoreConformance("s3", async () => openReal(), { capabilities: STORES.s3.capabilities });
@@ -174,7 +156,7 @@ if (!bucket) {
           const err = e as StoreError;
           expect(err.outcome).toBe("failed");
           expect(err.message).toMatch(/^s3 (get|putIfAbsent|list): \w+ \(40\d\)$/);
-          for (const secretText of [keyId, secret, wrongSecret, wrongKeyId, "secret-pack-key", bucket, endpoint]) {
+          for (const secretText of [keyId, secret, wrongSecret, wrongKeyId, "secret-pack-key", testBucket, testEndpoint]) {
             if (secretText) expect(err.message).not.toContain(secretText);
           }
           expect(err.cause).toBeDefined();
@@ -619,7 +601,7 @@ describe("s3 store when the endpoint does not answer", () => {
     expect([read.outcome, read.message]).toEqual(["failed", "s3 get: no answer within the call deadline"]);
     expect([written.outcome, written.message]).toEqual(["unknown", "s3 putIfMatch: no answer within the call deadline; the write may have landed"]);
     // Closed by the client, not left open for the server's sake (or the process's).
-    for (const until = performance.now() + 5_000; !(opened >= 2 && closed === opened) && performance.now() < until; ) await Bun.sleep(10);
+    await waitFor(() => opened >= 2 && closed === opened, "the client to close every connection it opened", 5_000);
     expect([opened >= 2, closed]).toEqual([true, opened]);
     const connections = opened;
     const later = await failure(store.delete("k"));

@@ -5,8 +5,10 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
+import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
+import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
@@ -65,6 +67,52 @@ export function write(dir: string, path: string, content: string | Uint8Array): 
 export function read(dir: string, path: string): string | null {
   const file = join(dir, path);
   return existsSync(file) ? readFileSync(file, "utf8") : null;
+}
+
+/** How a test runs one engine call when each call is its own process (its own store handle and memory). */
+export type Runner = <T>(op: (deps: EngineDeps) => Promise<T>) => Promise<T>;
+
+/**
+ * The set-up most scenarios start from: `dir` pulled, `files` written into
+ * it, and published as one commit, "seed". Through `deps`, or through `run`
+ * for each of the two calls.
+ */
+export async function seedNotebook(on: EngineDeps | Runner, dir: string, files: Record<string, string>): Promise<void> {
+  const run: Runner = typeof on === "function" ? on : (op) => op(on);
+  await run((d) => pull(d, { path: dir }));
+  for (const [path, content] of Object.entries(files)) write(dir, path, content);
+  await run((d) => commit(d, { path: dir, message: "seed" }));
+}
+
+/** How a command-line call ended: its exit code (null: killed) and what it wrote. */
+export interface CliOutcome {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The same set-up through the command line: `cli` runs the binary (or
+ * `bun src/main.ts`) with these arguments as the test runs it elsewhere; a
+ * call that fails stops the test with what it said. `wrote` is told of each
+ * file written, before the commit.
+ */
+export async function seedNotebookByCli(
+  cli: (args: string[]) => Promise<CliOutcome>,
+  dir: string,
+  files: Record<string, string>,
+  wrote?: (file: string) => void,
+): Promise<void> {
+  const ok = async (args: string[]) => {
+    const r = await cli(args);
+    if (r.code !== 0) throw new Error(`slivingdoc ${args.join(" ")} exited ${r.code}\n${r.stdout}${r.stderr}`);
+  };
+  await ok(["pull", dir]);
+  for (const [path, content] of Object.entries(files)) {
+    write(dir, path, content);
+    wrote?.(join(dir, path));
+  }
+  await ok(["commit", "-m", "seed", dir]);
 }
 
 /** The store's whole content, to prove a refusal changed nothing remote. */

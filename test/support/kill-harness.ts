@@ -6,16 +6,18 @@
  * - `runCli` spawns `dist/slivingdoc ARGS`, optionally SIGKILLs it `killAfterMs`
  *   after the spawn, and always kills it once `timeoutMs` has passed (a call
  *   that waits that long is stuck, e.g. on a lock a dead process left).
- * - `startServe` runs `serve` over raw JSON-RPC and times one tool call from
- *   the request to its answer, so a kill can land inside the call.
+ * - `startServe` runs `serve` through the raw MCP client (raw-mcp.ts) and
+ *   times one tool call from the request to its answer, so a kill can land
+ *   inside the call.
  * - `readTree` / `freshPull` read a checkout, or the store through a fresh
  *   pull into a new directory with a new private root.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createS3Store } from "../../src/store/s3.ts";
 import { BINARY, requireBinary } from "./mcp.ts";
+import { spawnServe } from "./raw-mcp.ts";
+import { removePrefixes } from "./s3-test-store.ts";
 
 export type Tree = Map<string, string>;
 
@@ -150,47 +152,11 @@ export interface Serve {
 }
 
 export async function startServe(args: string[], env: Record<string, string>): Promise<Serve> {
-  requireBinary();
-  const p = Bun.spawn([BINARY, "serve", ...args], { env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-  const waiting = new Map<number, (m: Record<string, unknown>) => void>();
-  let ended = false;
-  const onEnd: Array<() => void> = [];
-  void new Response(p.stderr).text();
-  void (async () => {
-    let buffer = "";
-    const decoder = new TextDecoder();
-    for await (const chunk of p.stdout) {
-      buffer += decoder.decode(chunk, { stream: true });
-      for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
-        const m = JSON.parse(buffer.slice(0, nl)) as Record<string, unknown>;
-        buffer = buffer.slice(nl + 1);
-        const w = waiting.get(m.id as number);
-        if (w) {
-          waiting.delete(m.id as number);
-          w(m);
-        }
-      }
-    }
-  })().finally(() => {
-    ended = true;
-    for (const f of onEnd) f();
+  const s = spawnServe(env, args);
+  await s.initialize().catch((e) => {
+    throw s.ended ? new Error("serve ended before answering initialize") : e;
   });
-  const send = (m: unknown) => {
-    p.stdin.write(`${JSON.stringify(m)}\n`);
-    void p.stdin.flush();
-  };
   let nextId = 1;
-  const request = (method: string, params: unknown): Promise<Record<string, unknown> | null> =>
-    new Promise((resolve) => {
-      if (ended) return resolve(null);
-      const id = nextId++;
-      waiting.set(id, resolve);
-      onEnd.push(() => resolve(null));
-      send({ jsonrpc: "2.0", id, method, params });
-    });
-  const init = await request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "crash-fuzz", version: "1" } });
-  if (init === null) throw new Error("serve ended before answering initialize");
-  send({ jsonrpc: "2.0", method: "notifications/initialized" });
   return {
     async call(tool, callArgs, killAfterMs) {
       const started = performance.now();
@@ -198,27 +164,33 @@ export async function startServe(args: string[], env: Record<string, string>): P
       const killer =
         killAfterMs !== undefined
           ? setTimeout(() => {
-              if (p.exitCode === null) {
+              if (s.child.exitCode === null) {
                 killed = true;
-                p.kill("SIGKILL");
+                s.kill("SIGKILL");
               }
             }, killAfterMs)
           : null;
-      const answer = await request("tools/call", { name: tool, arguments: callArgs });
+      const id = nextId++;
+      s.callTool(id, tool, callArgs);
+      // None when the process died first.
+      const answer = await s.answer(id).catch((e) => {
+        if (s.ended) return null;
+        throw e;
+      });
       const ms = performance.now() - started;
       if (killer) clearTimeout(killer);
-      if (killed) await p.exited;
+      if (killed) await s.exited;
       // An answer that arrived before the kill was acknowledged: the kill came after the call.
       return { answer, ms, killed: killed && answer === null };
     },
     async stop() {
       try {
-        p.stdin.end();
+        s.endInput();
       } catch {
         /* already gone */
       }
-      const t = setTimeout(() => p.kill("SIGKILL"), 10_000);
-      await p.exited;
+      const t = setTimeout(() => s.kill("SIGKILL"), 10_000);
+      await s.exited;
       clearTimeout(t);
     },
   };
@@ -226,9 +198,9 @@ export async function startServe(args: string[], env: Record<string, string>): P
 
 /**
  * What a test made and must remove when it ends: scratch directories, and
- * key prefixes in the S3 test bucket (from the environment `npm test` sets).
+ * key prefixes in the S3 test bucket (without their trailing "/").
  */
-export function leftovers(env: Record<string, string | undefined>): { scratches: string[]; prefixes: string[]; remove(): Promise<void> } {
+export function leftovers(): { scratches: string[]; prefixes: string[]; remove(): Promise<void> } {
   const scratches: string[] = [];
   const prefixes: string[] = [];
   return {
@@ -236,17 +208,7 @@ export function leftovers(env: Record<string, string | undefined>): { scratches:
     prefixes,
     async remove() {
       for (const s of scratches) rmSync(s, { recursive: true, force: true });
-      const bucket = env.SLIVINGDOC_TEST_S3_BUCKET;
-      if (!bucket || prefixes.length === 0) return;
-      const cleaner = createS3Store({
-        bucket,
-        prefix: "",
-        ...(env.S3_REGION ?? env.AWS_REGION ? { region: env.S3_REGION ?? env.AWS_REGION } : {}),
-        ...(env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL ? { endpoint: env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL } : {}),
-        forcePathStyle: env.S3_FORCE_PATH_STYLE === "1",
-      });
-      for (const p of prefixes) for (const o of await cleaner.list(`${p}/`).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
-      await cleaner.close();
+      await removePrefixes(prefixes.map((p) => `${p}/`));
     },
   };
 }

@@ -12,16 +12,40 @@ const env = process.env;
 export const testBucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 export const testEndpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
 
+/** What a test sets otherwise than the environment: a missing bucket, a dead endpoint, no retries. */
+export interface TestStoreOptions {
+  bucket?: string;
+  endpoint?: string;
+  maxAttempts?: number;
+}
+
 /** A store on the test bucket under `prefix` (no trailing slash needed). */
-export function testS3Store(prefix: string): ObjectStore {
+export function testS3Store(prefix: string, options: TestStoreOptions = {}): ObjectStore {
   const region = env.S3_REGION ?? env.AWS_REGION;
+  const endpoint = options.endpoint ?? testEndpoint;
   return createS3Store({
-    bucket: testBucket!,
+    bucket: options.bucket ?? testBucket!,
     prefix,
     ...(region ? { region } : {}),
-    ...(testEndpoint ? { endpoint: testEndpoint } : {}),
+    ...(endpoint ? { endpoint } : {}),
+    ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
     forcePathStyle: env.S3_FORCE_PATH_STYLE === "1",
   });
+}
+
+/**
+ * Delete every object under each of `prefixes` (keys of the test bucket,
+ * each ending in "/"): leave the bucket as the test found it, which
+ * matters on a shared one. Best effort: what cannot be listed or deleted
+ * is left, and the test's own result stands.
+ */
+export async function removePrefixes(prefixes: readonly string[]): Promise<void> {
+  if (!testBucket || prefixes.length === 0) return;
+  const cleaner = testS3Store("");
+  for (const prefix of prefixes) {
+    for (const o of await cleaner.list(prefix).catch(() => [])) await cleaner.delete(o.key).catch(() => {});
+  }
+  await cleaner.close();
 }
 
 /** Delete every object under the store's prefix. */

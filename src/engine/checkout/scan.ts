@@ -43,7 +43,7 @@ export type KnownFile = (path: string, stamp: FileStamp) => string | null;
 
 /**
  * The names of the temporary files this engine makes beside a visible file
- * it rewrites (materialize.ts). The journal records each one before it is
+ * it rewrites (visible-writes.ts). The journal records each one before it is
  * made, and recovery removes exactly those; so a file under such a name that
  * the journal does not record is not ours, and since it cannot be told from
  * one by its name, the scan refuses it by name rather than skip it (a
@@ -90,106 +90,33 @@ const ADVICE: Record<Violation, (names: string) => string> = {
     `These names are reserved for slivingdoc's temporary files (.slivingdoc-partial- and 16 hex digits): ${names}. Rename them, or delete them if they are leftovers, then call again.`,
 };
 
+/** One scan under way: what it may skip reading, the files read so far, and every violation, refused together at the end. */
+interface Scan {
+  known: KnownFile;
+  ours: ReadonlySet<string>;
+  files: NotebookFiles;
+  invalid: Array<ErrorFile & { why: Violation }>;
+}
+
+function bad(scan: Scan, path: string, why: Violation = "content"): void {
+  scan.invalid.push({ path, reason: "INVALID_CONTENT", ranges: [], why });
+}
+
 /**
  * `ours`: notebook-relative paths of temporary files an interrupted call
  * left, which the journal records (read only by a caller that repairs
  * nothing: `status`); left out rather than refused.
  */
 export function scanNotebook(root: string, known: KnownFile = () => null, ours: ReadonlySet<string> = new Set()): NotebookFiles {
-  const files: NotebookFiles = new Map();
-  const invalid: Array<ErrorFile & { why: Violation }> = [];
-  const bad = (path: string, why: Violation = "content") => invalid.push({ path, reason: "INVALID_CONTENT", ranges: [], why });
+  const scan: Scan = { known, ours, files: new Map(), invalid: [] };
+  if (!notebookExists(root)) return scan.files;
+  walk(scan, root, "");
+  if (scan.invalid.length > 0) throw refusal(scan.invalid);
+  return scan.files;
+}
 
-  // Each directory is listed, its entries stat'ed once and visited in path
-  // order (a directory sorts as if its name ended in "/"), so the result
-  // comes out sorted without sorting every path at the end.
-  const walk = (absDir: string, relDir: string) => {
-    let names: string[];
-    try {
-      names = readdirSync(absDir);
-    } catch (cause) {
-      if (relDir === "") throw new DomainError("LOCAL_STATE", "The notebook directory could not be read.", { cause });
-      // A directory inside the notebook that cannot be listed: its files
-      // are unknown, so the directory itself is named.
-      const why = accessViolation(cause);
-      if (why !== null) bad(relDir.slice(0, -1), why);
-      return;
-    }
-    if (names.some((name) => name.includes("\uFFFD"))) {
-      // Node-style APIs replace invalid UTF-8 in names; the raw bytes tell
-      // a real U+FFFD from a name that is not UTF-8 at all.
-      const valid = new Set<string>();
-      for (const raw of readdirSync(absDir, { encoding: "buffer" })) {
-        try {
-          valid.add(nameDecoder.decode(raw));
-        } catch {
-          bad(relDir + Buffer.from(raw).toString("latin1").replace(/[^\x20-\x7e]/g, "?"));
-        }
-      }
-      names = names.filter((name) => valid.has(name));
-    }
-    // In path order: names sort natively (UTF-16 order, as paths compare
-    // everywhere here); only a directory, which sorts as "name/", can need
-    // the second, keyed sort below.
-    names.sort();
-    let hasDirectory = false;
-    const entries: Array<{ name: string; key: string; st: Stats }> = [];
-    for (const name of names) {
-      // Hidden names are rare: test the cheap first character before the patterns.
-      if (name.charCodeAt(0) === 0x2e) {
-        if (isGitSegment(name)) {
-          bad(relDir + name);
-          continue;
-        }
-        if (PARTIAL_FILE.test(name)) {
-          if (!ours.has(relDir + name)) bad(relDir + name, "reserved");
-          continue;
-        }
-      }
-      let st: Stats;
-      try {
-        st = lstatSync(`${absDir}/${name}`);
-      } catch (cause) {
-        // Removed since the listing: not there. Anything else is named.
-        const why = accessViolation(cause);
-        if (why !== null) bad(relDir + name, why);
-        continue;
-      }
-      const isDirectory = st.isDirectory();
-      hasDirectory ||= isDirectory;
-      entries.push({ name, key: isDirectory ? `${name}/` : name, st });
-    }
-    if (hasDirectory) entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    for (const { name, st } of entries) {
-      const rel = relDir + name;
-      const abs = `${absDir}/${name}`;
-      if (st.isDirectory()) {
-        walk(abs, `${rel}/`);
-      } else if (st.isFile()) {
-        const stamp = stampOf(st);
-        const oid = known(rel, stamp);
-        if (oid !== null) {
-          // Unchanged since a scan that read and validated it.
-          files.set(rel, { stamp, oid, bytes: null });
-          continue;
-        }
-        let bytes: Buffer;
-        try {
-          bytes = readFileSync(abs);
-        } catch (cause) {
-          const why = accessViolation(cause);
-          if (why !== null) bad(rel, why);
-          continue;
-        }
-        if (decodeText(bytes) === null) bad(rel);
-        else files.set(rel, { stamp, oid: null, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
-      } else {
-        // Symlinks, sockets, FIFOs, devices: never notebook content.
-        bad(rel);
-      }
-    }
-  };
-
+/** Whether the notebook directory exists yet; something else at its path is refused. */
+function notebookExists(root: string): boolean {
   try {
     if (!lstatSync(root).isDirectory()) {
       // Something that is not a directory where the notebook should be: the
@@ -199,19 +126,123 @@ export function scanNotebook(root: string, known: KnownFile = () => null, ours: 
         "The notebook path is not a directory; the notebook is a directory of text files. Move or delete what is there, or address a directory, then call again.",
       );
     }
+    return true;
   } catch (e) {
     if (e instanceof DomainError) throw e;
     const code = (e as { code?: unknown } | null)?.code;
     // A directory that does not exist yet holds no files.
-    if (code === "ENOENT" || code === "ENOTDIR") return files;
+    if (code === "ENOENT" || code === "ENOTDIR") return false;
     throw new DomainError("LOCAL_STATE", "The notebook directory could not be read.", { cause: e });
   }
-  walk(root, "");
-  if (invalid.length > 0) {
-    invalid.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    const kinds = (Object.keys(ADVICE) as Violation[]).filter((why) => invalid.some((f) => f.why === why));
-    const message = kinds.map((why) => ADVICE[why](invalid.filter((f) => f.why === why).map((f) => f.path).join(", "))).join(" ");
-    throw new DomainError("INVALID_CONTENT", message, { files: invalid.map(({ path, reason, ranges }) => ({ path, reason, ranges })) });
+}
+
+// Each directory is listed, its entries stat'ed once and visited in path
+// order (a directory sorts as if its name ended in "/"), so the result
+// comes out sorted without sorting every path at the end.
+function walk(scan: Scan, absDir: string, relDir: string): void {
+  const names = listNames(scan, absDir, relDir);
+  if (names === null) return;
+  for (const { name, st } of entriesInPathOrder(scan, absDir, relDir, names)) {
+    const rel = relDir + name;
+    const abs = `${absDir}/${name}`;
+    if (st.isDirectory()) walk(scan, abs, `${rel}/`);
+    else if (st.isFile()) scanFile(scan, abs, rel, st);
+    // Symlinks, sockets, FIFOs, devices: never notebook content.
+    else bad(scan, rel);
   }
-  return files;
+}
+
+/** The names in a directory that are valid UTF-8 (the others are refused); null when it cannot be listed. */
+function listNames(scan: Scan, absDir: string, relDir: string): string[] | null {
+  let names: string[];
+  try {
+    names = readdirSync(absDir);
+  } catch (cause) {
+    if (relDir === "") throw new DomainError("LOCAL_STATE", "The notebook directory could not be read.", { cause });
+    // A directory inside the notebook that cannot be listed: its files
+    // are unknown, so the directory itself is named.
+    const why = accessViolation(cause);
+    if (why !== null) bad(scan, relDir.slice(0, -1), why);
+    return null;
+  }
+  if (names.some((name) => name.includes("\uFFFD"))) {
+    // Node-style APIs replace invalid UTF-8 in names; the raw bytes tell
+    // a real U+FFFD from a name that is not UTF-8 at all.
+    const valid = new Set<string>();
+    for (const raw of readdirSync(absDir, { encoding: "buffer" })) {
+      try {
+        valid.add(nameDecoder.decode(raw));
+      } catch {
+        bad(scan, relDir + Buffer.from(raw).toString("latin1").replace(/[^\x20-\x7e]/g, "?"));
+      }
+    }
+    names = names.filter((name) => valid.has(name));
+  }
+  return names;
+}
+
+/** The entries of a directory stat'ed, in path order; `.git` and the temporary files' names are refused, not visited. */
+function entriesInPathOrder(scan: Scan, absDir: string, relDir: string, names: string[]): Array<{ name: string; st: Stats }> {
+  // In path order: names sort natively (UTF-16 order, as paths compare
+  // everywhere here); only a directory, which sorts as "name/", can need
+  // the second, keyed sort below.
+  names.sort();
+  let hasDirectory = false;
+  const entries: Array<{ name: string; key: string; st: Stats }> = [];
+  for (const name of names) {
+    // Hidden names are rare: test the cheap first character before the patterns.
+    if (name.charCodeAt(0) === 0x2e) {
+      if (isGitSegment(name)) {
+        bad(scan, relDir + name);
+        continue;
+      }
+      if (PARTIAL_FILE.test(name)) {
+        if (!scan.ours.has(relDir + name)) bad(scan, relDir + name, "reserved");
+        continue;
+      }
+    }
+    let st: Stats;
+    try {
+      st = lstatSync(`${absDir}/${name}`);
+    } catch (cause) {
+      // Removed since the listing: not there. Anything else is named.
+      const why = accessViolation(cause);
+      if (why !== null) bad(scan, relDir + name, why);
+      continue;
+    }
+    const isDirectory = st.isDirectory();
+    hasDirectory ||= isDirectory;
+    entries.push({ name, key: isDirectory ? `${name}/` : name, st });
+  }
+  if (hasDirectory) entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return entries;
+}
+
+/** A regular file: its blob id when the stat cache vouches for it, else its bytes, which must be text. */
+function scanFile(scan: Scan, abs: string, rel: string, st: Stats): void {
+  const stamp = stampOf(st);
+  const oid = scan.known(rel, stamp);
+  if (oid !== null) {
+    // Unchanged since a scan that read and validated it.
+    scan.files.set(rel, { stamp, oid, bytes: null });
+    return;
+  }
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(abs);
+  } catch (cause) {
+    const why = accessViolation(cause);
+    if (why !== null) bad(scan, rel, why);
+    return;
+  }
+  if (decodeText(bytes) === null) bad(scan, rel);
+  else scan.files.set(rel, { stamp, oid: null, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+}
+
+/** Every violation found, by path, each kind once with its advice. */
+function refusal(invalid: Array<ErrorFile & { why: Violation }>): DomainError {
+  invalid.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const kinds = (Object.keys(ADVICE) as Violation[]).filter((why) => invalid.some((f) => f.why === why));
+  const message = kinds.map((why) => ADVICE[why](invalid.filter((f) => f.why === why).map((f) => f.path).join(", "))).join(" ");
+  return new DomainError("INVALID_CONTENT", message, { files: invalid.map(({ path, reason, ranges }) => ({ path, reason, ranges })) });
 }

@@ -305,7 +305,7 @@ export class CheckoutState {
 
   /**
    * Replace the baseline's tree only: recovery's per-file overrides
-   * (materialize.ts). Unlike writeBaseline it keeps a recorded publication,
+   * (recovery.ts). Unlike writeBaseline it keeps a recorded publication,
    * which is settled next and needs those overrides too.
    */
   replaceBaselineTree(tree: string): void {
@@ -349,7 +349,7 @@ export class CheckoutState {
 
   /**
    * The journal's progress: each step of rewriting a visible file, recorded
-   * before the file changes and again once it did (materialize.ts,
+   * before the file changes and again once it did (visible-writes.ts,
    * ProgressStep), so that recovery knows, for a file changed since the
    * crash, whether the change was made over what the dead call wrote; each
    * temporary name, before the file is made; and, once every step is

@@ -220,24 +220,43 @@ export async function exportHistory(deps: ExportDeps, input: ExportInput): Promi
 
 async function writeExport(deps: ExportDeps, history: History, named: string, dir: string): Promise<ExportResult> {
   const target = checkExportTarget(deps, named, dir);
-  const empty = { directory: dir, generation: 0, oldestRetained: 0, added: 0, objects: 0, shallow: false };
   const newest = history.publications[0];
   const oldest = history.publications[history.publications.length - 1];
-  if (history.manifest === null || newest === undefined || oldest === undefined) return empty;
+  if (history.manifest === null || newest === undefined || oldest === undefined) {
+    return { directory: dir, generation: 0, oldestRetained: 0, added: 0, objects: 0, shallow: false };
+  }
   if (target.kind === "export" && target.main !== null && target.main !== history.boundary && !history.publications.some((p) => p.commit === target.main)) {
     throw new ExportRefused("is an export of another notebook, or of this one from before the history the store keeps");
   }
+  prepareRepository(dir, target, deps.randomId);
+  const have = packedObjects(dir);
+  const { commits, wanted } = await missingObjects(deps, history, dir, have);
+  if (wanted.length > 0) await writeObjects(deps, history, dir, wanted, have);
+  const boundary = writeShallow(dir, have, oldest, deps.randomId);
+  writeAtomic(join(dir, "refs", "heads", "main"), `${newest.commit}\n`, deps.randomId);
+  return {
+    directory: dir,
+    generation: newest.generation,
+    oldestRetained: oldest.generation,
+    added: commits.length,
+    objects: wanted.length,
+    shallow: boundary,
+  };
+}
 
+/** The repository's frame: its directories, HEAD, and the config that marks it as an export. */
+function prepareRepository(dir: string, target: ExportTarget, randomId: RandomSource["randomId"]): void {
   if (target.kind === "new") mkdirSync(dir, { recursive: true });
   // The mark first: a crash after it leaves an export that the next run recognises and completes.
-  if (target.kind === "new" || !target.marked) writeAtomic(join(dir, "config"), EXPORT_CONFIG, deps.randomId);
-  if (!existsSync(join(dir, "HEAD"))) writeAtomic(join(dir, "HEAD"), "ref: refs/heads/main\n", deps.randomId);
+  if (target.kind === "new" || !target.marked) writeAtomic(join(dir, "config"), EXPORT_CONFIG, randomId);
+  if (!existsSync(join(dir, "HEAD"))) writeAtomic(join(dir, "HEAD"), "ref: refs/heads/main\n", randomId);
   mkdirSync(join(dir, "objects", "pack"), { recursive: true });
   mkdirSync(join(dir, "refs", "heads"), { recursive: true });
   mkdirSync(join(dir, "refs", "tags"), { recursive: true });
-  const have = packedObjects(dir);
+}
 
-  // The publications the repository lacks, and every object they reach that it lacks.
+/** The publications the repository lacks, and every object they reach that it lacks. */
+async function missingObjects(deps: ExportDeps, history: History, dir: string, have: Set<string>): Promise<{ commits: History["publications"]; wanted: string[] }> {
   const commits = history.publications.filter((p) => !hasObject(dir, have, p.commit));
   const wanted: string[] = [];
   const seen = new Set<string>();
@@ -267,39 +286,34 @@ async function writeExport(deps: ExportDeps, history: History, named: string, di
     }
     throw cause;
   }
+  return { commits, wanted };
+}
 
-  if (wanted.length > 0) {
-    const entries: Buffer[] = [];
-    for (const [n, oid] of wanted.entries()) {
-      if (n % 500 === 0) deps.progress?.("objects written", n, wanted.length);
-      const entry = await history.git.packEntry(oid);
-      if (entry === null) throw new DomainError("HISTORY_INVALID", "The retained history is missing an object; an operator must inspect the store.");
-      entries.push(entry);
-    }
-    deps.progress?.("objects written", wanted.length, wanted.length);
-    const pack = writePack(entries);
-    const idx = indexUndeltifiedPack(pack);
-    if (idx === null) throw new Error("an undeltified pack could not be indexed");
-    const name = Buffer.from(pack.subarray(pack.length - 20)).toString("hex");
-    writeAtomic(join(dir, "objects", "pack", `pack-${name}.pack`), pack, deps.randomId);
-    writeAtomic(join(dir, "objects", "pack", `pack-${name}.idx`), idx, deps.randomId);
-    for (const oid of wanted) have.add(oid);
+/** `wanted` as one undeltified pack and its index, named by the pack's checksum; `have` learns them. */
+async function writeObjects(deps: ExportDeps, history: History, dir: string, wanted: string[], have: Set<string>): Promise<void> {
+  const entries: Buffer[] = [];
+  for (const [n, oid] of wanted.entries()) {
+    if (n % 500 === 0) deps.progress?.("objects written", n, wanted.length);
+    const entry = await history.git.packEntry(oid);
+    if (entry === null) throw new DomainError("HISTORY_INVALID", "The retained history is missing an object; an operator must inspect the store.");
+    entries.push(entry);
   }
+  deps.progress?.("objects written", wanted.length, wanted.length);
+  const pack = writePack(entries);
+  const idx = indexUndeltifiedPack(pack);
+  if (idx === null) throw new Error("an undeltified pack could not be indexed");
+  const name = Buffer.from(pack.subarray(pack.length - 20)).toString("hex");
+  writeAtomic(join(dir, "objects", "pack", `pack-${name}.pack`), pack, deps.randomId);
+  writeAtomic(join(dir, "objects", "pack", `pack-${name}.idx`), idx, deps.randomId);
+  for (const oid of wanted) have.add(oid);
+}
 
-  // The shallow boundary: every commit whose parent the repository lacks.
+/** The shallow boundary: every commit whose parent the repository lacks. Whether the oldest exported publication is one. */
+function writeShallow(dir: string, have: Set<string>, oldest: History["publications"][number], randomId: RandomSource["randomId"]): boolean {
   const shallowFile = join(dir, "shallow");
   const shallow = new Set(existsSync(shallowFile) ? readFileSync(shallowFile, "latin1").split("\n").filter((l) => /^[0-9a-f]{40}$/.test(l)) : []);
   const boundary = oldest.parent !== null && !hasObject(dir, have, oldest.parent);
   if (boundary) shallow.add(oldest.commit);
-  if (shallow.size > 0) writeAtomic(shallowFile, [...shallow].sort().map((l) => `${l}\n`).join(""), deps.randomId);
-  writeAtomic(join(dir, "refs", "heads", "main"), `${newest.commit}\n`, deps.randomId);
-
-  return {
-    directory: dir,
-    generation: newest.generation,
-    oldestRetained: oldest.generation,
-    added: commits.length,
-    objects: wanted.length,
-    shallow: boundary,
-  };
+  if (shallow.size > 0) writeAtomic(shallowFile, [...shallow].sort().map((l) => `${l}\n`).join(""), randomId);
+  return boundary;
 }

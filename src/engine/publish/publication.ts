@@ -34,7 +34,7 @@ import type { ObjectStore } from "../../store/object-store.ts";
 import { loadAcceptedState, readManifest } from "./accepted-state.ts";
 import type { CheckoutState, PublicationRecord } from "../checkout/state.ts";
 import { MissingObjectError } from "../git/objects.ts";
-import type { BaselineOverride } from "../checkout/materialize.ts";
+import type { BaselineOverride } from "../checkout/recovery.ts";
 import { withdraw } from "./combine.ts";
 import type { Manifest } from "./manifest.ts";
 import { commitBack, wentBackwards, wentBackwardsError } from "./went-backwards.ts";
@@ -42,7 +42,7 @@ import { commitBack, wentBackwards, wentBackwardsError } from "./went-backwards.
 export type Landed = "yes" | "no" | "unknown";
 
 /** Settle a publication a dead call left recorded; nothing to do when none is. */
-/** `overrides`: what recovering its journal kept (materialize.ts recoverInterrupted), which the moved baseline keeps too. */
+/** `overrides`: what recovering its journal kept (checkout/recovery.ts), which the moved baseline keeps too. */
 /** `attaching`: the call attaches the checkout to the store as it is, should it have gone backwards. */
 export async function settlePublication(
   state: CheckoutState,
