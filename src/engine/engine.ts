@@ -20,6 +20,7 @@ import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from 
 import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { diskFullBeforeChange, isDiskFull } from "./checkout/disk-full.ts";
+import type { ReplaceMoment } from "./checkout/visible-writes.ts";
 import { materialize, type RecoveryContext } from "./checkout/materialize.ts";
 import { recoverInterrupted } from "./checkout/recovery.ts";
 import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
@@ -88,7 +89,7 @@ export interface EngineDeps extends Clock, RandomSource {
    * is replaced or removed (checkout/visible-writes.ts): where tests write to it, as a
    * second writer in the same directory would.
    */
-  beforeReplace?: (path: string) => void;
+  onReplace?: (path: string, moment: ReplaceMoment) => void;
 }
 
 // Sixteen writers on one notebook exhausted 10 retries (docs/performance.md, S6);
@@ -125,8 +126,8 @@ export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | 
 
 /** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
 export interface OpenCheckout {
-  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs" | "beforeReplace">> &
-    Pick<EngineDeps, "deadline" | "lockTimeoutMs" | "beforeReplace"> & {
+  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs" | "onReplace">> &
+    Pick<EngineDeps, "deadline" | "lockTimeoutMs" | "onReplace"> & {
     onStage: (stage: string) => Promise<void> | void;
     afterWrite: () => Promise<void> | void;
   };

@@ -7,7 +7,7 @@
  * crash tests' hooks), or between the check of a file and its replacement.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { appendFileSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { DomainError } from "../../src/contract/errors.ts";
 import { commit } from "../../src/engine/commit.ts";
@@ -36,7 +36,7 @@ async function twoWriters(): Promise<{ a: string; b: string }> {
   return { a, b };
 }
 
-type Hooks = Pick<EngineDeps, "onStage" | "afterWrite" | "beforeReplace">;
+type Hooks = Pick<EngineDeps, "onStage" | "afterWrite" | "onReplace">;
 
 /** The stages a call goes through, in order: the names its onStage hook is called with, and the file writes. */
 async function stagesOf(op: "pull" | "commit"): Promise<string[]> {
@@ -46,7 +46,7 @@ async function stagesOf(op: "pull" | "commit"): Promise<string[]> {
   const hooks: Hooks = {
     onStage: (stage) => void seen.push(stage),
     afterWrite: () => void seen.push(`write:${++writes}`),
-    beforeReplace: (path) => void seen.push(`replace:${path}`),
+    onReplace: (path, moment) => void seen.push(`${moment}:${path}`),
   };
   if (op === "pull") await pull(world.deps(hooks), { path: a });
   else await commit(world.deps(hooks), { path: a, message: "a" });
@@ -66,7 +66,7 @@ function appendAt(dir: string, file: string, at: string, line: string): Hooks {
   return {
     onStage: (stage) => maybe(stage),
     afterWrite: () => maybe(`write:${++writes}`),
-    beforeReplace: (path) => maybe(`replace:${path}`),
+    onReplace: (path, moment) => maybe(`${moment}:${path}`),
   };
 }
 
@@ -87,7 +87,7 @@ for (const op of ["pull", "commit"] as const) {
     test("the call goes through the stages it is tested at", () => {
       expect(stages).toContain("merge");
       expect(stages).toContain("materialize");
-      expect(stages).toContain("replace:shared.md");
+      for (const moment of ["checked", "gated", "renamed"]) expect(stages).toContain(`${moment}:shared.md`);
       expect(stages).toContain("write:1");
     });
     for (const at of stages) {
@@ -112,10 +112,10 @@ for (const op of ["pull", "commit"] as const) {
   });
 }
 
-test("a line appended to a file the pull removes, between the check and the removal: the file stays, and conflicts", async () => {
+test("a line appended to a file the pull removes, in the instant before the removal: the file comes back, and conflicts", async () => {
   const { a } = await twoWriters();
   const line = "appended to the file b removed\n";
-  const e = await pull(world.deps(appendAt(a, "old.md", "replace:old.md", line)), { path: a }).then(
+  const e = await pull(world.deps(appendAt(a, "old.md", "gated:old.md", line)), { path: a }).then(
     () => null,
     (err: DomainError) => err,
   );
@@ -152,10 +152,10 @@ test("a file that keeps changing through every round is left for the next call, 
   const { a } = await twoWriters();
   let n = 0;
   // Every check finds it written to again: the pull gives up on it after its rounds.
-  const beforeReplace = (path: string) => {
-    if (path === "shared.md") appendFileSync(join(a, "shared.md"), `busy ${++n}\n`);
+  const onReplace = (path: string, moment: string) => {
+    if (path === "shared.md" && moment === "checked") appendFileSync(join(a, "shared.md"), `busy ${++n}\n`);
   };
-  const r = await pull(world.deps({ beforeReplace }), { path: a });
+  const r = await pull(world.deps({ onReplace }), { path: a });
   expect(r.generation).toBe(2);
   expect(n).toBeGreaterThan(1);
   const text = read(a, "shared.md")!;
@@ -171,3 +171,45 @@ test("a file that keeps changing through every round is left for the next call, 
   for (let i = 1; i <= n; i++) expect(count(shared, `busy ${i}\n`)).toBe(1);
   expect(count(shared, "line 1 by b\n")).toBe(1);
 });
+
+test("a line appended just before the rename and another just after: both kept, nothing put back over the second", async () => {
+  const { a } = await twoWriters();
+  const before = "appended to the old file, in the instant before the rename\n";
+  const after = "appended to the new file, in the instant after it\n";
+  let appended = 0;
+  const onReplace = (path: string, moment: string) => {
+    if (path !== "shared.md" || appended === 2) return;
+    if (moment === "gated") appendFileSync(join(a, "shared.md"), before), appended++;
+    if (moment === "renamed") appendFileSync(join(a, "shared.md"), after), appended++;
+  };
+  await pull(world.deps({ onReplace }), { path: a });
+  expect(appended).toBe(2);
+  const text = read(a, "shared.md");
+  expect([count(text, before), count(text, after), count(text, "line 1 by b\n")]).toEqual([1, 1, 1]);
+  await commit(world.deps(), { path: a, message: "after" });
+  const shared = await accepted("c", "shared.md");
+  expect([count(shared, before), count(shared, after), count(shared, "line 1 by b\n")]).toEqual([1, 1, 1]);
+});
+
+test("a rewrite of the whole file in the instant before the rename (not an append): it is put back, and merged again", async () => {
+  const { a } = await twoWriters();
+  const rewritten = SEED.replace("line 20\n", "line 20, rewritten here\n");
+  let done = false;
+  const onReplace = (path: string, moment: string) => {
+    if (path !== "shared.md" || moment !== "gated" || done) return;
+    done = true;
+    // Same length, so only the content tells: a rewrite in place, as `sed -i` without a rename or an editor writing through does.
+    writeFileSync(join(a, "shared.md"), rewritten.replace("line 1\n", "LINE 1\n"));
+  };
+  const e = await pull(world.deps({ onReplace }), { path: a }).then(
+    () => null,
+    (err: DomainError) => err,
+  );
+  expect(done).toBe(true);
+  // Line 1 changed here and there: a conflict, with both versions kept; line 20 is ours.
+  expect(e?.reason).toBe("MERGE_CONFLICT");
+  expect(read(a, "shared.md")).toContain("line 20, rewritten here\n");
+  expect(read(a, "shared.md")).toContain("LINE 1\n");
+  expect(read(a, "shared.md")).toContain("line 1 by b\n");
+});
+

@@ -22,7 +22,7 @@ import type { Baseline, CheckoutState } from "./state.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { diskFullBeforeChange, diskFullWhileWriting, isDiskFull } from "./disk-full.ts";
 import { recoverInterrupted, treeWithOverrides } from "./recovery.ts";
-import { apply, type FileWrite, type Remerge, type Writer, writerClock, type WrittenFile } from "./visible-writes.ts";
+import { apply, type FileWrite, type Remerge, type ReplaceMoment, type Writer, writerClock, type WrittenFile } from "./visible-writes.ts";
 
 /** The visible files that differ between `from` (what is on disk) and `to`. */
 export function plannedWrites(from: FlatTree, to: FlatTree): FileWrite[] {
@@ -42,7 +42,7 @@ export interface MaterializeHooks extends FileClock {
   /** Each blob written, with its bytes, while they are at hand (the diffstat counts their lines). */
   written?: (oid: string, bytes: Uint8Array) => void;
   /** Right before a file, checked to hold what was scanned, is replaced or removed: where tests write to it. */
-  beforeReplace?: (path: string) => void;
+  onReplace?: (path: string, moment: ReplaceMoment) => void;
   /** How a file written to since the scan is merged again (visible-writes.ts, apply); without it, such a file is left as it is. */
   remerge?: Remerge;
 }
@@ -115,7 +115,7 @@ export async function materialize(
 /** The journaled writes, each file brought from `before` to `after` (visible-writes.ts). */
 async function writeFiles(state: CheckoutState, writes: FileWrite[], hooks: MaterializeHooks): Promise<{ written: WrittenFile[]; left: string[] }> {
   const progress = state.openJournalProgress(false);
-  const writer: Writer = { ...writerClock(hooks), root: state.dir, git: state.git, side: "after", progress, made: new Set(), beforeReplace: hooks.beforeReplace, checkLock: () => state.checkLock() };
+  const writer: Writer = { ...writerClock(hooks), root: state.dir, git: state.git, side: "after", progress, made: new Set(), onReplace: hooks.onReplace, checkLock: () => state.checkLock() };
   try {
     const changes = writes.map((w) => ({ path: w.path, expected: w.before, target: w.after }));
     return await apply(writer, changes, hooks);

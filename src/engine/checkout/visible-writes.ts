@@ -9,16 +9,18 @@
  * second agent may write a file while a call is rewriting it. A file is
  * only ever replaced while it still holds the content the call computed
  * from (`before`, as scanned). It is linked to a second name, its bytes
- * are read there and compared, the new content is renamed over it, and the
- * second name shows whether anything was written to it between the
- * comparison and the rename — in which case the written file is put back.
- * A file that no longer holds what was scanned is merged again with what it
- * holds now, as the caller says (`remerge`: the new content is the local
- * side), and tried again; or, when that keeps failing or the caller says
- * so, left as it is for the next call, its baseline chosen so that the next
- * merge takes the writes for local edits (materialize.ts, `skippedBase`). What a writer that still holds the old file open writes
- * after the rename goes into a file that no longer has a name: no tool can
- * keep that (docs/failures.md).
+ * are read there and compared, it is checked once more an instant before
+ * the new content is renamed over it, and the second name then shows
+ * whether anything was written to it in that instant: appended bytes are
+ * appended to the new file too, and any other change puts the written file
+ * back (replaceIfUnchanged). A file that no longer holds what was scanned
+ * is merged again with what it holds now, as the caller says (`remerge`:
+ * the new content is the local side), and tried again; or, when that keeps
+ * failing or the caller says so, left as it is for the next call, its
+ * baseline chosen so that the next merge takes the writes for local edits
+ * (materialize.ts, `skippedBase`). What a writer that still holds the old
+ * file open writes after the rename goes into a file that no longer has a
+ * name: no tool can keep that (docs/failures.md).
  *
  * A file that did not exist before is written in place, which spares a
  * rename per file on a cold pull: it is created exclusively (so it cannot
@@ -63,6 +65,12 @@ export interface Change {
   target: string | null;
 }
 
+/**
+ * The moments of replacing a file: its content checked, the gate passed
+ * (the next instant is the rename), and the rename done.
+ */
+export type ReplaceMoment = "checked" | "gated" | "renamed";
+
 /** A call's writing of visible files: where, on which side of the journal, and its records. */
 export interface Writer {
   root: string;
@@ -71,8 +79,8 @@ export interface Writer {
   progress: JournalProgressLog;
   /** Directories made (or known to exist) this call: one mkdir per directory, not per file. */
   made: Set<string>;
-  /** Right before a checked file is replaced or removed: where tests write to it. */
-  beforeReplace?: (path: string) => void;
+  /** At each moment of replacing a file (replaceIfUnchanged): where tests write to it. */
+  onReplace?: (path: string, moment: ReplaceMoment) => void;
   /** The clock that file times are compared with. */
   now: () => number;
   /** Names temporary files. */
@@ -161,15 +169,6 @@ function holdAside(file: string, aside: string): "linked" | "unlinked" | "gone" 
   }
 }
 
-/** Whether the file held aside was written to since `seen` was taken (its content was `expected` then). */
-function writtenSince(w: Writer, aside: string, seen: Stats, expected: string): boolean {
-  const now = lstatSync(aside);
-  if (now.size !== seen.size || now.mtimeMs !== seen.mtimeMs) return true;
-  // Same size and time: unchanged, unless the time is so recent that a
-  // second write in the same clock tick would have left it as it was.
-  if (now.mtimeMs < w.now() - racyWindow(stampOf(now))) return false;
-  return blobId(readFileSync(aside)) !== expected;
-}
 
 /** What is at `file` now, for the stat cache. */
 function stamped(w: Writer, c: Change, file: string): WrittenFile {
@@ -187,6 +186,15 @@ function stamped(w: Writer, c: Change, file: string): WrittenFile {
 /**
  * Replace or remove the file at `c.path`, which holds `c.expected`: false,
  * leaving it as it is, when it no longer does (see the top of this file).
+ *
+ * The file is held under a second name (the same file), read there and
+ * compared; then, a moment before the rename, a gate: nothing was written
+ * while it was read, and the path still names it. A write in the instant
+ * between the gate and the rename is found after it: when it only appended
+ * to the file (a script logging into it), the appended bytes are appended
+ * to the new content too; anything else, and the written file goes back as
+ * it was left. Appending rather than putting back keeps a write made to the
+ * new file in the instant after the rename, which putting back would lose.
  */
 function replaceIfUnchanged(w: Writer, c: Change, bytes: Uint8Array | null): boolean {
   const file = join(w.root, c.path);
@@ -201,24 +209,25 @@ function replaceIfUnchanged(w: Writer, c: Change, bytes: Uint8Array | null): boo
     // Without hard links the comparison is made at the path itself, a moment before the rename (docs/failures.md).
     const subject = held === "linked" ? aside : file;
     const seen = lstatSync(subject);
-    if (blobId(readFileSync(subject)) !== c.expected) return false;
-    w.beforeReplace?.(c.path);
-    if (tmp === null) {
-      w.progress.log({ path: c.path, side: w.side });
-      rmSync(file, { force: true });
-    } else {
-      w.progress.log({ path: c.path, side: w.side, tmp: basename(tmp) });
-      renameSync(tmp, file);
-    }
-    w.progress.log({ path: c.path, side: w.side, done: true });
-    if (held === "linked" && writtenSince(w, aside, seen, c.expected)) {
-      // Written to between the comparison and the rename, while it still had
-      // its name: that write is someone's, and the new content was computed
-      // without it. The file goes back as they left it.
-      w.progress.log({ path: c.path, side: other(w.side), tmp: basename(aside) });
-      renameSync(aside, file);
-      w.progress.log({ path: c.path, side: other(w.side), done: true });
-      return false;
+    const checked = readFileSync(subject);
+    if (blobId(checked) !== c.expected) return false;
+    w.onReplace?.(c.path, "checked");
+    const gate = lstatSync(subject);
+    if (gate.size !== seen.size || gate.mtimeMs !== seen.mtimeMs) return false;
+    if (held === "linked" && lstatOrNull(file)?.ino !== gate.ino) return false;
+    w.onReplace?.(c.path, "gated");
+    swap(w, c, file, tmp);
+    if (held === "linked") {
+      w.onReplace?.(c.path, "renamed");
+      const late = writtenAfter(w, aside, gate, checked);
+      if (late === "other") {
+        putBack(w, c, aside, file);
+        return false;
+      }
+      if (late !== null) {
+        keepLateAppend(w, c, aside, file, late);
+        if (tmp === null) return false;
+      }
     }
     if (tmp === null) {
       // The second name goes first: the directory must be empty to go too.
@@ -229,6 +238,68 @@ function replaceIfUnchanged(w: Writer, c: Change, bytes: Uint8Array | null): boo
   } finally {
     if (tmp !== null) rmSync(tmp, { force: true });
     rmSync(aside, { force: true });
+  }
+}
+
+/** The replacement itself: the new content renamed over the file, or the file removed; journaled. */
+function swap(w: Writer, c: Change, file: string, tmp: string | null): void {
+  if (tmp === null) {
+    w.progress.log({ path: c.path, side: w.side });
+    rmSync(file, { force: true });
+  } else {
+    w.progress.log({ path: c.path, side: w.side, tmp: basename(tmp) });
+    renameSync(tmp, file);
+  }
+  w.progress.log({ path: c.path, side: w.side, done: true });
+}
+
+/**
+ * What was written to the old file, held at `aside`, since the gate's look
+ * (`gate`, when it held `checked`): null for nothing; the bytes it gained
+ * when it only grew by them; "other" for any other change.
+ */
+function writtenAfter(w: Writer, aside: string, gate: Stats, checked: Uint8Array): Uint8Array | null | "other" {
+  const now = lstatSync(aside);
+  if (now.size === gate.size && now.mtimeMs === gate.mtimeMs) {
+    // Same size and time: unchanged, unless the time is so recent that a
+    // second write in the same clock tick would have left it as it was.
+    if (now.mtimeMs < w.now() - racyWindow(stampOf(now))) return null;
+    return Buffer.from(readFileSync(aside)).equals(checked) ? null : "other";
+  }
+  const content = readFileSync(aside);
+  if (content.length <= checked.length || !Buffer.from(content.buffer, content.byteOffset, checked.length).equals(checked)) return "other";
+  return content.subarray(checked.length);
+}
+
+/** Put the written file back as it was left, the new content dropped (a change other than an append, in the instant before the rename). */
+function putBack(w: Writer, c: Change, aside: string, file: string): void {
+  w.progress.log({ path: c.path, side: other(w.side), tmp: basename(aside) });
+  renameSync(aside, file);
+  w.progress.log({ path: c.path, side: other(w.side), done: true });
+}
+
+/**
+ * Bytes appended to the old file in the instant before the rename: appended
+ * to what is at the path now, as the writer meant them. For a removal, the
+ * appended file comes back whole (a new one made at the path meanwhile gets
+ * it appended), for the caller to merge again as an edit of a file the other
+ * side deleted.
+ */
+function keepLateAppend(w: Writer, c: Change, aside: string, file: string, late: Uint8Array): void {
+  if (c.target === null) {
+    try {
+      linkSync(aside, file);
+      return;
+    } catch (e) {
+      if (errno(e) !== "EEXIST") throw e;
+    }
+    late = readFileSync(aside);
+  }
+  const fd = openSync(file, "a");
+  try {
+    for (let done = 0; done < late.length; ) done += writeSync(fd, late, done, late.length - done);
+  } finally {
+    closeSync(fd);
   }
 }
 
