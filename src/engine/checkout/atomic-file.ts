@@ -1,9 +1,10 @@
 /**
  * Private state files are replaced atomically (write a temporary file,
  * fsync, rename), so a crash leaves the old or the new file, never a torn
- * one; and read as JSON, absent being no error.
+ * one; and read as JSON, absent being no error. And the names in a
+ * private directory, none when it cannot be listed.
  */
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, writeSync } from "node:fs";
 import type { RandomSource } from "../../contract/clock.ts";
 
 /** `randomId` names the temporary file; `durable: false` skips the fsync, for a file that is only a speed-up (a torn one does not parse). */
@@ -31,3 +32,11 @@ export function readJson(file: string): unknown | undefined {
   return JSON.parse(text);
 }
 
+/** The names in `dir`; none when it cannot be listed (absent, or removed meanwhile): the private state's directories come and go. */
+export function namesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}

@@ -31,12 +31,13 @@
  * own stops it there with LOCAL_STATE — it changes nothing more, and never
  * removes its successor's lock.
  */
-import { closeSync, fstatSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, type Stats, statSync, utimesSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, type Stats, statSync, utimesSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { hostname } from "node:os";
 import { DomainError } from "../../contract/errors.ts";
 import type { Clock, RandomSource } from "../../contract/clock.ts";
 import { type Holder, holderName, parseHolder, type ProcessIdentity, processGone } from "../../contract/process-holder.ts";
+import { namesIn } from "./atomic-file.ts";
 
 export type { ProcessIdentity };
 
@@ -125,13 +126,7 @@ function createWhole(file: string, content: string, randomId: RandomSource["rand
 function removeLeftovers(file: string, nowMs: number): void {
   const dir = dirname(file);
   const prefix = `${basename(file)}-`;
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
+  for (const name of namesIn(dir)) {
     if (!name.startsWith(prefix) || !(name.endsWith(".new") || name.includes(".stale-"))) continue;
     try {
       if (nowMs - statSync(join(dir, name)).mtimeMs > UNREADABLE_GRACE_MS) rmSync(join(dir, name), { force: true });

@@ -17,10 +17,10 @@
  * baseline of files it never held (directory-identity.ts).
  */
 import { createHash } from "node:crypto";
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
+import { lstatSync, mkdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
-import { readJson, writeAtomic } from "./atomic-file.ts";
+import { readJson, writeAtomic, namesIn } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./lock.ts";
 import { directoryIdentity, isUnique } from "./directory-identity.ts";
 import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
@@ -80,14 +80,8 @@ export function registeredCheckouts(
   const { privateRoot } = deps;
   const knownCheckouts = deps.memory.checkouts;
   const base = join(privateRoot, "checkouts");
-  let ids: string[];
-  try {
-    ids = readdirSync(base);
-  } catch {
-    return [];
-  }
   const dirs: string[] = [];
-  for (const id of ids) {
+  for (const id of namesIn(base)) {
     if (id.startsWith(".")) continue; // being removed (below)
     const file = join(base, id, "state.json");
     // Every call checks every checkout: parse each state file only when it changed
@@ -210,14 +204,8 @@ function setAsideDone(privateRoot: string, target: string, clock: FileClock): vo
 /** Keep the newest SET_ASIDE.count set-aside states, none older than SET_ASIDE.maxAgeMs. */
 function pruneSetAside(privateRoot: string, nowMs: number, randomId: RandomSource["randomId"]): void {
   const root = join(privateRoot, "set-aside");
-  let names: string[];
-  try {
-    names = readdirSync(root);
-  } catch {
-    return;
-  }
   const states: Array<{ name: string; mtimeMs: number }> = [];
-  for (const name of names) {
+  for (const name of namesIn(root)) {
     if (name.startsWith(".gone-")) {
       rmSync(join(root, name), { recursive: true, force: true }); // a removal a kill interrupted
       continue;
@@ -308,13 +296,7 @@ export function checkoutStates(privateRoot: string): CheckoutStateFile[] {
   const states: CheckoutStateFile[] = [];
   for (const area of ["checkouts", "set-aside"]) {
     const base = join(privateRoot, area);
-    let ids: string[];
-    try {
-      ids = readdirSync(base);
-    } catch {
-      continue;
-    }
-    for (const id of ids) {
+    for (const id of namesIn(base)) {
       if (id.startsWith(".")) continue; // being removed
       try {
         const parsed = StateSchema.safeParse(readJson(join(base, id, "state.json")));
