@@ -23,6 +23,15 @@ export function mergeText(baseline: string, local: string, accepted: string): { 
 }
 
 /*
+ * What `git merge-file --union -p LOCAL BASELINE ACCEPTED` prints: where the
+ * text merge would write a conflict block, both sides' lines, local's first.
+ * It never reports a conflict.
+ */
+export function unionMergeText(baseline: string, local: string, accepted: string): string {
+  return xdlMerge(baseline, local, accepted, MARKER_LABELS, "union").text;
+}
+
+/*
  * The counts of `git diff --no-index --numstat`. Sliding hunks never changes
  * how many lines are marked, so no compaction (and no indent heuristic) is
  * needed to get them.
