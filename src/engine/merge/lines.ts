@@ -2,6 +2,15 @@
  * The `merge=lines` merge, for files whose lines stand alone: task boards,
  * lists, tables (docs/decisions/0019-merge-policies.md). The rule, exactly:
  *
+ * 0. Where git's text merge of the file is clean, its result is the result.
+ *    So `merge=lines` differs from `merge=text` only where that would
+ *    conflict, and C git, which merges such a file as text, agrees with every
+ *    clean merge. (With repeated lines, the two sides' diffs can place one
+ *    change differently, say each deleting "the" blank line at another
+ *    place; git's merge sees one deletion there, and rules 1-5 would see two.)
+ *
+ * Otherwise, for the whole file:
+ *
  * 1. Each side is diffed against the baseline with git's line diff (the one
  *    its text merge uses). A hunk that replaces k baseline lines with k lines
  *    becomes k one-line changes, line by line. Any other hunk stays whole: a
@@ -25,7 +34,7 @@
  * Either side's line is thus always in the result, applied or inside a
  * conflict block; nothing is dropped.
  */
-import { lineHunks, type LineHunk, type LineRange, MARKER_LABELS } from "./xdiff/index.ts";
+import { lineHunks, type LineHunk, type LineRange, MARKER_LABELS, mergeText } from "./xdiff/index.ts";
 
 interface Change extends LineHunk {
   side: "local" | "accepted" | "both";
@@ -74,8 +83,10 @@ function combine(local: Change[], accepted: Change[]): Change[] {
 
 /*
  * Rule 4: changes in baseline order, in groups of those whose slots overlap.
- * One side's changes never overlap each other, and a combined change
- * overlaps nothing, so a group of more than one change is a conflict.
+ * One side's hunks are separated by unchanged lines, so its changes never
+ * overlap each other, nor does a side insert where its own change begins or
+ * ends; a combined change thus overlaps nothing, and a group of more than
+ * one change is a conflict.
  */
 function groups(changes: Change[]): Change[][] {
   const out: Change[][] = [];
@@ -135,10 +146,10 @@ function lineEnding(...texts: string[]): string {
 
 /** The `merge=lines` merge of three texts, with one range per conflict block (as mergeText gives them). */
 export function linesMergeText(baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
+  const text = mergeText(baseline, local, accepted);
+  if (text.conflicts.length === 0) return text;
   const ours = lineHunks(baseline, local);
   const theirs = lineHunks(baseline, accepted);
-  if (ours.hunks.length === 0) return { text: accepted, conflicts: [] };
-  if (theirs.hunks.length === 0) return { text: local, conflicts: [] };
   const base = ours.lines;
   const out = new Output(lineEnding(baseline, local, accepted));
   let pos = 0;
