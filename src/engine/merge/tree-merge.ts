@@ -66,19 +66,19 @@ export async function mergeTrees(
     else if (a === b) merged = l;
     else {
       // Deleted against changed is a text merge under every policy (see above).
-      const how = l === undefined || a === undefined ? "text" : policy(path);
-      if (how === "binary") {
-        keptBeside.set(path, a!);
-        result.set(path, l!);
-        continue;
-      }
-      const out = mergeFile(how, await text(git, b, known), await text(git, l, known), await text(git, a, known));
-      if (out.conflicts.length > 0) {
-        conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
-      }
-      // A clean merge of a deletion with nothing left is a deletion.
       const bothPresent = l !== undefined && a !== undefined;
-      merged = out.text === "" && !bothPresent && out.conflicts.length === 0 ? undefined : await git.writeBlob(encodeText(out.text));
+      const how = bothPresent ? policy(path) : "text";
+      if (how === "binary" && bothPresent) {
+        merged = l;
+        keptBeside.set(path, a);
+      } else {
+        const out = mergeFile(how, await text(git, b, known), await text(git, l, known), await text(git, a, known));
+        if (out.conflicts.length > 0) {
+          conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
+        }
+        // A clean merge of a deletion with nothing left is a deletion.
+        merged = out.text === "" && !bothPresent && out.conflicts.length === 0 ? undefined : await git.writeBlob(encodeText(out.text));
+      }
     }
     if (merged !== undefined) result.set(path, merged);
   }
@@ -88,7 +88,7 @@ export async function mergeTrees(
   return { result, conflicts: list };
 }
 
-function mergeFile(how: Exclude<MergePolicy, "binary">, baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
+function mergeFile(how: MergePolicy, baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
   if (how === "union") return { text: unionMergeText(baseline, local, accepted), conflicts: [] };
   if (how === "lines") return linesMergeText(baseline, local, accepted);
   return mergeText(baseline, local, accepted);
