@@ -2,18 +2,26 @@
  * The three-tree merge (docs/decisions/0014-merging-as-git-merge-file.md) of
  * its three sides: the baseline (the checkout's), local (the visible files)
  * and accepted (the accepted state). Paths changed on one side take that
- * side; paths changed on both are merged line by line exactly as
- * `git merge-file` would (xdiff/), with git's markers.
+ * side; a file both sides changed is merged by its path's merge policy
+ * (docs/decisions/0019-merge-policies.md): line by line exactly as
+ * `git merge-file` would (xdiff/), with git's markers; or as
+ * `git merge-file --union`; or line by line with lines.ts's rule; or not at
+ * all ("binary"): local's file stays and accepted's is kept beside it as
+ * `name~accepted`, a PATH_CONFLICT.
  *
  * A file that one side deleted and the other changed is merged as text
- * against an empty side, so the conflict block shows the surviving lines
- * and nothing is dropped silently. A file-versus-directory clash keeps the
- * directory and moves the file aside (`name~local` or `name~accepted`).
+ * against an empty side under every policy, so the conflict block shows the
+ * surviving lines and nothing is dropped silently (git too reports a
+ * modify/delete conflict whatever the attributes say). A
+ * file-versus-directory clash keeps the directory and moves the file aside
+ * (`name~local` or `name~accepted`).
  */
 import type { ErrorFile } from "../../contract/errors.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
+import { linesMergeText } from "./lines.ts";
+import { type MergePolicy, TEXT_EVERYWHERE } from "./policy.ts";
 import { decodeText, encodeText } from "./text.ts";
-import { mergeText } from "./xdiff/index.ts";
+import { type LineRange, mergeText, unionMergeText } from "./xdiff/index.ts";
 
 export interface TreeMerge {
   result: FlatTree;
@@ -37,6 +45,7 @@ export async function mergeTrees(
   local: FlatTree,
   accepted: FlatTree,
   known: KnownContents = new Map(),
+  policy: (path: string) => MergePolicy = TEXT_EVERYWHERE,
 ): Promise<TreeMerge> {
   // Nothing changed here since the baseline: the result is the accepted
   // state as it stands (a valid tree, so no clash to resolve either). The
@@ -45,6 +54,7 @@ export async function mergeTrees(
   if (sameTree(local, baseline)) return { result: accepted, conflicts: [] };
   const result: FlatTree = new Map();
   const conflicts = new Map<string, ErrorFile>();
+  const keptBeside = new Map<string, string>();
   const paths = new Set([...baseline.keys(), ...local.keys(), ...accepted.keys()]);
   for (const path of paths) {
     const b = baseline.get(path);
@@ -55,19 +65,33 @@ export async function mergeTrees(
     else if (l === b) merged = a;
     else if (a === b) merged = l;
     else {
-      const out = mergeText(await text(git, b, known), await text(git, l, known), await text(git, a, known));
-      if (out.conflicts.length > 0) {
-        conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
-      }
-      // A clean merge of a deletion with nothing left is a deletion.
+      // Deleted against changed is a text merge under every policy (see above).
       const bothPresent = l !== undefined && a !== undefined;
-      merged = out.text === "" && !bothPresent && out.conflicts.length === 0 ? undefined : await git.writeBlob(encodeText(out.text));
+      const how = bothPresent ? policy(path) : "text";
+      if (how === "binary" && bothPresent) {
+        merged = l;
+        keptBeside.set(path, a);
+      } else {
+        const out = mergeFile(how, await text(git, b, known), await text(git, l, known), await text(git, a, known));
+        if (out.conflicts.length > 0) {
+          conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
+        }
+        // A clean merge of a deletion with nothing left is a deletion.
+        merged = out.text === "" && !bothPresent && out.conflicts.length === 0 ? undefined : await git.writeBlob(encodeText(out.text));
+      }
     }
     if (merged !== undefined) result.set(path, merged);
   }
   resolveDirectoryClashes(result, local, accepted, conflicts);
+  keepBeside(result, keptBeside, conflicts);
   const list = [...conflicts.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { result, conflicts: list };
+}
+
+function mergeFile(how: MergePolicy, baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
+  if (how === "union") return { text: unionMergeText(baseline, local, accepted), conflicts: [] };
+  if (how === "lines") return linesMergeText(baseline, local, accepted);
+  return mergeText(baseline, local, accepted);
 }
 
 export function sameTree(a: FlatTree, b: FlatTree): boolean {
@@ -84,18 +108,43 @@ export function sameTree(a: FlatTree, b: FlatTree): boolean {
  * PATH_CONFLICT on the original path.
  */
 function resolveDirectoryClashes(result: FlatTree, local: FlatTree, accepted: FlatTree, conflicts: Map<string, ErrorFile>): void {
-  const dirs = new Set<string>();
-  for (const path of result.keys()) {
-    for (let i = path.indexOf("/"); i >= 0; i = path.indexOf("/", i + 1)) dirs.add(path.slice(0, i));
-  }
+  const dirs = directoriesOf(result);
   for (const path of [...result.keys()].sort()) {
     if (!dirs.has(path)) continue;
     const oid = result.get(path)!;
     result.delete(path);
     const side = accepted.get(path) === oid && local.get(path) !== oid ? "accepted" : "local";
-    let target = `${path}~${side}`;
-    while (result.has(target) || dirs.has(target)) target += "~";
-    result.set(target, oid);
+    result.set(besideName(result, dirs, path, side), oid);
     conflicts.set(path, { path, reason: "PATH_CONFLICT", ranges: [] });
   }
+}
+
+/**
+ * Files under the "binary" policy that both sides changed: local's stays at
+ * the path and accepted's goes beside it as `path~accepted`, named as a
+ * directory clash names the file it moves, and reported the same way, as a
+ * PATH_CONFLICT on the path.
+ */
+function keepBeside(result: FlatTree, accepted: Map<string, string>, conflicts: Map<string, ErrorFile>): void {
+  if (accepted.size === 0) return;
+  const dirs = directoriesOf(result);
+  for (const [path, oid] of [...accepted].sort(([p], [q]) => (p < q ? -1 : p > q ? 1 : 0))) {
+    result.set(besideName(result, dirs, path, "accepted"), oid);
+    conflicts.set(path, { path, reason: "PATH_CONFLICT", ranges: [] });
+  }
+}
+
+function directoriesOf(tree: FlatTree): Set<string> {
+  const dirs = new Set<string>();
+  for (const path of tree.keys()) {
+    for (let i = path.indexOf("/"); i >= 0; i = path.indexOf("/", i + 1)) dirs.add(path.slice(0, i));
+  }
+  return dirs;
+}
+
+/* `path~side`, with one more `~` while that names a file or a directory already there. */
+function besideName(result: FlatTree, dirs: Set<string>, path: string, side: "local" | "accepted"): string {
+  let target = `${path}~${side}`;
+  while (result.has(target) || dirs.has(target)) target += "~";
+  return target;
 }

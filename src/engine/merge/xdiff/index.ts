@@ -4,7 +4,7 @@
  * See diff.ts and merge.ts for the details of the port.
  */
 
-import { doDiff, splitLines } from "./diff.ts";
+import { diffScript, doDiff, splitLines } from "./diff.ts";
 import { xdlMerge, type LineRange } from "./merge.ts";
 
 export type { LineRange } from "./merge.ts";
@@ -20,6 +20,15 @@ export const MARKER_LABELS: { ours: "local"; theirs: "accepted" } = { ours: "loc
  */
 export function mergeText(baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
   return xdlMerge(baseline, local, accepted, MARKER_LABELS);
+}
+
+/*
+ * What `git merge-file --union -p LOCAL BASELINE ACCEPTED` prints: where the
+ * text merge would write a conflict block, both sides' lines, local's first.
+ * It never reports a conflict.
+ */
+export function unionMergeText(baseline: string, local: string, accepted: string): string {
+  return xdlMerge(baseline, local, accepted, MARKER_LABELS, "union").text;
 }
 
 /*
@@ -45,4 +54,22 @@ function countLines(text: string): number {
   let n = 0;
   for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", nl + 1)) n++;
   return text.length > 0 && !text.endsWith("\n") ? n + 1 : n;
+}
+
+/** One hunk of a line diff: lines [start, end) of the old text became `lines` (terminators kept). */
+export interface LineHunk {
+  start: number;
+  end: number;
+  lines: string[];
+}
+
+/*
+ * git's line diff of `a` to `b` (the one its merges use, compacted as git
+ * compacts it), with `a` split into lines as the hunks count them.
+ */
+export function lineHunks(a: string, b: string): { lines: string[]; hunks: LineHunk[] } {
+  const lines = splitLines(a);
+  const after = splitLines(b);
+  const hunks = diffScript(lines, after).script.map((x) => ({ start: x.i1, end: x.i1 + x.chg1, lines: after.slice(x.i2, x.i2 + x.chg2) }));
+  return { lines, hunks };
 }

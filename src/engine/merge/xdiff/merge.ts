@@ -1,7 +1,14 @@
 /*
  * Three-way merge, ported from git's xdiff/xmerge.c (git 2.39) for the one
  * configuration `git merge-file` uses by default: level
- * XDL_MERGE_ZEALOUS_ALNUM, style "merge", no favor, marker size 7.
+ * XDL_MERGE_ZEALOUS_ALNUM, style "merge", marker size 7, with no favor or
+ * the union favor of `git merge-file --union` (XDL_MERGE_FAVOR_UNION).
+ *
+ * The favor is read in one place in xmerge.c, as the buffer is filled: every
+ * hunk still a conflict there becomes "take both". So the union merge keeps
+ * what refinement and simplification did to the conflicts before: lines both
+ * sides changed alike appear once, and the unchanged lines that
+ * simplification folded into a conflict appear once per side, as in git.
  *
  * It is a port rather than an independent design because users see the
  * merged text and its conflict blocks, and they must be the ones git would
@@ -21,7 +28,7 @@ export interface MergeLabels {
 }
 
 /*
- * mode: 0 = conflict, 1 = take side #1, 2 = take side #2,
+ * mode: 0 = conflict, 1 = take side #1, 2 = take side #2, 3 = take both,
  * 4 = conflict that refinement found to be identical on both sides.
  * i1/chg1 and i2/chg2 point into the postimages, i0/chg0 into the base.
  */
@@ -37,6 +44,12 @@ interface XdMerge {
 }
 
 const MARKER_SIZE = 7;
+
+/** XDL_MERGE_FAVOR_UNION: the mode every remaining conflict is given. */
+const FAVOR_UNION = 3;
+
+/** What becomes of a conflict: a conflict block, or (union) both sides, side #1 first. */
+export type MergeFavor = "none" | "union";
 
 /*
  * xdl_append_merge: a hunk that touches (or is adjacent to) the previous one
@@ -228,18 +241,21 @@ function fillMergeBuffer(
   xe1: XdEnv,
   xe2: XdEnv,
   labels: MergeLabels,
+  favor: number,
   head: XdMerge | null,
 ): { text: string; conflicts: LineRange[] } {
   const out = new Output();
   const conflicts: LineRange[] = [];
   let i = 0;
   for (let m = head; m; m = m.next) {
+    if (favor && !m.mode) m.mode = favor;
     if (m.mode === 0) {
       fillConflictHunk(out, xe1, xe2, labels, i, m, conflicts);
     } else if (m.mode & 3) {
       out.recs(xe1.xdf2.recs, i, m.i1 - i, false, false);
-      // With no favor, modes 1 and 2 never add a newline, so CR never matters here.
-      if (m.mode & 1) out.recs(xe1.xdf2.recs, m.i1, m.chg1, false, false);
+      // Only "take both" ends side #1 with a newline, so that its last line
+      // cannot run into side #2's first; in the line endings around it.
+      if (m.mode & 1) out.recs(xe1.xdf2.recs, m.i1, m.chg1, isCrNeeded(xe1, xe2, m), (m.mode & 2) !== 0);
       if (m.mode & 2) out.recs(xe2.xdf2.recs, m.i2, m.chg2, false, false);
     } else {
       continue;
@@ -257,6 +273,7 @@ function doMerge(
   xe2: XdEnv,
   xscr2: XdChange[],
   labels: MergeLabels,
+  favor: number,
 ): { text: string; conflicts: LineRange[] } {
   let head: XdMerge | null = null;
   let c: XdMerge | null = null;
@@ -333,7 +350,7 @@ function doMerge(
 
   refineConflicts(xe1, xe2, head);
   simplifyNonConflicts(xe1, head);
-  return fillMergeBuffer(xe1, xe2, labels, head);
+  return fillMergeBuffer(xe1, xe2, labels, favor, head);
 }
 
 /* xdl_merge: side #1 is "ours", side #2 "theirs", both diffed against base. */
@@ -342,11 +359,12 @@ export function xdlMerge(
   ours: string,
   theirs: string,
   labels: MergeLabels,
+  favor: MergeFavor = "none",
 ): { text: string; conflicts: LineRange[] } {
   const recs0 = splitLines(base);
   const d1 = diffScript(recs0, splitLines(ours));
   const d2 = diffScript(recs0, splitLines(theirs));
   if (d1.script.length === 0) return { text: theirs, conflicts: [] };
   if (d2.script.length === 0) return { text: ours, conflicts: [] };
-  return doMerge(d1.env, d1.script, d2.env, d2.script, labels);
+  return doMerge(d1.env, d1.script, d2.env, d2.script, labels, favor === "union" ? FAVOR_UNION : 0);
 }
