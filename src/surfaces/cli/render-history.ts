@@ -8,6 +8,9 @@ import type { FileChange, LogEntry, LogResult } from "../../engine/history/log.t
 import { escapeControls, quotePath } from "./quote.ts";
 import { plural } from "./render.ts";
 
+/** The agents named on one crossing line before the rest are counted: --json has them all. */
+const MAX_CROSSING_AGENTS = 8;
+
 const STATUS: Record<FileChange["status"], string> = { added: "added", modified: "", deleted: "deleted" };
 
 function fileLines(files: FileChange[] | null): string[] {
@@ -15,9 +18,51 @@ function fileLines(files: FileChange[] | null): string[] {
   return files.map((f) => `    ${quotePath(f.path)} | +${f.insertions} -${f.deletions}${STATUS[f.status] ? ` (${STATUS[f.status]})` : ""}`);
 }
 
+/** "6", "6–9": a run of consecutive generations. */
+function span(from: number, to: number): string {
+  return from === to ? `${from}` : `${from}–${to}`;
+}
+
+/** Ascending generations as runs: "6, 8–10". */
+function spans(generations: number[]): string {
+  const runs: string[] = [];
+  for (let i = 0; i < generations.length; ) {
+    let j = i;
+    while (j + 1 < generations.length && generations[j + 1] === generations[j]! + 1) j++;
+    runs.push(span(generations[i]!, generations[j]!));
+    i = j + 1;
+  }
+  return runs.join(", ");
+}
+
+/**
+ * Where the publication's work crossed others: nothing when its agent had
+ * seen the generation before it; else the generations it was merged onto
+ * unseen, by agent ("bo (6, 8), cy (7)"), those older than the retained
+ * history counted as unknown.
+ */
+function crossingLine(e: LogEntry): string[] {
+  if (e.crossed === null) return ["    crossed: unknown (its commit does not record the generation its agent had seen)"];
+  if (e.base === null || e.base >= e.generation - 1) return [];
+  const byAgent = new Map<string, number[]>();
+  for (const c of e.crossed) {
+    const generations = byAgent.get(c.agent) ?? [];
+    generations.push(c.generation);
+    byAgent.set(c.agent, generations);
+  }
+  const named = [...byAgent].slice(0, MAX_CROSSING_AGENTS).map(([agent, gs]) => `${escapeControls(agent)} (${spans(gs)})`);
+  if (byAgent.size > MAX_CROSSING_AGENTS) named.push(`${plural(byAgent.size - MAX_CROSSING_AGENTS, "more agent", "more agents")} (--json lists them)`);
+  if (e.crossedUnretained > 0) {
+    named.push(`unknown agents (${span(e.base + 1, e.base + e.crossedUnretained)}: older than the retained history)`);
+  }
+  const crossed = span(e.base + 1, e.generation - 1);
+  return [`    built on generation ${e.base}; crossed generation${e.generation - e.base > 2 ? "s" : ""} ${crossed} by ${named.join(", ")}`];
+}
+
 function entryLines(e: LogEntry): string[] {
   const lines = [`generation ${e.generation} · ${e.time} · ${escapeControls(e.agent)}`];
   for (const line of e.message.replace(/\n+$/, "").split("\n")) lines.push(`    ${escapeControls(line)}`);
+  lines.push(...crossingLine(e));
   if (e.files !== null) {
     lines.push(`    ${plural(e.filesChanged, "file", "files")} changed, ${plural(e.insertions, "insertion", "insertions")}(+), ${plural(e.deletions, "deletion", "deletions")}(-)`);
   }
