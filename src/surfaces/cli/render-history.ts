@@ -1,15 +1,18 @@
 /**
- * Human output of the history commands (log, show), on stderr like every
+ * Human output of the history commands (log, show, agents), on stderr like every
  * command's: names quoted and free text escaped (quote.ts), so neither an
  * agent's name nor a message can drive the terminal. `show`'s patch is not
  * here: it goes raw to stdout, as `diff`'s does (operations.ts).
  */
+import type { AgentsResult, AgentSummary } from "../../engine/history/agents.ts";
 import type { FileChange, LogEntry, LogResult } from "../../engine/history/log.ts";
 import { escapeControls, quotePath } from "./quote.ts";
 import { plural } from "./render.ts";
 
 /** The agents named on one crossing line before the rest are counted: --json has them all. */
 const MAX_CROSSING_AGENTS = 8;
+/** The files listed per agent: --json has them all. */
+const MAX_AGENT_FILES = 20;
 
 const STATUS: Record<FileChange["status"], string> = { added: "added", modified: "", deleted: "deleted" };
 
@@ -81,4 +84,24 @@ export type ShownEntry = LogEntry & { patch?: string };
 
 export function renderShow(r: ShownEntry): string {
   return `${entryLines(r).join("\n")}\n`;
+}
+
+function agentLines(a: AgentSummary): string[] {
+  const lines = [
+    `${escapeControls(a.agent)} · ${plural(a.publications, "publication", "publications")} · ` +
+      `first generation ${a.first.generation} at ${a.first.time} · last generation ${a.last.generation} at ${a.last.time}`,
+  ];
+  const unknown = a.changesUnknown.length > 0 ? ` (and those of generation ${spans(a.changesUnknown)}, unknown: its parent is older than the retained history)` : "";
+  lines.push(`    ${plural(a.files.length, "file", "files")} touched${unknown}`);
+  for (const f of a.files.slice(0, MAX_AGENT_FILES)) lines.push(`    ${quotePath(f)}`);
+  if (a.files.length > MAX_AGENT_FILES) lines.push(`    … and ${a.files.length - MAX_AGENT_FILES} more files (--json lists them all)`);
+  return lines;
+}
+
+export function renderAgents(r: AgentsResult): string {
+  if (r.generation === 0) return "agents: the store holds no notebook yet\n";
+  const retained = `generations ${r.oldestRetained}–${r.generation} are retained`;
+  if (r.agents.length === 0) return `agents: no retained publication matches (${retained})\n`;
+  const head = `${plural(r.agents.length, "agent", "agents")} published in the retained history (${retained}), the latest first:`;
+  return `${[head, ...r.agents.map((a) => agentLines(a).join("\n"))].join("\n\n")}\n`;
 }
