@@ -38,6 +38,9 @@ function cli() {
 
 const PATH_HELP = "The notebook directory (default: the current directory)";
 
+/** --since of log and agents. */
+const SINCE_FLAG = { type: "string", description: "Only publications since a date (2026-11-30, 2026-11-30T14:00Z) or for a duration back (30m, 2d)", valueHint: "WHEN" } as const;
+
 /** How a pull's result reads (and an attach's that found the store had not gone backwards). */
 const PULLED = { verb: "pulled", upToDate: (dir: string, g: number) => `pulled ${dir}: up to date at generation ${g}` };
 
@@ -203,7 +206,7 @@ export const OPERATIONS: readonly Operation[] = [
       usage: "log [--limit N] [--since DATE|DURATION] [--path a,b]",
       flags: {
         limit: { type: "string", description: "At most N publications", valueHint: "N" },
-        since: { type: "string", description: "Only publications since a date (2026-11-30, 2026-11-30T14:00Z) or for a duration back (30m, 2d)", valueHint: "WHEN" },
+        since: SINCE_FLAG,
         path: { type: "string", description: "Only publications that changed these notebook paths (files or directories, comma-separated)", valueHint: "a,b" },
       },
       path: false,
@@ -223,6 +226,25 @@ export const OPERATIONS: readonly Operation[] = [
       });
     },
     render: (r) => cli().renderLog(r),
+  }),
+
+  defineOperation({
+    cli: {
+      name: "agents",
+      summary: "List the agents of the retained history: publications, first and last, files touched",
+      usage: "agents [--since DATE|DURATION]",
+      flags: {
+        since: SINCE_FLAG,
+      },
+      path: false,
+      toInput: (flags) => (typeof flags.since === "string" ? { sinceMs: parseSince("since", flags.since, Date.now()) } : {}),
+    },
+    input: objectInput("agents", { sinceMs: optional(countField()) }),
+    async run(ctx, input) {
+      const { historyAgents } = await import("../engine/history/agents.ts");
+      return await historyAgents(ctx.engine(), input.sinceMs !== undefined ? { since: new Date(input.sinceMs) } : {});
+    },
+    render: (r) => cli().renderAgents(r),
   }),
 
   defineOperation({

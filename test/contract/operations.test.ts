@@ -14,6 +14,7 @@ import { NO_PATH_SETS } from "../../src/contract/results.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
 import { acceptedGeneration } from "../../src/engine/generation.ts";
+import { historyAgents } from "../../src/engine/history/agents.ts";
 import { exportHistory } from "../../src/engine/history/export.ts";
 import { historyLog, showGeneration } from "../../src/engine/history/log.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
@@ -62,7 +63,7 @@ function parameters(fn: (...args: never[]) => unknown): string[] {
 }
 
 test("every engine operation takes its dependencies, then one input object: op(deps, input)", () => {
-  for (const op of [pull, attach, commit, restore, readLocalChanges, collectGarbage, historyLog, showGeneration, exportHistory]) {
+  for (const op of [pull, attach, commit, restore, readLocalChanges, collectGarbage, historyLog, historyAgents, showGeneration, exportHistory]) {
     expect({ op: op.name, parameters: parameters(op) }).toEqual({ op: op.name, parameters: ["deps", "input"] });
   }
   // Reading `current` needs no input.

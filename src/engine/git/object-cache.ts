@@ -177,7 +177,7 @@ export class ObjectCache {
    * Write a commit whose message is kept byte for byte (isomorphic-git's
    * writeCommit normalises newlines, which the message rules forbid).
    */
-  async writeCommit(args: { tree: string; parent: string | null; message: string; when: Date; agent?: string }): Promise<string> {
+  async writeCommit(args: Parameters<typeof encodeCommit>[0]): Promise<string> {
     return this.keep("commit", encodeCommit(args));
   }
 

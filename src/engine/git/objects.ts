@@ -85,24 +85,39 @@ export function decodeTree(object: Uint8Array): Array<{ mode: string; name: stri
 }
 
 /**
+ * The commit header naming the base generation: the generation the
+ * publishing checkout's baseline had when its agent committed
+ * (docs/decisions/0020-the-base-generation-in-the-commit.md). Publications
+ * have one parent, the accepted head they landed on; this header is what
+ * still tells, after the fact, which generations the agent had not seen.
+ * After the committer line, where git keeps headers it does not know:
+ * C git stores, copies and fscks it, and ignores it.
+ */
+export const BASE_GENERATION_HEADER = "slivingdoc-base-generation";
+
+/**
  * A commit whose message is kept byte for byte. Author and committer are
  * both the publishing agent (contract/agent.ts: a name valid in a git
- * ident; "slivingdoc" when none is given), with slivingdoc's address, in UTC.
+ * ident; "slivingdoc" when none is given), with slivingdoc's address, in UTC;
+ * `base`, the base generation, in its own header (BASE_GENERATION_HEADER).
  */
-export function encodeCommit(args: { tree: string; parent: string | null; message: string; when: Date; agent?: string }): Buffer {
+export function encodeCommit(args: { tree: string; parent: string | null; message: string; when: Date; agent?: string; base?: number }): Buffer {
   const seconds = Math.floor(args.when.getTime() / 1000);
   const name = args.agent ?? "slivingdoc";
   if (/[<>\n\u0000]/.test(name) || name.trim() === "") throw new Error("an agent name must be valid in a git ident");
+  if (args.base !== undefined && (!Number.isSafeInteger(args.base) || args.base < 0)) throw new Error("a base generation is a whole number");
   const ident = `${name} <slivingdoc@localhost> ${seconds} +0000`;
   const head = [`tree ${args.tree}`];
   if (args.parent) head.push(`parent ${args.parent}`);
   head.push(`author ${ident}`, `committer ${ident}`);
+  if (args.base !== undefined) head.push(`${BASE_GENERATION_HEADER} ${args.base}`);
   return Buffer.concat([Buffer.from(`${head.join("\n")}\n\n`), Buffer.from(args.message, "utf8")]);
 }
 
 /**
  * The same commit with another tree and parent: every other header (author
- * and committer, with their times) and the message are kept byte for byte.
+ * and committer, with their times, and the base generation: a carried
+ * proposal keeps its proposer's) and the message are kept byte for byte.
  * Null when `object` does not start with one tree line and at most one
  * parent line, as every commit slivingdoc writes does.
  */

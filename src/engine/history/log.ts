@@ -8,6 +8,10 @@
  * The oldest retained publication names a parent the store no longer holds
  * (after compaction): what it changed is unknown, and it says so
  * (`files: null`) rather than listing its whole tree as added.
+ *
+ * Each entry also says where work crossed: the publications made between
+ * the generation its agent had seen (its base generation, read.ts) and its
+ * own, which the commit was merged onto unseen — by whom, while retained.
  */
 import { DomainError } from "../../contract/errors.ts";
 import { MissingObjectError } from "../git/objects.ts";
@@ -23,6 +27,12 @@ export interface FileChange {
   deletions: number;
 }
 
+/** A publication another one crossed: made after the other's base generation and before it, so merged in unseen by its agent. */
+export interface Crossed {
+  generation: number;
+  agent: string;
+}
+
 export interface LogEntry {
   generation: number;
   time: string;
@@ -33,6 +43,12 @@ export interface LogEntry {
   filesChanged: number;
   insertions: number;
   deletions: number;
+  /** The base generation (read.ts): the generation its agent had seen; null when its commit does not record it. */
+  base: number | null;
+  /** The retained publications it crossed, oldest first (empty: none); null when its base generation is unknown. */
+  crossed: Crossed[] | null;
+  /** How many it crossed that are older than the retained history: their agents are unknown. */
+  crossedUnretained: number;
 }
 
 export interface LogResult {
@@ -60,7 +76,7 @@ async function text(history: History, oid: string | null): Promise<string> {
   return decodeText(await readHistoryBlob(history, oid)) ?? "";
 }
 
-async function changesOf(history: History, p: Publication, paths: readonly string[]): Promise<TreeChange[] | null> {
+export async function changesOf(history: History, p: Publication, paths: readonly string[]): Promise<TreeChange[] | null> {
   if (p.parent !== null && !parentRetained(history, p)) return null;
   const parentTree = p.parent === null ? null : (await history.git.commitTree(p.parent).catch(wrap));
   return diffTrees(history.git, parentTree, p.tree, pathFilter(paths)).catch(wrap);
@@ -90,6 +106,27 @@ function totals(files: FileChange[] | null): { filesChanged: number; insertions:
   };
 }
 
+/**
+ * What `p` crossed: the generations after its base and before its own, each
+ * with its agent while retained. Generations are consecutive, so those
+ * older than the oldest retained one are only counted: who made them is no
+ * longer stored, and nothing is guessed.
+ */
+function crossingsOf(history: History, p: Publication): Pick<LogEntry, "crossed" | "crossedUnretained"> {
+  if (p.base === null) return { crossed: null, crossedUnretained: 0 };
+  const oldest = history.publications[history.publications.length - 1]!.generation;
+  const crossed: Crossed[] = [];
+  for (let g = Math.max(p.base + 1, oldest); g < p.generation; g++) {
+    crossed.push({ generation: g, agent: publicationAt(history, g).agent });
+  }
+  return { crossed, crossedUnretained: Math.max(0, oldest - p.base - 1) };
+}
+
+/** The entry of `p`, whose changes are `files`. */
+function entryOf(history: History, p: Publication, files: FileChange[] | null): LogEntry {
+  return { generation: p.generation, time: p.time, agent: p.agent, message: p.message, files, ...totals(files), base: p.base, ...crossingsOf(history, p) };
+}
+
 /** `slivingdoc log`: the retained publications, newest first, as `input` selects them. */
 export async function historyLog(deps: HistoryDeps, input: LogOptions): Promise<LogResult> {
   return withHistory(deps, (history) => logOf(history, input));
@@ -106,7 +143,7 @@ async function logOf(history: History, options: LogOptions): Promise<LogResult> 
     // With a path filter, a publication that changed none of them is left out; one whose changes are unknown stays.
     if (paths.length > 0 && changes !== null && changes.length === 0) continue;
     const files = changes === null ? null : await counted(history, changes);
-    entries.push({ generation: p.generation, time: p.time, agent: p.agent, message: p.message, files, ...totals(files) });
+    entries.push(entryOf(history, p, files));
   }
   return {
     generation: history.manifest?.generation ?? 0,
@@ -147,5 +184,5 @@ async function shown(history: History, input: ShowInput): Promise<ShowResult> {
     for (const c of found) changes.push({ ...c, beforeText: await text(history, c.before), afterText: await text(history, c.after) });
   }
   const files = changes === null ? null : changes.map((c) => ({ path: c.path, status: c.status, ...diffStat(c.beforeText, c.afterText) }));
-  return { entry: { generation: p.generation, time: p.time, agent: p.agent, message: p.message, files, ...totals(files) }, changes };
+  return { entry: entryOf(history, p, files), changes };
 }

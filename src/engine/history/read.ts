@@ -11,7 +11,8 @@
  *
  * The history is linear: every publication's commit names the accepted head
  * it was built on as its one parent, and every publication adds one to the
- * generation. So walking first parents back from the head, the commit at
+ * generation. (What its agent had seen may be older: the commit records
+ * that generation too, its base generation.) So walking first parents back from the head, the commit at
  * depth d is generation `manifest.generation - d`. The walk ends at the
  * root commit (generation 1) or at the shallow boundary compaction leaves:
  * the oldest retained commit names a parent no pack holds.
@@ -23,7 +24,7 @@ import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { fetchPacks, PackMissing, readManifest } from "../publish/accepted-state.ts";
 import { type FlatTree, ObjectCache } from "../git/object-cache.ts";
-import { MissingObjectError } from "../git/objects.ts";
+import { BASE_GENERATION_HEADER, MissingObjectError } from "../git/objects.ts";
 import { type Manifest, type PackDescriptor } from "../publish/manifest.ts";
 import type { ObjectMemory } from "../git/object-memory.ts";
 
@@ -42,6 +43,13 @@ export interface Publication {
   message: string;
   /** The notebook tree id. */
   tree: string;
+  /**
+   * The base generation: the generation the publishing checkout's baseline
+   * had when its agent committed (git/objects.ts BASE_GENERATION_HEADER),
+   * below this publication's own; null when the commit does not record it
+   * (published before it was recorded).
+   */
+  base: number | null;
 }
 
 export interface History {
@@ -160,9 +168,11 @@ export function parseCommit(oid: string, generation: number, object: Uint8Array)
   let tree: string | null = null;
   let parent: string | null = null;
   let author: { name: string; seconds: number } | null = null;
+  let base: number | null = null;
   for (const line of header.split("\n")) {
     if (line.startsWith("tree ")) tree = line.slice(5);
     else if (line.startsWith("parent ") && parent === null) parent = line.slice(7);
+    else if (line.startsWith(`${BASE_GENERATION_HEADER} `)) base = baseGeneration(line.slice(BASE_GENERATION_HEADER.length + 1), generation);
     else if (line.startsWith("author ")) {
       const m = /^author (.*) <[^<>]*> (\d+) [+-]\d{4}$/.exec(line);
       if (m) author = { name: m[1]!, seconds: Number(m[2]) };
@@ -179,7 +189,20 @@ export function parseCommit(oid: string, generation: number, object: Uint8Array)
     agent: author.name,
     message,
     tree,
+    base,
   };
+}
+
+/**
+ * A recorded base generation, or null when it is not one this publication
+ * could have been built on (a whole number below its own generation): the
+ * record only informs, so a damaged one reads as unknown rather than
+ * failing the history.
+ */
+function baseGeneration(value: string, generation: number): number | null {
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(value)) return null;
+  const base = Number(value);
+  return base < generation ? base : null;
 }
 
 /** The publication of `generation`; INVALID_REQUEST · MALFORMED_INPUT (naming the retained range) when it is not retained. */

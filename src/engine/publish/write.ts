@@ -151,7 +151,9 @@ async function buildAndUpload(
     // Only the directories that differ from the parent's tree are built.
     const { tree, files, trees, dirs } = parent;
     built = await git.writeFlatTree(merged, tree === null ? undefined : { tree, files, trees, dirs });
-    head = await git.writeCommit({ tree: built.tree, parent: parent.head, message, when: p.now(), agent: p.agent() });
+    // The base generation is the baseline's, whatever state this attempt
+    // builds on: what the agent had seen when it committed (objects.ts).
+    head = await git.writeCommit({ tree: built.tree, parent: parent.head, message, when: p.now(), agent: p.agent(), base: p.baseline.generation });
     newObjects.add(head);
     for (const t of built.trees) if (!accepted.trees.has(t)) newObjects.add(t);
     const known = new Set(accepted.files.values());

@@ -1,12 +1,18 @@
 /**
- * Human output of the history commands (log, show), on stderr like every
+ * Human output of the history commands (log, show, agents), on stderr like every
  * command's: names quoted and free text escaped (quote.ts), so neither an
  * agent's name nor a message can drive the terminal. `show`'s patch is not
  * here: it goes raw to stdout, as `diff`'s does (operations.ts).
  */
+import type { AgentsResult, AgentSummary } from "../../engine/history/agents.ts";
 import type { FileChange, LogEntry, LogResult } from "../../engine/history/log.ts";
 import { escapeControls, quotePath } from "./quote.ts";
 import { plural } from "./render.ts";
+
+/** The agents named on one crossing line before the rest are counted: --json has them all. */
+const MAX_CROSSING_AGENTS = 8;
+/** The files listed per agent: --json has them all. */
+const MAX_AGENT_FILES = 20;
 
 const STATUS: Record<FileChange["status"], string> = { added: "added", modified: "", deleted: "deleted" };
 
@@ -15,9 +21,51 @@ function fileLines(files: FileChange[] | null): string[] {
   return files.map((f) => `    ${quotePath(f.path)} | +${f.insertions} -${f.deletions}${STATUS[f.status] ? ` (${STATUS[f.status]})` : ""}`);
 }
 
+/** "6", "6–9": a run of consecutive generations. */
+function span(from: number, to: number): string {
+  return from === to ? `${from}` : `${from}–${to}`;
+}
+
+/** Ascending generations as runs: "6, 8–10". */
+function spans(generations: number[]): string {
+  const runs: string[] = [];
+  for (let i = 0; i < generations.length; ) {
+    let j = i;
+    while (j + 1 < generations.length && generations[j + 1] === generations[j]! + 1) j++;
+    runs.push(span(generations[i]!, generations[j]!));
+    i = j + 1;
+  }
+  return runs.join(", ");
+}
+
+/**
+ * Where the publication's work crossed others: nothing when its agent had
+ * seen the generation before it; else the generations it was merged onto
+ * unseen, by agent ("bo (6, 8), cy (7)"), those older than the retained
+ * history counted as unknown.
+ */
+function crossingLine(e: LogEntry): string[] {
+  if (e.crossed === null) return ["    crossed: unknown (its commit does not record the generation its agent had seen)"];
+  if (e.base === null || e.base >= e.generation - 1) return [];
+  const byAgent = new Map<string, number[]>();
+  for (const c of e.crossed) {
+    const generations = byAgent.get(c.agent) ?? [];
+    generations.push(c.generation);
+    byAgent.set(c.agent, generations);
+  }
+  const named = [...byAgent].slice(0, MAX_CROSSING_AGENTS).map(([agent, gs]) => `${escapeControls(agent)} (${spans(gs)})`);
+  if (byAgent.size > MAX_CROSSING_AGENTS) named.push(`${plural(byAgent.size - MAX_CROSSING_AGENTS, "more agent", "more agents")} (--json lists them)`);
+  if (e.crossedUnretained > 0) {
+    named.push(`unknown agents (${span(e.base + 1, e.base + e.crossedUnretained)}: older than the retained history)`);
+  }
+  const crossed = span(e.base + 1, e.generation - 1);
+  return [`    built on generation ${e.base}; crossed generation${e.generation - e.base > 2 ? "s" : ""} ${crossed} by ${named.join(", ")}`];
+}
+
 function entryLines(e: LogEntry): string[] {
   const lines = [`generation ${e.generation} · ${e.time} · ${escapeControls(e.agent)}`];
   for (const line of e.message.replace(/\n+$/, "").split("\n")) lines.push(`    ${escapeControls(line)}`);
+  lines.push(...crossingLine(e));
   if (e.files !== null) {
     lines.push(`    ${plural(e.filesChanged, "file", "files")} changed, ${plural(e.insertions, "insertion", "insertions")}(+), ${plural(e.deletions, "deletion", "deletions")}(-)`);
   }
@@ -36,4 +84,24 @@ export type ShownEntry = LogEntry & { patch?: string };
 
 export function renderShow(r: ShownEntry): string {
   return `${entryLines(r).join("\n")}\n`;
+}
+
+function agentLines(a: AgentSummary): string[] {
+  const lines = [
+    `${escapeControls(a.agent)} · ${plural(a.publications, "publication", "publications")} · ` +
+      `first generation ${a.first.generation} at ${a.first.time} · last generation ${a.last.generation} at ${a.last.time}`,
+  ];
+  const unknown = a.changesUnknown.length > 0 ? ` (and those of generation ${spans(a.changesUnknown)}, unknown: its parent is older than the retained history)` : "";
+  lines.push(`    ${plural(a.files.length, "file", "files")} touched${unknown}`);
+  for (const f of a.files.slice(0, MAX_AGENT_FILES)) lines.push(`    ${quotePath(f)}`);
+  if (a.files.length > MAX_AGENT_FILES) lines.push(`    … and ${a.files.length - MAX_AGENT_FILES} more files (--json lists them all)`);
+  return lines;
+}
+
+export function renderAgents(r: AgentsResult): string {
+  if (r.generation === 0) return "agents: the store holds no notebook yet\n";
+  const retained = `generations ${r.oldestRetained}–${r.generation} are retained`;
+  if (r.agents.length === 0) return `agents: no retained publication matches (${retained})\n`;
+  const head = `${plural(r.agents.length, "agent", "agents")} published in the retained history (${retained}), the latest first:`;
+  return `${[head, ...r.agents.map((a) => agentLines(a).join("\n"))].join("\n\n")}\n`;
 }
