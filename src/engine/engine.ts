@@ -27,6 +27,7 @@ import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
 import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 import { scanNotebook } from "./checkout/scan.ts";
+import { HeldPaths } from "./checkout/ignored.ts";
 import { lineCount } from "./merge/diffstat.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
 import { mergeTrees, sameTree, type TreeMerge } from "./merge/tree-merge.ts";
@@ -140,6 +141,10 @@ export interface OpenCheckout {
   localContents: Map<string, Uint8Array>;
   /** The stat cache as of the scan; materialize adds the files it writes. */
   statCache: StatCache;
+  /** The files no ignore rule hides in this call's scans: the baseline's, and on a pull the accepted state's too (null: not read yet). */
+  held: HeldPaths | null;
+  /** What the last scan left out by the ignore rules (checkout/scan.ts). */
+  ignored: string[];
   /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
   lineCounts: Map<string, number>;
   baseline: Baseline | null;
@@ -238,6 +243,8 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
       local: new Map(),
       localContents: new Map(),
       statCache: StatCache.empty(),
+      held: null,
+      ignored: [],
       lineCounts: new Map(),
       baseline,
       lost,
@@ -319,12 +326,16 @@ async function repairInterrupted(
  * Scan the visible files into the checkout, and keep their blobs as the
  * snapshot recovery needs. The stat cache spares reading files unchanged
  * since the last scan; `useCache: false` reads everything (a repair).
+ * `held`: the files no ignore rule hides, once the call knows more of them
+ * than the baseline's (a pull, the accepted state's).
  */
-export async function scanLocal(checkout: OpenCheckout, useCache = true): Promise<void> {
+export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: HeldPaths): Promise<void> {
   await checkout.deps.onStage("scan");
+  checkout.held = held ?? checkout.held ?? new HeldPaths(await baselineOrNothing(checkout));
   const takenMs = checkout.deps.now().getTime();
   const cache = useCache ? checkout.state.loadStatCache() : StatCache.empty();
-  const scanned = scanNotebook(checkout.dir, cache.known);
+  const { files: scanned, ignored } = scanNotebook(checkout.dir, { known: cache.known, held: checkout.held });
+  checkout.ignored = ignored;
   const local: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
   // Read again: files the cache could not vouch for. Changed: files whose
@@ -482,6 +493,16 @@ export function localFailure(checkout: OpenCheckout, e: unknown): unknown {
 
 export function closeCheckout(checkout: OpenCheckout): void {
   checkout.state.release();
+}
+
+/** The baseline's files, or none when they are missing from the cache (a pull fetches them, and then knows what is held: pull.ts). */
+async function baselineOrNothing(checkout: OpenCheckout): Promise<FlatTree> {
+  try {
+    return await baselineFiles(checkout);
+  } catch (e) {
+    if (e instanceof BaselineMissing) return new Map();
+    throw e;
+  }
 }
 
 /** The baseline's files; an absent baseline (never pulled) is the empty tree. */

@@ -315,6 +315,7 @@ export const OPERATIONS: readonly Operation[] = [
         files: r.changes.map((c) => ({ path: c.path, change: c.change, insertions: c.insertions, deletions: c.deletions })),
         unresolved: r.markers,
         readOnlyChanges: r.readOnly,
+        ignored: r.ignored,
         interrupted: r.interrupted,
       };
     },
@@ -334,6 +335,10 @@ export const OPERATIONS: readonly Operation[] = [
       if (r.readOnlyChanges.length > 0) {
         lines.push("changed under read-only paths (commit refuses and resets them: READ_ONLY_PATH):");
         for (const p of r.readOnlyChanges) lines.push(`  ${quotePath(p)}`);
+      }
+      if (r.ignored.length > 0) {
+        lines.push(`ignored, never published (.gitignore or the built-in list): ${plural(r.ignored.length, "entry", "entries")}`);
+        lines.push(...cli().pathLines(r.ignored));
       }
       return `${lines.join("\n")}\n`;
     },

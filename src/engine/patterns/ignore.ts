@@ -34,10 +34,11 @@ function trimTrailingSpaces(line: string): string {
   return lastSpace < 0 ? line : line.slice(0, lastSpace);
 }
 
-/** The patterns of one ignore file's text, in file order; `base` is its directory ("" or "a/b"). */
-export function parseIgnoreFile(text: string, base: string): PathPattern[] {
+/** The patterns of one ignore file's text (or its bytes), in file order; `base` is its directory ("" or "a/b"). */
+export function parseIgnoreFile(text: string | Uint8Array, base: string): PathPattern[] {
   const patterns: PathPattern[] = [];
-  for (const raw of linesOf(toBytes(text))) {
+  const bytes = typeof text === "string" ? toBytes(text) : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString("latin1");
+  for (const raw of linesOf(bytes)) {
     // Empty lines and comments are no patterns; a CR before the newline is not part of the line.
     if (raw === "" || raw.startsWith("#")) continue;
     const line = trimTrailingSpaces(raw.endsWith("\r") ? raw.slice(0, -1) : raw);
@@ -67,7 +68,7 @@ export class IgnoreRules {
   }
 
   /** The rules inside directory `dir` ("" for the root, "a/b"), whose `.gitignore` holds `text` (null: none), entered from the directory these rules are for. */
-  enter(dir: string, text: string | null): IgnoreRules {
+  enter(dir: string, text: string | Uint8Array | null): IgnoreRules {
     if (text === null) return this;
     const own = parseIgnoreFile(text, dir);
     return own.length === 0 ? this : new IgnoreRules(own, this);
