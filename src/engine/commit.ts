@@ -35,7 +35,7 @@ export async function commit(deps: EngineDeps, input: CommitInput): Promise<Oper
     const baselineTree = await baselineFilesOrRefuse(checkout);
     await refuseMarkers(checkout, baselineTree);
     await refuseProtectedChanges(checkout, baselineTree);
-    return await publishCommit(checkout, baselineTree, message);
+    return { ...(await publishCommit(checkout, baselineTree, message)), ignored: checkout.ignored.length };
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
     if (e instanceof MissingObjectError) throw privateStateMissing(e);

@@ -58,7 +58,7 @@ async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean):
     if (done.conflicts.length > 0) throw conflictError(done.conflicts, "pull");
     await checkout.deps.onStage("diffstat");
     const files = await treeDiffStat(checkout.git, scanned, done.result, checkout.lineCounts);
-    return { outcome: { path: checkout.dir, generation: accepted.generation, files }, attached: backwards !== null };
+    return { outcome: { path: checkout.dir, generation: accepted.generation, files, ignored: checkout.ignored.length }, attached: backwards !== null };
   } catch (e) {
     throw localFailure(checkout, e);
   } finally {

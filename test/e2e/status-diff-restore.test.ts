@@ -346,6 +346,9 @@ test("editor and OS files and .gitignore'd ones: pull and commit OK through the 
   expect(committed.files.map((f: { path: string }) => f.path)).toEqual(["notes.md"]);
   expect(readFileSync(join(b, ".DS_Store")).toString("latin1")).toBe(binary);
 
+  expect(committed).not.toHaveProperty("ignored");
+  const pulled = await ok("pull", ...store, b);
+  expect(pulled.stderr).toEndWith("ignored, not published: 3 entries (.gitignore or the built-in list; slivingdoc status lists them)\n");
   const status = await ok("status", "--json", ...store, b);
   expect(JSON.parse(status.stdout).ignored).toEqual([".DS_Store", ".notes.md.swp", "scratch/"]);
   const human = await ok("status", ...store, b);
