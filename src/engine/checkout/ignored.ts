@@ -31,26 +31,31 @@ export function isRuleFile(name: string): boolean {
   return RULE_FILES.has(name);
 }
 
-/** The paths the notebook holds — no rule hides them — and the directories above them. */
+/**
+ * The paths the notebook holds — no rule hides them — and the directories
+ * above them. Asked only about entries a rule names, so the directories
+ * are gathered on the first such question.
+ */
 export class HeldPaths {
-  private readonly files = new Set<string>();
-  private readonly dirs = new Set<string>();
+  private readonly trees: ReadonlyArray<FlatTree>;
+  private dirs: Set<string> | null = null;
 
   constructor(...trees: ReadonlyArray<FlatTree>) {
-    for (const tree of trees) {
-      for (const path of tree.keys()) {
-        this.files.add(path);
-        for (let i = path.indexOf("/"); i >= 0; i = path.indexOf("/", i + 1)) this.dirs.add(path.slice(0, i));
-      }
-    }
+    this.trees = trees;
   }
 
   has(path: string): boolean {
-    return this.files.has(path);
+    return this.trees.some((tree) => tree.has(path));
   }
 
   /** Whether a held file is below directory `dir` ("a/b"). */
   holdsBelow(dir: string): boolean {
+    if (this.dirs === null) {
+      this.dirs = new Set();
+      for (const tree of this.trees) {
+        for (const path of tree.keys()) for (let i = path.indexOf("/"); i >= 0; i = path.indexOf("/", i + 1)) this.dirs.add(path.slice(0, i));
+      }
+    }
     return this.dirs.has(dir);
   }
 

@@ -183,10 +183,9 @@ function walk(scan: Scan, absDir: string, relDir: string, parent: IgnoreRules | 
 /** Whether the entry at `rel` is left out: a rule (or an ignored directory above it) hides it, and it is neither held nor a rule file. */
 function isIgnored(scan: Scan, rules: IgnoreRules | null, rel: string, name: string, isDirectory: boolean): boolean {
   if (isDirectory) return rules === null || rules.excludes(rel, true);
-  if (scan.held.has(rel)) return false;
-  // Inside an ignored directory, only what the notebook holds.
-  if (rules === null) return true;
-  return !isRuleFile(name) && rules.excludes(rel, false);
+  // Inside an ignored directory, only what the notebook holds is scanned.
+  if (rules !== null && (isRuleFile(name) || !rules.excludes(rel, false))) return false;
+  return !scan.held.has(rel);
 }
 
 /** A directory's `.gitignore` as bytes, or null when it is not a file that can be read (the scan names it then, as any such entry). */
