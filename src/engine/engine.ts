@@ -11,7 +11,7 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./publish/compact.ts";
-import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
+import { NO_PATH_SETS, type OperationOutcome, type PathSets } from "../contract/results.ts";
 import type { Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./git/objects.ts";
@@ -363,6 +363,11 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
   if (!reread && changed === 0) return;
   cache.recordScan(scanned, local, takenMs);
   rememberOrSave(checkout, changed);
+}
+
+/** An operation's outcome with how many entries its scan ignored, when any. */
+export function withIgnoredCount(outcome: OperationOutcome, checkout: OpenCheckout): OperationOutcome {
+  return checkout.ignored.length === 0 ? outcome : { ...outcome, ignored: checkout.ignored.length };
 }
 
 /**

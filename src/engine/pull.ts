@@ -8,7 +8,7 @@ import type { DomainError } from "../contract/errors.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type AcceptedState, loadAcceptedState, readManifest, rememberAccepted } from "./publish/accepted-state.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
-import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, type OpenCheckout, openCheckout, scanLocal } from "./engine.ts";
+import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, type OpenCheckout, openCheckout, scanLocal, withIgnoredCount } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees, type TreeMerge } from "./merge/tree-merge.ts";
@@ -58,7 +58,7 @@ async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean):
     if (done.conflicts.length > 0) throw conflictError(done.conflicts, "pull");
     await checkout.deps.onStage("diffstat");
     const files = await treeDiffStat(checkout.git, scanned, done.result, checkout.lineCounts);
-    return { outcome: { path: checkout.dir, generation: accepted.generation, files, ignored: checkout.ignored.length }, attached: backwards !== null };
+    return { outcome: withIgnoredCount({ path: checkout.dir, generation: accepted.generation, files }, checkout), attached: backwards !== null };
   } catch (e) {
     throw localFailure(checkout, e);
   } finally {
