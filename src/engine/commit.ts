@@ -10,7 +10,7 @@
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
-import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localBytes, withIgnoredCount, localFailure, type OpenCheckout, openCheckout, privateStateMissing, pullRequired, scanLocal } from "./engine.ts";
+import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localBytes, localFailure, type OpenCheckout, openCheckout, privateStateMissing, pullRequired, scanLocal, withIgnoredCount } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { decodeText } from "./merge/text.ts";
