@@ -48,9 +48,9 @@ export function parseIgnoreFile(text: string | Uint8Array, base: string): PathPa
 }
 
 /** The last pattern of `list` that matches, or undefined. */
-function lastMatch(list: readonly PathPattern[], path: string, isDir: boolean): PathPattern | undefined {
+function lastMatch(list: readonly PathPattern[], path: string, isDir: boolean, basename: string): PathPattern | undefined {
   for (let i = list.length - 1; i >= 0; i--) {
-    if (patternMatches(list[i]!, path, isDir)) return list[i];
+    if (patternMatches(list[i]!, path, isDir, basename)) return list[i];
   }
   return undefined;
 }
@@ -81,8 +81,9 @@ export class IgnoreRules {
    */
   excludes(path: string, isDir: boolean): boolean {
     const bytes = toBytes(path);
+    const basename = bytes.slice(bytes.lastIndexOf("/") + 1);
     for (let rules: IgnoreRules | null = this; rules !== null; rules = rules.parent) {
-      const found = lastMatch(rules.own, bytes, isDir);
+      const found = lastMatch(rules.own, bytes, isDir, basename);
       if (found !== undefined) return !found.negative;
     }
     return false;

@@ -41,18 +41,31 @@ export function parsePathPattern(text: string, base: string): PathPattern {
 
 /**
  * Whether `pat` matches `path` (notebook-relative, a byte string), a
- * directory when `isDir`. Whether a parent directory matched is the
- * caller's matter.
+ * directory when `isDir`; `basename`, its last segment, when the caller
+ * has it already. Whether a parent directory matched is the caller's
+ * matter.
  */
-export function patternMatches(pat: PathPattern, path: string, isDir: boolean): boolean {
+export function patternMatches(pat: PathPattern, path: string, isDir: boolean, basename = path.slice(path.lastIndexOf("/") + 1)): boolean {
   if (pat.mustBeDir && !isDir) return false;
-  if (pat.noDir) return matchBasename(pat, path.slice(path.lastIndexOf("/") + 1));
+  if (pat.noDir) return matchBasename(pat, basename);
   return matchPathname(pat, path);
 }
 
+/** Glob characters: a pattern without them after its first character is "*literal" or "literal*". */
+const GLOB = /[*?[\\]/;
+
+/**
+ * dir.c match_basename, with its shortcuts: a literal pattern compared as
+ * is, "*literal" as a suffix, and (the same answer as wildmatch's, since a
+ * basename has no slash) "literal*" as a prefix — the forms of nearly every
+ * ignore line, matched against every file a scan meets.
+ */
 function matchBasename(pat: PathPattern, basename: string): boolean {
-  if (pat.literalPrefix === pat.pattern.length) return pat.pattern === basename;
-  return wildmatch(pat.pattern, basename);
+  const p = pat.pattern;
+  if (pat.literalPrefix === p.length) return p === basename;
+  if (pat.literalPrefix === 0 && p[0] === "*" && !GLOB.test(p.slice(1))) return basename.endsWith(p.slice(1));
+  if (pat.literalPrefix === p.length - 1 && p[p.length - 1] === "*") return basename.startsWith(p.slice(0, -1));
+  return wildmatch(p, basename);
 }
 
 /**
