@@ -129,7 +129,14 @@ function bad(scan: Scan, path: string, why: Violation = "content"): void {
 }
 
 export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
-  const scan: Scan = { known: options.known ?? (() => null), ours: options.ours ?? new Set(), held: options.held ?? NOTHING_HELD, files: new Map(), ignored: [], invalid: [] };
+  const scan: Scan = {
+    known: options.known ?? (() => null),
+    ours: options.ours ?? new Set(),
+    held: options.held ?? NOTHING_HELD,
+    files: new Map(),
+    ignored: [],
+    invalid: [],
+  };
   if (!notebookExists(root)) return { files: scan.files, ignored: [] };
   walk(scan, root, "", builtInRules());
   if (scan.invalid.length > 0) throw refusal(scan.invalid);
