@@ -160,3 +160,24 @@ test("a pull that brings a path a local ignored binary file is at refuses it by 
   expect(new Uint8Array(readFileSync(join(b, "x.swp")))).toEqual(BINARY);
   expect(read(b, "notes.md")).toBe("n\n");
 });
+
+test("a commit that takes in another's file at a path a local ignored file is at leaves that file, and the next pull keeps both sides", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  await seedNotebook(world.deps(), a, { "notes.md": "n\n" });
+  const b = world.checkout("b");
+  await pull(world.deps(), { path: b });
+  write(b, ".gitignore", "*.log\n");
+  write(b, "run.log", "b's own log\n");
+  write(a, "run.log", "a's published log\n");
+  await commit(world.deps(), { path: a, message: "a log" });
+  write(b, "notes.md", "n\nfrom b\n");
+  const committed = await commit(world.deps(), { path: b, message: "b" });
+  expect(committed.generation).toBe(3);
+  expect(read(b, "run.log")).toBe("b's own log\n");
+  expect((await published("c"))["run.log"]).toBe("a's published log\n");
+  const e = await refusal(() => pull(world.deps(), { path: b }));
+  expect([e.reason, e.files.map((f) => f.path)]).toEqual(["MERGE_CONFLICT", ["run.log"]]);
+  expect(read(b, "run.log")).toContain("b's own log\n");
+  expect(read(b, "run.log")).toContain("a's published log\n");
+});
