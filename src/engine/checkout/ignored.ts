@@ -7,7 +7,8 @@
  * rule can hide the file that would undo it.
  */
 import type { FlatTree } from "../git/object-cache.ts";
-import { IgnoreRules } from "../patterns/ignore.ts";
+import { ATTRIBUTES_FILE } from "../patterns/attributes.ts";
+import { IGNORE_FILE, IgnoreRules } from "../patterns/ignore.ts";
 
 /**
  * Ignored with no `.gitignore`, at the lowest precedence (a `.gitignore`
@@ -25,7 +26,7 @@ export function builtInRules(): IgnoreRules {
 }
 
 /** Names no rule hides: the files that hold the rules. */
-const RULE_FILES = new Set([".gitignore", ".gitattributes"]);
+const RULE_FILES = new Set([IGNORE_FILE, ATTRIBUTES_FILE]);
 
 export function isRuleFile(name: string): boolean {
   return RULE_FILES.has(name);
