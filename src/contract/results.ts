@@ -19,6 +19,8 @@ export interface OperationOutcome {
   path: string;
   generation: number;
   files: FileStat[];
+  /** How many entries the ignore rules left out of the scan: the CLI names the count, so a rule that hides new files is seen; the tools' results do not carry it. */
+  ignored?: number;
 }
 
 export interface PathSets {

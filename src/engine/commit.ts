@@ -10,7 +10,7 @@
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
-import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localBytes, localFailure, type OpenCheckout, openCheckout, privateStateMissing, pullRequired, scanLocal } from "./engine.ts";
+import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localBytes, localFailure, type OpenCheckout, openCheckout, privateStateMissing, pullRequired, scanLocal, withIgnoredCount } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { decodeText } from "./merge/text.ts";
@@ -35,7 +35,7 @@ export async function commit(deps: EngineDeps, input: CommitInput): Promise<Oper
     const baselineTree = await baselineFilesOrRefuse(checkout);
     await refuseMarkers(checkout, baselineTree);
     await refuseProtectedChanges(checkout, baselineTree);
-    return await publishCommit(checkout, baselineTree, message);
+    return withIgnoredCount(await publishCommit(checkout, baselineTree, message), checkout);
   } catch (e) {
     // A baseline object the cache lost or cannot read: a pull repairs it.
     if (e instanceof MissingObjectError) throw privateStateMissing(e);

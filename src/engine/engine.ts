@@ -11,7 +11,7 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
 import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./publish/compact.ts";
-import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
+import { NO_PATH_SETS, type OperationOutcome, type PathSets } from "../contract/results.ts";
 import type { Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./git/objects.ts";
@@ -27,6 +27,7 @@ import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
 import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 import { scanNotebook } from "./checkout/scan.ts";
+import { HeldPaths } from "./checkout/ignored.ts";
 import { lineCount } from "./merge/diffstat.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
 import { mergeTrees, sameTree, type TreeMerge } from "./merge/tree-merge.ts";
@@ -140,6 +141,10 @@ export interface OpenCheckout {
   localContents: Map<string, Uint8Array>;
   /** The stat cache as of the scan; materialize adds the files it writes. */
   statCache: StatCache;
+  /** The files no ignore rule hides in this call's scans: the baseline's, and on a pull the accepted state's too (null: not read yet). */
+  held: HeldPaths | null;
+  /** What the last scan left out by the ignore rules (checkout/scan.ts). */
+  ignored: string[];
   /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
   lineCounts: Map<string, number>;
   baseline: Baseline | null;
@@ -238,6 +243,8 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
       local: new Map(),
       localContents: new Map(),
       statCache: StatCache.empty(),
+      held: null,
+      ignored: [],
       lineCounts: new Map(),
       baseline,
       lost,
@@ -319,12 +326,16 @@ async function repairInterrupted(
  * Scan the visible files into the checkout, and keep their blobs as the
  * snapshot recovery needs. The stat cache spares reading files unchanged
  * since the last scan; `useCache: false` reads everything (a repair).
+ * `held`: the files no ignore rule hides, once the call knows more of them
+ * than the baseline's (a pull, the accepted state's).
  */
-export async function scanLocal(checkout: OpenCheckout, useCache = true): Promise<void> {
+export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: HeldPaths): Promise<void> {
   await checkout.deps.onStage("scan");
+  checkout.held = held ?? checkout.held ?? new HeldPaths(await baselineOrNothing(checkout));
   const takenMs = checkout.deps.now().getTime();
   const cache = useCache ? checkout.state.loadStatCache() : StatCache.empty();
-  const scanned = scanNotebook(checkout.dir, cache.known);
+  const { files: scanned, ignored } = scanNotebook(checkout.dir, { known: cache.known, held: checkout.held });
+  checkout.ignored = ignored;
   const local: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
   // Read again: files the cache could not vouch for. Changed: files whose
@@ -352,6 +363,11 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true): Promis
   if (!reread && changed === 0) return;
   cache.recordScan(scanned, local, takenMs);
   rememberOrSave(checkout, changed);
+}
+
+/** An operation's outcome with how many entries its scan ignored, when any. */
+export function withIgnoredCount(outcome: OperationOutcome, checkout: OpenCheckout): OperationOutcome {
+  return checkout.ignored.length === 0 ? outcome : { ...outcome, ignored: checkout.ignored.length };
 }
 
 /**
@@ -482,6 +498,16 @@ export function localFailure(checkout: OpenCheckout, e: unknown): unknown {
 
 export function closeCheckout(checkout: OpenCheckout): void {
   checkout.state.release();
+}
+
+/** The baseline's files, or none when they are missing from the cache (a pull fetches them, and then knows what is held: pull.ts). */
+async function baselineOrNothing(checkout: OpenCheckout): Promise<FlatTree> {
+  try {
+    return await baselineFiles(checkout);
+  } catch (e) {
+    if (e instanceof BaselineMissing) return new Map();
+    throw e;
+  }
 }
 
 /** The baseline's files; an absent baseline (never pulled) is the empty tree. */

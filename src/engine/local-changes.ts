@@ -34,6 +34,7 @@ import { type EngineDeps, lockWaitMs, lostState, privateStateMissing, pullRequir
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
 import { scanNotebook } from "./checkout/scan.ts";
+import { HeldPaths } from "./checkout/ignored.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
 import { decodeText } from "./merge/text.ts";
 import { type ChangeStatus, diffFlatTrees } from "./merge/tree-diff.ts";
@@ -71,6 +72,8 @@ export interface LocalChanges {
   markers: Array<{ path: string; ranges: LineRange[] }>;
   /** Changed files under protected paths (a commit refuses and resets them: READ_ONLY_PATH). */
   readOnly: string[];
+  /** What the ignore rules leave out (never published), in path order: files, and directories with a trailing slash. */
+  ignored: string[];
   /** An interrupted pull or commit that the next pull or commit repairs first. */
   interrupted: boolean;
 }
@@ -114,7 +117,8 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
     const cache = StatCache.load(join(stateDir, "stat-cache.json"));
     // Temporary files an interrupted call left are recorded in its journal: not the user's files.
     const ours = interrupted ? readJournalProgress(stateDir).scratch : new Set<string>();
-    const scanned = scanNotebook(dir, cache.known, ours);
+    const held = new HeldPaths(await baselineTreeFiles(deps, stateDir, state.baseline));
+    const { files: scanned, ignored } = scanNotebook(dir, { known: cache.known, ours, held });
     const local: FlatTree = new Map();
     const contents = new Map<string, Uint8Array>();
     for (const [path, file] of scanned) {
@@ -126,7 +130,7 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
       local.set(path, oid);
       contents.set(oid, file.bytes);
     }
-    return { stateDir, baseline: state.baseline, local, contents, interrupted };
+    return { stateDir, baseline: state.baseline, local, contents, interrupted, ignored };
   } finally {
     lock.release();
   }
@@ -146,7 +150,7 @@ export async function readLocalChanges(deps: EngineDeps, input: LocalChangesInpu
     throw pullRequired(null, NOTHING_READ);
   }
   refuseNesting(deps, dir);
-  const { stateDir, baseline, local, contents, interrupted } = await readUnderLock(deps, dir);
+  const { stateDir, baseline, local, contents, interrupted, ignored } = await readUnderLock(deps, dir);
   const found = await changesAgainst(deps, join(stateDir, "git"), baseline, local, contents);
   // Last, and only to count: a store that cannot be reached leaves the rest as it is.
   const { accepted, behindUnknown } = await acceptedNow(deps, baseline);
@@ -157,8 +161,23 @@ export async function readLocalChanges(deps: EngineDeps, input: LocalChangesInpu
     behind: accepted === null ? null : Math.max(0, accepted - baseline.generation),
     behindUnknown,
     ...found,
+    ignored,
     interrupted,
   };
+}
+
+/** The baseline's files, read from the checkout's object cache (the files no ignore rule hides). */
+async function baselineTreeFiles(deps: EngineDeps, stateDir: string, baseline: Baseline): Promise<FlatTree> {
+  if (baseline.tree === null) return new Map();
+  const git = await ObjectCache.open(join(stateDir, "git"), deps.memory.objects, deps.randomId);
+  try {
+    return (await git.readFlatTree(baseline.tree)).files;
+  } catch (cause) {
+    if (cause instanceof MissingObjectError) throw privateStateMissing(cause);
+    throw cause;
+  } finally {
+    git.close();
+  }
 }
 
 /**

@@ -8,11 +8,12 @@ import type { DomainError } from "../contract/errors.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type AcceptedState, loadAcceptedState, readManifest, rememberAccepted } from "./publish/accepted-state.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
-import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, type OpenCheckout, openCheckout, scanLocal } from "./engine.ts";
+import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, type OpenCheckout, openCheckout, scanLocal, withIgnoredCount } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees, type TreeMerge } from "./merge/tree-merge.ts";
 import { conflictError } from "./merge/conflict.ts";
+import { HeldPaths } from "./checkout/ignored.ts";
 import { takeAcceptedSide } from "./protect.ts";
 import { attachBase, refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
 
@@ -43,6 +44,7 @@ async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean):
     const fetched = await fetchAccepted(checkout, attaching);
     await checkout.deps.onStage("merge");
     const { accepted, baselineTree } = await pullBase(checkout, fetched);
+    await holdAccepted(checkout, baselineTree, accepted.files);
     const { backwards } = fetched;
     // Protected paths take the remote's side before the merge, so they never
     // conflict: the process may not change them anyway. Not in an attach,
@@ -56,12 +58,23 @@ async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean):
     if (done.conflicts.length > 0) throw conflictError(done.conflicts, "pull");
     await checkout.deps.onStage("diffstat");
     const files = await treeDiffStat(checkout.git, scanned, done.result, checkout.lineCounts);
-    return { outcome: { path: checkout.dir, generation: accepted.generation, files }, attached: backwards !== null };
+    return { outcome: withIgnoredCount({ path: checkout.dir, generation: accepted.generation, files }, checkout), attached: backwards !== null };
   } catch (e) {
     throw localFailure(checkout, e);
   } finally {
     closeCheckout(checkout);
   }
+}
+
+/**
+ * No ignore rule hides a file the accepted state holds: a local file that
+ * the scan left out, at a path the pull brings, is local content after all
+ * — scanned again, so the merge keeps both sides rather than write over it.
+ */
+async function holdAccepted(checkout: OpenCheckout, baselineTree: FlatTree, acceptedFiles: FlatTree): Promise<void> {
+  const held = new HeldPaths(baselineTree, acceptedFiles);
+  if (held.holdsAnyOf(checkout.ignored)) await scanLocal(checkout, true, held);
+  else checkout.held = held;
 }
 
 /** The accepted state, and whether the store went backwards from the checkout (refused unless `attaching`). */

@@ -19,7 +19,7 @@ import { DomainError } from "../contract/errors.ts";
 import { booleanField, countField, malformed, objectInput, optional, stringField, stringListField } from "../contract/input-schema.ts";
 import { parsePathSet } from "../contract/path-sets.ts";
 import { StartupRefusal } from "../contract/startup.ts";
-import { type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
+import { type OperationOutcome, type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import type { ShownEntry } from "./cli/render-history.ts";
@@ -69,9 +69,9 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { pull } = await import("../engine/pull.ts");
       const path = ctx.notebookPath(input.path);
-      return successResult(await pull(ctx.engine(), { path }), ctx.sets);
+      return withIgnored(await pull(ctx.engine(), { path }), ctx.sets);
     },
-    render: (r) => cli().renderDiffstat(r, PULLED),
+    render: (r) => cli().renderDiffstat(r, PULLED) + ignoredLine(r),
   }),
 
   defineOperation({
@@ -125,10 +125,10 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { commit } = await import("../engine/commit.ts");
       const path = ctx.notebookPath(input.path);
-      return successResult(await commit(ctx.engine(), { path, message: input.message }), ctx.sets);
+      return withIgnored(await commit(ctx.engine(), { path, message: input.message }), ctx.sets);
     },
     render: (r) =>
-      cli().renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }),
+      cli().renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }) + ignoredLine(r),
   }),
 
   defineOperation({
@@ -337,6 +337,7 @@ export const OPERATIONS: readonly Operation[] = [
         files: r.changes.map((c) => ({ path: c.path, change: c.change, insertions: c.insertions, deletions: c.deletions })),
         unresolved: r.markers,
         readOnlyChanges: r.readOnly,
+        ignored: r.ignored,
         interrupted: r.interrupted,
       };
     },
@@ -356,6 +357,10 @@ export const OPERATIONS: readonly Operation[] = [
       if (r.readOnlyChanges.length > 0) {
         lines.push("changed under read-only paths (commit refuses and resets them: READ_ONLY_PATH):");
         for (const p of r.readOnlyChanges) lines.push(`  ${quotePath(p)}`);
+      }
+      if (r.ignored.length > 0) {
+        lines.push(`ignored, never published (.gitignore or the built-in list): ${plural(r.ignored.length, "entry", "entries")}`);
+        lines.push(...cli().pathLines(r.ignored));
       }
       return `${lines.join("\n")}\n`;
     },
@@ -473,6 +478,22 @@ function pathsInput(flags: Record<string, string | boolean>): { paths?: string[]
 
 /** The whole patch of a diff, kept off the result's JSON (a symbol key): its index lines carry blob ids, which no result does. */
 const PATCH = Symbol("patch");
+
+/**
+ * How many entries the ignore rules left out, carried beside a pull's or a
+ * commit's result for the CLI's summary only: a symbol key, which no JSON
+ * result (the tools', or --json) carries.
+ */
+const IGNORED = Symbol("ignored");
+
+function withIgnored(outcome: OperationOutcome, sets: PathSets): SuccessResult & { [IGNORED]: number } {
+  return Object.assign(successResult(outcome, sets), { [IGNORED]: outcome.ignored ?? 0 });
+}
+
+function ignoredLine(r: { [IGNORED]: number }): string {
+  const n = r[IGNORED];
+  return n === 0 ? "" : `ignored, not published: ${cli().plural(n, "entry", "entries")} (.gitignore or the built-in list; slivingdoc status lists them)\n`;
+}
 
 /** Where the checkout stands against the store, in a line. */
 function behindLine(r: { generation: number; accepted?: number | null; behind: number | null; behindUnknown?: string | null }): string {

@@ -57,7 +57,7 @@ test("imports point down the layers only", () => {
  * the bottom floor up; the files at the engine's root are the operations,
  * on the top floor. A part imports its own floor and those below it only.
  */
-const ENGINE_FLOORS = ["memory", "merge/xdiff", "git", "merge", "checkout", "publish", "history", "operations"] as const;
+const ENGINE_FLOORS = ["patterns", "memory", "merge/xdiff", "git", "merge", "checkout", "publish", "history", "operations"] as const;
 
 function engineFloor(file: string): number {
   const inside = file.slice("engine/".length);

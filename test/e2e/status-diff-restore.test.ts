@@ -172,6 +172,7 @@ test("status lists what a commit would publish, markers, read-only changes and h
     ],
     unresolved: [{ path: "new.md", ranges: [{ start: 1, end: 5 }] }],
     readOnlyChanges: ["ro/rules.md"],
+    ignored: [],
     interrupted: false,
   });
   expect(status.stderr).toContain("at generation 1, 2 generations behind the accepted 3");
@@ -324,4 +325,35 @@ test("an interrupted pull or commit is reported, not repaired: the journal stays
   await ok("pull", ...store, nb);
   expect(existsSync(journal)).toBe(false);
   expect(JSON.parse((await ok("status", "--json", ...store, nb)).stdout).interrupted).toBe(false);
+});
+
+test("editor and OS files and .gitignore'd ones: pull and commit OK through the binary, never published, listed by status", async () => {
+  requireBinary();
+  const store = freshStore();
+  const a = join(root, "ig-a");
+  const b = join(root, "ig-b");
+  await ok("pull", ...store, a);
+  write(a, { "notes.md": "n\n", ".gitignore": "scratch/\n" });
+  await ok("commit", "-m", "seed", ...store, a);
+  const binary = String.fromCharCode(0, 0xff, 0xfe, 7);
+  mkdirSync(join(b, "scratch"), { recursive: true });
+  writeFileSync(join(b, ".notes.md.swp"), Buffer.from(binary, "latin1"));
+  writeFileSync(join(b, ".DS_Store"), Buffer.from(binary, "latin1"));
+  writeFileSync(join(b, "scratch", "draft.md"), "not for the team\n");
+  await ok("pull", ...store, b);
+  write(b, { "notes.md": "n\nfrom b\n" });
+  const committed = JSON.parse((await ok("commit", "--json", "-m", "b", ...store, b)).stdout);
+  expect(committed.files.map((f: { path: string }) => f.path)).toEqual(["notes.md"]);
+  expect(readFileSync(join(b, ".DS_Store")).toString("latin1")).toBe(binary);
+
+  expect(committed).not.toHaveProperty("ignored");
+  const pulled = await ok("pull", ...store, b);
+  expect(pulled.stderr).toEndWith("ignored, not published: 3 entries (.gitignore or the built-in list; slivingdoc status lists them)\n");
+  const status = await ok("status", "--json", ...store, b);
+  expect(JSON.parse(status.stdout).ignored).toEqual([".DS_Store", ".notes.md.swp", "scratch/"]);
+  const human = await ok("status", ...store, b);
+  expect(human.stderr).toContain("ignored, never published (.gitignore or the built-in list): 3 entries\n  .DS_Store\n  .notes.md.swp\n  scratch/\n");
+  const c = join(root, "ig-c");
+  await ok("pull", ...store, c);
+  expect(readdirSync(c).sort()).toEqual([".gitignore", "notes.md"]);
 });

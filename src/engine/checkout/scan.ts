@@ -5,15 +5,20 @@
  * `.git` segment. Every violation is collected so the caller learns all
  * offending files at once.
  *
- * Nothing is skipped silently: an entry that cannot be stat'ed, read or
- * listed (no permission, or an absolute path longer than the file system
- * takes) is refused by name like any other violation, with what to do.
- * Only an entry removed between the listing and its stat is left out: it
- * is not there.
+ * What the notebook's `.gitignore` files and the built-in list ignore
+ * (ignored.ts) is left out and listed: never read, never a violation, and
+ * an ignored directory is not entered — unless the notebook holds a file
+ * below it. Nothing else is skipped silently: an entry that cannot be
+ * stat'ed, read or listed (no permission, or an absolute path longer than
+ * the file system takes) is refused by name like any other violation, with
+ * what to do. Only an entry removed between the listing and its stat is
+ * left out: it is not there.
  */
 import { lstatSync, readdirSync, readFileSync, type Stats } from "node:fs";
 import { DomainError, type ErrorFile } from "../../contract/errors.ts";
 import { decodeText } from "../merge/text.ts";
+import { IGNORE_FILE, type IgnoreRules } from "../patterns/ignore.ts";
+import { builtInRules, type HeldPaths, isRuleFile, NOTHING_HELD } from "./ignored.ts";
 
 /**
  * What identifies one version of a file on disk without reading it (like
@@ -90,29 +95,52 @@ const ADVICE: Record<Violation, (names: string) => string> = {
     `These names are reserved for slivingdoc's temporary files (.slivingdoc-partial- and 16 hex digits): ${names}. Rename them, or delete them if they are leftovers, then call again.`,
 };
 
-/** One scan under way: what it may skip reading, the files read so far, and every violation, refused together at the end. */
+/** One scan under way: what it may skip reading, the files read so far, those ignored, and every violation, refused together at the end. */
 interface Scan {
   known: KnownFile;
   ours: ReadonlySet<string>;
+  held: HeldPaths;
   files: NotebookFiles;
+  ignored: string[];
   invalid: Array<ErrorFile & { why: Violation }>;
+}
+
+export interface ScanOptions {
+  /** The blob id of an unchanged file, from the stat cache. */
+  known?: KnownFile;
+  /**
+   * Notebook-relative paths of temporary files an interrupted call left,
+   * which the journal records (read only by a caller that repairs nothing:
+   * `status`); left out rather than refused.
+   */
+  ours?: ReadonlySet<string>;
+  /** The files the notebook holds (the baseline's; on a pull, the accepted state's too): no ignore rule hides them. */
+  held?: HeldPaths;
+}
+
+export interface Scanned {
+  files: NotebookFiles;
+  /** What the ignore rules left out, in path order: files, and directories (with a trailing slash) that were not entered. */
+  ignored: string[];
 }
 
 function bad(scan: Scan, path: string, why: Violation = "content"): void {
   scan.invalid.push({ path, reason: "INVALID_CONTENT", ranges: [], why });
 }
 
-/**
- * `ours`: notebook-relative paths of temporary files an interrupted call
- * left, which the journal records (read only by a caller that repairs
- * nothing: `status`); left out rather than refused.
- */
-export function scanNotebook(root: string, known: KnownFile = () => null, ours: ReadonlySet<string> = new Set()): NotebookFiles {
-  const scan: Scan = { known, ours, files: new Map(), invalid: [] };
-  if (!notebookExists(root)) return scan.files;
-  walk(scan, root, "");
+export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
+  const scan: Scan = {
+    known: options.known ?? (() => null),
+    ours: options.ours ?? new Set(),
+    held: options.held ?? NOTHING_HELD,
+    files: new Map(),
+    ignored: [],
+    invalid: [],
+  };
+  if (!notebookExists(root)) return { files: scan.files, ignored: [] };
+  walk(scan, root, "", builtInRules());
   if (scan.invalid.length > 0) throw refusal(scan.invalid);
-  return scan.files;
+  return { files: scan.files, ignored: scan.ignored };
 }
 
 /** Whether the notebook directory exists yet; something else at its path is refused. */
@@ -138,17 +166,41 @@ function notebookExists(root: string): boolean {
 
 // Each directory is listed, its entries stat'ed once and visited in path
 // order (a directory sorts as if its name ended in "/"), so the result
-// comes out sorted without sorting every path at the end.
-function walk(scan: Scan, absDir: string, relDir: string): void {
+// comes out sorted without sorting every path at the end. `parent`: the
+// ignore rules in force above the directory; null inside an ignored one,
+// entered only for the files the notebook holds below it.
+function walk(scan: Scan, absDir: string, relDir: string, parent: IgnoreRules | null): void {
   const names = listNames(scan, absDir, relDir);
   if (names === null) return;
+  const rules = parent?.enter(relDir.slice(0, -1), names.includes(IGNORE_FILE) ? ignoreFileText(`${absDir}/${IGNORE_FILE}`) : null) ?? null;
   for (const { name, st } of entriesInPathOrder(scan, absDir, relDir, names)) {
     const rel = relDir + name;
     const abs = `${absDir}/${name}`;
-    if (st.isDirectory()) walk(scan, abs, `${rel}/`);
+    const isDirectory = st.isDirectory();
+    if (isIgnored(scan, rules, rel, name, isDirectory)) {
+      if (isDirectory && scan.held.holdsBelow(rel)) walk(scan, abs, `${rel}/`, null);
+      else scan.ignored.push(isDirectory ? `${rel}/` : rel);
+    } else if (isDirectory) walk(scan, abs, `${rel}/`, rules);
     else if (st.isFile()) scanFile(scan, abs, rel, st);
     // Symlinks, sockets, FIFOs, devices: never notebook content.
     else bad(scan, rel);
+  }
+}
+
+/** Whether the entry at `rel` is left out: a rule (or an ignored directory above it) hides it, and it is neither held nor a rule file. */
+function isIgnored(scan: Scan, rules: IgnoreRules | null, rel: string, name: string, isDirectory: boolean): boolean {
+  if (isDirectory) return rules === null || rules.excludes(rel, true);
+  // Inside an ignored directory, only what the notebook holds is scanned.
+  if (rules !== null && (isRuleFile(name) || !rules.excludes(rel, false))) return false;
+  return !scan.held.has(rel);
+}
+
+/** A directory's `.gitignore` as bytes, or null when it is not a file that can be read (the scan names it then, as any such entry). */
+function ignoreFileText(abs: string): Uint8Array | null {
+  try {
+    return lstatSync(abs).isFile() ? readFileSync(abs) : null;
+  } catch {
+    return null;
   }
 }
 

@@ -23,6 +23,13 @@ export function fileStatLines(files: ReadonlyArray<{ path: string; insertions: n
   return lines;
 }
 
+/** Paths, one a line, cut at 50 lines as fileStatLines cuts them. */
+export function pathLines(paths: readonly string[]): string[] {
+  const lines = paths.slice(0, MAX_FILE_LINES).map((p) => `  ${quotePath(p)}`);
+  if (paths.length > MAX_FILE_LINES) lines.push(`  … and ${paths.length - MAX_FILE_LINES} more (--json lists them all)`);
+  return lines;
+}
+
 /** The path sets this process enforces, when it has any. */
 function setLines(r: { readOnly: string[]; writable: string[] }): string[] {
   const lines: string[] = [];
