@@ -31,6 +31,7 @@ import { HeldPaths } from "./checkout/ignored.ts";
 import { lineCount } from "./merge/diffstat.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
 import { mergeTrees, sameTree, type TreeMerge } from "./merge/tree-merge.ts";
+import { policyOfTree } from "./merge/tree-policy.ts";
 
 /**
  * Every engine operation takes these, then its input: `op(deps, input)`.
@@ -452,7 +453,12 @@ export async function bringFiles(
     const written = one(path, now === null ? null : await git.writeBlob(now));
     // Only this path's side: `prepare` may bring in other paths (pull's protected ones).
     const local = one(path, (options.prepare?.(written) ?? written).get(path));
-    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)));
+    // The policy of the whole target tree: this path's alone has no .gitattributes.
+    // A remerge writes this one path, so a version kept beside it (binary) would
+    // never reach the disk: there both sides show as a text conflict instead.
+    const ofTarget = await policyOfTree(git, targetFiles);
+    const policy = (p: string) => (ofTarget(p) === "binary" ? "text" : ofTarget(p));
+    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)), new Map(), policy);
     const conflict = again.conflicts.find((c) => c.path === path);
     if (conflict !== undefined && options.conflicts === "leave") return null;
     if (conflict !== undefined) conflicts.set(path, conflict);

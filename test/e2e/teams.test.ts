@@ -57,11 +57,12 @@ describe("two agents over MCP on one notebook with the recommended attributes", 
         const b = await call(bob, "notes_commit", { message: `bob ${round}` });
         expect(a.isError).toBe(false);
         expect(b.isError).toBe(false);
-        expect(b.data).toMatchObject({ status: "OK" });
+        expect(b.data).toMatchObject({ code: "OK", generation: 1 + 2 * round });
       }
       expect((await call(alice, "notes_pull")).isError).toBe(false);
       const log = readFileSync(join(da, "log.md"), "utf8");
-      expect(log).toBe("# log\nalice 1\nbob 1\nalice 2\nbob 2\nalice 3\nbob 3\n");
+      // A union keeps the merging side's lines first, as `git merge-file --union` keeps ours.
+      expect(log).toBe("# log\nbob 1\nalice 1\nbob 2\nalice 2\nbob 3\nalice 3\n");
       expect(readFileSync(join(da, "tasks.md"), "utf8")).toBe(board([1, 2, 3, 4, 5, 6]));
       expect(readFileSync(join(db, "log.md"), "utf8")).toBe(log);
     } finally {

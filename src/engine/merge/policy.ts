@@ -1,3 +1,5 @@
+import type { MergeAttribute } from "../patterns/attributes.ts";
+
 /**
  * How a file that both sides changed is merged, chosen per path by the
  * `merge` attribute of `.gitattributes`
@@ -10,13 +12,6 @@
  * - "binary": no line merge: local's file stays, accepted's goes beside it.
  */
 export type MergePolicy = "text" | "union" | "lines" | "binary";
-
-/** The state of one attribute for one path, as git's check-attr tells it. */
-export type MergeAttribute =
-  | { state: "unspecified" }
-  | { state: "set" }
-  | { state: "unset" }
-  | { state: "value"; value: string };
 
 /*
  * As git's ll-merge chooses a driver: `-merge` is the binary driver, `merge`

@@ -19,8 +19,9 @@
 import type { ErrorFile } from "../../contract/errors.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { linesMergeText } from "./lines.ts";
-import { type MergePolicy, TEXT_EVERYWHERE } from "./policy.ts";
+import type { MergePolicy } from "./policy.ts";
 import { decodeText, encodeText } from "./text.ts";
+import { policyOfTree } from "./tree-policy.ts";
 import { type LineRange, mergeText, unionMergeText } from "./xdiff/index.ts";
 
 export interface TreeMerge {
@@ -39,13 +40,14 @@ async function text(git: ObjectCache, oid: string | undefined, known: KnownConte
   return decoded;
 }
 
+/** `policy`: each path's merge policy; by default the one the accepted tree's `.gitattributes` give it (tree-policy.ts). */
 export async function mergeTrees(
   git: ObjectCache,
   baseline: FlatTree,
   local: FlatTree,
   accepted: FlatTree,
   known: KnownContents = new Map(),
-  policy: (path: string) => MergePolicy = TEXT_EVERYWHERE,
+  policy?: (path: string) => MergePolicy,
 ): Promise<TreeMerge> {
   // Nothing changed here since the baseline: the result is the accepted
   // state as it stands (a valid tree, so no clash to resolve either). The
@@ -67,7 +69,8 @@ export async function mergeTrees(
     else {
       // Deleted against changed is a text merge under every policy (see above).
       const bothPresent = l !== undefined && a !== undefined;
-      const how = bothPresent ? policy(path) : "text";
+      // Read only when a file both sides changed needs it: most merges have none.
+      const how = bothPresent ? (policy ??= await policyOfTree(git, accepted))(path) : "text";
       if (how === "binary" && bothPresent) {
         merged = l;
         keptBeside.set(path, a);
