@@ -196,6 +196,29 @@ test("a proposal that conflicts with what landed meanwhile is withdrawn, and the
   expect(read(fresh, "shared.md")).toBe("one\nTWO by c\nthree\n");
 });
 
+test("a carried proposal is merged under the accepted state's .gitattributes: three appends to a union log all land", async () => {
+  world = makeWorld();
+  const [a, b, c] = ["a", "b", "c"].map((n) => world.checkout(n)) as [string, string, string];
+  const first = world.checkout("first");
+  await pull(processDeps(world), { path: first });
+  write(first, ".gitattributes", "log.md merge=union\n");
+  write(first, "log.md", "# log\n");
+  await commit(processDeps(world), { path: first, message: "first" });
+  for (const d of [a, b, c]) {
+    await pull(processDeps(world), { path: d });
+    write(d, "log.md", `# log\n${d === a ? "a" : d === b ? "b" : "c"} was here\n`);
+  }
+  // B lands inside A's window; C, publishing while A waits, carries A's
+  // proposal onto B's state (a union of A's and B's appends), then its own.
+  const aOut = await loseThen(a, b, async () => void (await commit(processDeps(world), { path: c, message: "c" })));
+  expect(aOut.generation).toBe(3);
+  const { manifest } = await readCurrent(world.store);
+  expect(manifest.combined?.map((x) => x.generation)).toEqual([3]);
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), { path: fresh });
+  expect(read(fresh, "log.md")).toBe("# log\nc was here\na was here\nb was here\n");
+});
+
 test("a commit that died with its proposal posted: the next call withdraws it, or finds where it landed", async () => {
   for (const combinedFirst of [false, true]) {
     const { a, b, c } = await threeWriters();
