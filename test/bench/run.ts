@@ -90,7 +90,7 @@ try {
     }
   }
   for (const kind of stores) {
-    if (only.has("S9")) await stage(`S9 team (${kind})`, () => teamScenario((name) => location(kind, name), team));
+    if (only.has("S9")) await stage(`S9 team (${kind})`, () => teamScenario(kind, (name) => location(kind, name), team));
   }
 } finally {
   L.removeDir(root);
