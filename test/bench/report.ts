@@ -5,18 +5,21 @@
  * row that misses its bar (from the server's completion log records).
  */
 
+/** S9 counts conflicts per 100 accepted commits. */
+export type Unit = "ms" | "MB" | "commits/s" | "conflicts/100 commits";
+
 export interface Row {
   scenario: string;
   store: string;
   /** What was measured, in a few words. */
   what: string;
   median: number;
-  unit: "ms" | "MB" | "commits/s";
+  unit: Unit;
   /** What it is compared with, in a few words ("" for an absolute bar). */
   comparison: string;
   comparisonMedian: number | null;
-  comparisonUnit?: "ms" | "MB" | "commits/s";
-  /** median / comparison (S6: throughput / conditional-write rate). */
+  comparisonUnit?: Unit;
+  /** median / comparison (S6: throughput / conditional-write rate; S9: conflict rate with / without attributes). */
   ratio: number | null;
   bar: string;
   /** null: informational row (a reference point, no bar). */

@@ -1,11 +1,11 @@
 /**
- * The benchmark suite (`npm run bench`; not a test). Runs S1–S8 against the
+ * The benchmark suite (`npm run bench`; not a test). Runs S1–S9 against the
  * embedded store and, when the environment names an S3 server (build/bench.mjs
  * starts Ceph RGW), against S3; every comparison is measured in the same run.
  * Prints one Markdown table of medians with their ratios and bars, then the
  * stage profile of each row that misses its bar.
  *
- *   bun test/bench/run.ts [--only S1,S3,…] [--store sqlite|s3] [--quick] [--curve 1,16] [--out FILE.json]
+ *   bun test/bench/run.ts [--only S1,S3,…] [--store sqlite|s3] [--quick] [--curve 1,16] [--team 8x15x200] [--out FILE.json]
  *
  * The scenarios and what their bars mean: docs/performance.md.
  */
@@ -18,6 +18,7 @@ import * as L from "./lib.ts";
 import { CURVE, raceScenario } from "./race.bench.ts";
 import { renderProfiles, renderTable, type Row } from "./report.ts";
 import { startupScenario } from "./startup.bench.ts";
+import { TEAM, teamScenario, type TeamSizes } from "./team.bench.ts";
 import { warmScenarios } from "./warm.bench.ts";
 
 function flag(name: string): string | undefined {
@@ -25,17 +26,26 @@ function flag(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-const only = new Set((flag("--only") ?? "S1,S2,S3,S4,S5,S6,S7,S8").split(",").map((s) => s.trim().toUpperCase()));
+const only = new Set((flag("--only") ?? "S1,S2,S3,S4,S5,S6,S7,S8,S9").split(",").map((s) => s.trim().toUpperCase()));
 const quick = process.argv.includes("--quick");
 const storeFilter = flag("--store");
 const out = flag("--out");
 // S6's writer counts (`--curve 16`: only the bar row and its process-per-commit row), for measuring one change quickly.
 const curveFlag = flag("--curve");
+// S9's team (`--team 2x3x20`: agents × rounds × tasks); its bar holds at the default only.
+const teamFlag = flag("--team");
 
 /** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
 const REPS = quick
-  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, curve: [1, 4, 16], raceCommits: 5 }
-  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, curve: CURVE, raceCommits: 20 };
+  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, curve: [1, 4, 16], raceCommits: 5, team: { ...TEAM, rounds: 5 } }
+  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, curve: CURVE, raceCommits: 20, team: TEAM };
+const team: TeamSizes = teamFlag === undefined ? REPS.team : teamSizes(teamFlag);
+
+function teamSizes(text: string): TeamSizes {
+  const [agents, rounds, tasks] = text.split("x").map(Number);
+  if (![agents, rounds, tasks].every((n) => Number.isInteger(n) && n! > 0)) throw new Error(`--team wants AGENTSxROUNDSxTASKS, e.g. 8x15x200, not ${text}`);
+  return { agents: agents!, rounds: rounds!, tasks: tasks! };
+}
 
 const s3 = L.s3FromEnv();
 const root = L.tempDir("run");
@@ -79,11 +89,14 @@ try {
       await stage(`S5 history (${kind})`, () => historyScenario(location(kind, "history"), location(kind, "history-one"), REPS.history, REPS.commits));
     }
   }
+  for (const kind of stores) {
+    if (only.has("S9")) await stage(`S9 team (${kind})`, () => teamScenario(kind, (name) => location(kind, name), team));
+  }
 } finally {
   L.removeDir(root);
 }
 
-const order = ["S1", "S1 ref", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S5", "S5 +compact", "S6", "S6 cli", ...CURVE.map((n) => `S6 ×${n}`), "S7", "S8"];
+const order = ["S1", "S1 ref", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S5", "S5 +compact", "S6", "S6 cli", ...CURVE.map((n) => `S6 ×${n}`), "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;
