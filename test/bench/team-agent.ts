@@ -17,8 +17,12 @@ export const PLAN = "shared/plan.md";
 export const PLAN_LINES = 20;
 export const agentFile = (agent: number): string => `agents/${agent}.md`;
 
-/** The recommended attributes (docs/teams.md): a union log and a board of lines that stand alone. */
-export const RECOMMENDED_ATTRIBUTES = "shared/log.md merge=union\nshared/tasks.md merge=lines\n";
+/**
+ * The recommended attributes (docs/teams.md): a union log, and the board and
+ * the plan (one step per line) as lines that stand alone. Two agents
+ * revising the same step still conflict: that one needs a decision.
+ */
+export const RECOMMENDED_ATTRIBUTES = "shared/log.md merge=union\nshared/tasks.md merge=lines\nshared/plan.md merge=lines\n";
 
 /** Rewrites a conflicted file's text; `path` is the file's notebook path. */
 export type Resolver = (path: string, text: string) => string;
