@@ -23,6 +23,7 @@ import type { ObjectStore } from "../../src/store/object-store.ts";
 import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 import { renderLog } from "../../src/surfaces/cli/render-history.ts";
 import { git } from "../support/cgit.ts";
+import { asAgent, pulledAtOne } from "../support/agents.ts";
 import { makeWorld, readCurrent, type World, write } from "../support/fixture.ts";
 
 let world: World;
@@ -30,30 +31,16 @@ afterEach(async () => {
   await world?.close();
 });
 
-/** Deps that publish as `agent`. */
-function as(agent: string, overrides: Partial<EngineDeps> = {}): EngineDeps {
-  return world.deps({ agent: () => agent, ...overrides });
-}
+const as = (agent: string, overrides: Partial<EngineDeps> = {}): EngineDeps => asAgent(world, agent, overrides);
 
 /** Generation, base and crossings of each log entry, newest first. */
 function crossings(entries: LogEntry[]) {
   return entries.map((e) => ({ generation: e.generation, base: e.base, crossed: e.crossed, crossedUnretained: e.crossedUnretained }));
 }
 
-/** Checkouts `names`, each pulled at generation 1 (ann's first commit). */
-async function pulledAtOne(...names: string[]): Promise<string[]> {
-  const first = world.checkout("first");
-  await pull(as("ann"), { path: first });
-  write(first, "shared.md", "one\n");
-  await commit(as("ann"), { path: first, message: "first" });
-  const dirs = names.map((n) => world.checkout(n));
-  for (const d of dirs) await pull(as("ann"), { path: d });
-  return dirs;
-}
-
 test("two agents commit from the same base: log marks the second as crossing the first, by generation and agent", async () => {
   world = makeWorld();
-  const [a, b] = (await pulledAtOne("a", "b")) as [string, string];
+  const [a, b] = (await pulledAtOne(world, "a", "b")) as [string, string];
   write(a, "a.md", "from ann\n");
   expect((await commit(as("ann"), { path: a, message: "ann's" })).generation).toBe(2);
   write(b, "b.md", "from bo\n");
@@ -83,7 +70,7 @@ function racing(w: World): ObjectStore {
 
 test("a proposal carried by another writer keeps its proposer's base: log shows what each of the combined publications crossed", async () => {
   world = makeWorld();
-  const [a, b, c] = (await pulledAtOne("a", "b", "c")) as [string, string, string];
+  const [a, b, c] = (await pulledAtOne(world, "a", "b", "c")) as [string, string, string];
   for (const [name, dir] of [["a", a], ["b", b], ["c", c]] as const) write(dir, `${name}.md`, `from ${name}\n`);
   // Racing processes of their own, as combine.test.ts drives them: ann
   // loses to bo inside its window, offers its commit, and while it waits cy
@@ -126,7 +113,7 @@ test("a proposal carried by another writer keeps its proposer's base: log shows 
 
 /** bo's checkout pulled at generation 1; ann publishes generations 2–6; bo publishes 7, crossing all five. */
 async function crossingFive(overrides: Partial<EngineDeps>): Promise<{ a: string; b: string }> {
-  const [a, b] = (await pulledAtOne("a", "b")) as [string, string];
+  const [a, b] = (await pulledAtOne(world, "a", "b")) as [string, string];
   for (let i = 2; i <= 6; i++) {
     write(a, "a.md", `${i}\n`);
     await commit(as("ann", overrides), { path: a, message: `ann ${i}` });
@@ -188,7 +175,7 @@ test("crossed generations older than the retained history are counted, their age
 
 test("export keeps the record: C git shows the header, the message byte for byte, and fsck and verify-pack pass", async () => {
   world = makeWorld();
-  const [a, b] = (await pulledAtOne("a", "b")) as [string, string];
+  const [a, b] = (await pulledAtOne(world, "a", "b")) as [string, string];
   write(a, "a.md", "from ann\n");
   await commit(as("ann"), { path: a, message: "ann's" });
   write(b, "b.md", "from bo\n");

@@ -9,6 +9,7 @@ import type { EngineDeps } from "../../src/engine/engine.ts";
 import { historyAgents } from "../../src/engine/history/agents.ts";
 import { historyLog } from "../../src/engine/history/log.ts";
 import { pull } from "../../src/engine/pull.ts";
+import { asAgent, pulledAtOne } from "../support/agents.ts";
 import { makeWorld, type World, write } from "../support/fixture.ts";
 
 let world: World;
@@ -16,25 +17,11 @@ afterEach(async () => {
   await world?.close();
 });
 
-/** Deps that publish as `agent`. */
-function as(agent: string, overrides: Partial<EngineDeps> = {}): EngineDeps {
-  return world.deps({ agent: () => agent, ...overrides });
-}
-
-/** Checkouts `names`, each pulled at generation 1 (ann's first commit). */
-async function pulledAtOne(...names: string[]): Promise<string[]> {
-  const first = world.checkout("first");
-  await pull(as("ann"), { path: first });
-  write(first, "shared.md", "one\n");
-  await commit(as("ann"), { path: first, message: "first" });
-  const dirs = names.map((n) => world.checkout(n));
-  for (const d of dirs) await pull(as("ann"), { path: d });
-  return dirs;
-}
+const as = (agent: string, overrides: Partial<EngineDeps> = {}): EngineDeps => asAgent(world, agent, overrides);
 
 test("agents: each agent's count, first and last publication, and the files they touched", async () => {
   world = makeWorld();
-  const [a, b] = (await pulledAtOne("a", "b")) as [string, string];
+  const [a, b] = (await pulledAtOne(world, "a", "b")) as [string, string];
   write(a, "a.md", "1\n");
   await commit(as("ann"), { path: a, message: "2" });
   write(b, "notes/b.md", "1\n");
@@ -62,7 +49,7 @@ test("agents: an empty store has none; past compaction without a history period,
   world = makeWorld();
   expect(await historyAgents(world.deps(), {})).toEqual({ generation: 0, oldestRetained: 0, agents: [] });
   const overrides = { compaction: { maxPacks: 4, keepRecent: 1, history: 3, periodMs: 0 } };
-  const [a] = (await pulledAtOne("a")) as [string];
+  const [a] = (await pulledAtOne(world, "a")) as [string];
   for (let i = 2; i <= 8; i++) {
     write(a, `f${i}.md`, `${i}\n`);
     await commit(as(i % 2 === 0 ? "ann" : "bo", overrides), { path: a, message: `${i}` });

@@ -12,6 +12,7 @@ import { type FlatTree, ObjectCache } from "../../src/engine/git/object-cache.ts
 import { type MergePolicy, mergePolicyOf } from "../../src/engine/merge/policy.ts";
 import { decodeText, encodeText } from "../../src/engine/merge/text.ts";
 import { mergeTrees } from "../../src/engine/merge/tree-merge.ts";
+import { policyOfTree } from "../../src/engine/merge/tree-policy.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
@@ -144,4 +145,74 @@ describe("the merge attribute chooses the policy as git chooses a driver", () =>
   for (const [attribute, policy] of table) {
     test(`${JSON.stringify(attribute)} → ${policy}`, () => expect(mergePolicyOf(attribute)).toBe(policy));
   }
+});
+
+/*
+ * The policy a merge uses by default comes from the accepted tree's
+ * `.gitattributes` (tree-policy.ts): so a merge that also changes
+ * `.gitattributes` is governed by the accepted one, and every process
+ * merging onto that accepted state gets the same result.
+ */
+const HEAD = "# log\n";
+async function text(t: FlatTree, path: string): Promise<string> {
+  return decodeText(await git.readBlob(t.get(path)!))!;
+}
+
+const UNION = "log.md merge=union\n";
+
+describe("the policy of the accepted tree", () => {
+  test("root and subdirectory files, the deeper one winning, as git check-attr", async () => {
+    const t = await tree({
+      ".gitattributes": "*.md merge=union\nboard.md merge=lines\n",
+      "team/.gitattributes": "*.md -merge\nnotes.md merge=text\n",
+      "team/sub/.gitattributes": "log.md merge=nosuchdriver\n",
+    });
+    const policy = await policyOfTree(git, t);
+    expect(policy("log.md")).toBe("union");
+    expect(policy("board.md")).toBe("lines");
+    expect(policy("a/board.md")).toBe("lines");
+    expect(policy("team/log.md")).toBe("binary");
+    expect(policy("team/notes.md")).toBe("text");
+    expect(policy("team/sub/log.md")).toBe("text");
+    expect(policy("plan.txt")).toBe("text");
+  });
+
+  test("both append to a log the accepted .gitattributes makes a union: no conflict", async () => {
+    const baseline = await tree({ ".gitattributes": UNION, "log.md": HEAD });
+    const local = await tree({ ".gitattributes": UNION, "log.md": `${HEAD}local\n` });
+    const accepted = await tree({ ".gitattributes": UNION, "log.md": `${HEAD}accepted\n` });
+    const out = await mergeTrees(git, baseline, local, accepted);
+    expect(out.conflicts).toEqual([]);
+    expect(await text(out.result, "log.md")).toBe(`${HEAD}local\naccepted\n`);
+  });
+
+  test("a merge that adds the attribute locally is still a text merge: the accepted state's attributes govern", async () => {
+    const baseline = await tree({ "log.md": HEAD });
+    const local = await tree({ ".gitattributes": UNION, "log.md": `${HEAD}local\n` });
+    const accepted = await tree({ "log.md": `${HEAD}accepted\n` });
+    const out = await mergeTrees(git, baseline, local, accepted);
+    expect(out.conflicts.map((c) => [c.path, c.reason])).toEqual([["log.md", "TEXT_CONFLICT"]]);
+    // The attribute itself is merged like any file, and governs from the next merge on.
+    expect(await text(out.result, ".gitattributes")).toBe(UNION);
+  });
+
+  test("a merge onto an accepted state that just removed the attribute is a text merge", async () => {
+    const baseline = await tree({ ".gitattributes": UNION, "log.md": HEAD });
+    const local = await tree({ ".gitattributes": UNION, "log.md": `${HEAD}local\n` });
+    const accepted = await tree({ "log.md": `${HEAD}accepted\n` });
+    const out = await mergeTrees(git, baseline, local, accepted);
+    expect(out.conflicts.map((c) => c.path)).toEqual(["log.md"]);
+    expect(out.result.has(".gitattributes")).toBe(false);
+  });
+
+  test("the same three trees merge the same way whichever checkout merges them", async () => {
+    // A pull, a commit and a writer carrying a proposal all pass the accepted
+    // tree as the third side; the local checkout's attributes differ here.
+    const accepted = await tree({ ".gitattributes": UNION, "log.md": `${HEAD}accepted\n` });
+    const baseline = await tree({ ".gitattributes": UNION, "log.md": HEAD });
+    const one = await mergeTrees(git, baseline, await tree({ ".gitattributes": UNION, "log.md": `${HEAD}local\n` }), accepted);
+    const other = await mergeTrees(git, baseline, await tree({ ".gitattributes": "", "log.md": `${HEAD}local\n` }), accepted);
+    expect(await text(one.result, "log.md")).toBe(await text(other.result, "log.md"));
+    expect(other.conflicts.filter((c) => c.path === "log.md")).toEqual([]);
+  });
 });
