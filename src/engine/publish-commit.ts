@@ -23,7 +23,7 @@ import { awaitCarried, combineWith, offer, type OwnProposal, unprovenProposal } 
 import type { Publisher } from "./publish/publisher.ts";
 import { takeTurn, type Turn } from "./publish/turn.ts";
 import { refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
-import { type Current, importOwnPack, type Landed, type LostAttempt, writeAttempt } from "./publish/write.ts";
+import { aloneOnAccepted, type Current, importOwnPack, type Landed, type LostAttempt, writeAttempt } from "./publish/write.ts";
 
 /**
  * Publish the checkout's changes (scanned, merged against `baselineTree`),
@@ -268,7 +268,8 @@ class Attempts {
   /** Our lost attempt, offered to the other writers as a proposal (offer.ts). */
   private async offer(): Promise<Event> {
     const accepted = this.accepted!;
-    this.mine = await offer(this.p, this.lostAttempt!, this.alone!, accepted.files, this.proved?.manifest?.generation ?? accepted.generation);
+    const lost = this.carried === null ? this.lostAttempt! : await aloneOnAccepted(this.p, accepted, this.lostAttempt!, this.alone!, this.message);
+    this.mine = await offer(this.p, lost, this.alone!, accepted.files, this.proved?.manifest?.generation ?? accepted.generation);
     return { got: "offered" };
   }
 

@@ -354,6 +354,39 @@ test("an offer whose attempt carried another proposal, later withdrawn: once it 
   expect(read(a, "x.md")).toBeNull();
 });
 
+test("an offer whose attempt carried a proposal that never lands offers its own change alone: a union log gets none of that proposal's lines", async () => {
+  world = makeWorld();
+  const [a, b, c, x] = ["a", "b", "c", "x"].map((n) => world.checkout(n)) as [string, string, string, string];
+  const first = world.checkout("first");
+  await pull(processDeps(world), { path: first });
+  write(first, ".gitattributes", "log.md merge=union\n");
+  write(first, "log.md", "# log\n");
+  await commit(processDeps(world), { path: first, message: "first" });
+  for (const d of [a, b, c, x]) await pull(processDeps(world), { path: d });
+  const append = (dir: string, line: string) => write(dir, "log.md", `${read(dir, "log.md")}${line}\n`);
+  append(x, "x");
+  append(b, "b");
+  // X loses to B and dies waiting: its proposal stays posted.
+  await loseThenDie(x, b);
+  // A carries X's proposal in its attempt; before A writes, X's next call
+  // withdraws the offer and C publishes: A loses, and offers its commit —
+  // which must be A's append alone, not A's on top of X's.
+  append(a, "a");
+  append(c, "c");
+  await commit(
+    processDeps(world, {
+      onStage: atFirstPublish(async () => {
+        await pull(processDeps(world), { path: x });
+        await commit(processDeps(world), { path: c, message: "c" });
+      }),
+    }),
+    { path: a, message: "a" },
+  );
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), { path: fresh });
+  expect(read(fresh, "log.md")!.split("\n").filter((l) => l !== "" && l !== "# log").sort()).toEqual(["a", "b", "c"]);
+});
+
 test("a proposal offered for longer than any writer offers is never combined", async () => {
   const { a, b, c } = await threeWriters();
   editEach({ a, b, c });

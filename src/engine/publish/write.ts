@@ -105,6 +105,26 @@ export async function writeAttempt(
   return { landed: true, uploaded, manifest, etag: written.etag, parent, ownAt };
 }
 
+/**
+ * A lost attempt that carried others' proposals, made offerable: its commit
+ * was built on those proposals, which may never land, so a combiner moving
+ * it (base = its parent) would take their changes for ours, and where the
+ * state lacks them merge them back in — under a union, line for line. What
+ * is offered is our own commit alone: the tree `alone` (our merge onto
+ * `accepted`) on `accepted`, in a pack of its own, under the same
+ * publication id.
+ */
+export async function aloneOnAccepted(p: Publisher, accepted: AcceptedState, lost: LostAttempt, alone: FlatTree, message: string): Promise<LostAttempt> {
+  const uploaded = await buildAndUpload(p, accepted, accepted, alone, message, []);
+  const record: PublicationRecord = {
+    ...lost.record,
+    pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
+    head: uploaded.head,
+    merged: mergedIn(p.local, alone),
+  };
+  return { uploaded, record, merged: alone };
+}
+
 /** The manifest to write: the pack list (compacted when long), the combined list, the notebook id, a new publication id. */
 async function nextManifest(p: Publisher, accepted: AcceptedState, parent: AcceptedState, uploaded: Uploaded, carried: Carried | null, carriedOnly: boolean): Promise<Manifest> {
   const { packs, history } = await packList(p, accepted, uploaded);
