@@ -24,7 +24,6 @@ import * as fs from "node:fs";
 import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
-import git from "isomorphic-git";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
 import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
@@ -32,6 +31,15 @@ import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FI
 import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
+
+/**
+ * isomorphic-git only reads and packs what the own readers cannot (deltified
+ * packs written elsewhere): loaded on that first need, since loading it costs
+ * about 10 ms of every call.
+ */
+async function isomorphicGit(): Promise<typeof import("isomorphic-git").default> {
+  return (await import("isomorphic-git")).default;
+}
 
 export type { BuiltTree, FlatTree, ReadTree };
 
@@ -253,7 +261,7 @@ export class ObjectCache {
       }
     }
     try {
-      const result = await git.readObject({ fs, gitdir: this.gitdir, oid, format: "content", cache: this.cache });
+      const result = await (await isomorphicGit()).readObject({ fs, gitdir: this.gitdir, oid, format: "content", cache: this.cache });
       return { type: result.type, object: result.object as Uint8Array };
     } catch (cause) {
       const loose = join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2));
@@ -417,7 +425,7 @@ export class ObjectCache {
         // A deltified object (a pack from elsewhere): isomorphic-git packs
         // everything, reading from disk, so what was built here goes there first.
         for (const b of this.built.values()) await this.writeObject(b.type as "tree" | "commit", b.object);
-        const { packfile } = await git.packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
+        const { packfile } = await (await isomorphicGit()).packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
         if (!packfile) throw new Error("packObjects returned no pack");
         return packfile;
       }
@@ -448,7 +456,7 @@ export class ObjectCache {
       // Our own packs are undeltified and index in one pass; others go to isomorphic-git.
       const idx = indexUndeltifiedPack(bytes);
       if (idx) fs.writeFileSync(tmpIdx, idx);
-      else await git.indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} });
+      else await (await isomorphicGit()).indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} });
     } catch (cause) {
       await rm(tmpPack, { force: true });
       await rm(tmpIdx, { force: true });
