@@ -5,7 +5,7 @@
  * (object-cache.ts).
  * https://git-scm.com/docs/pack-format
  */
-import { createHash } from "node:crypto";
+import { createHash } from "../hash.ts";
 import { deflateSync, inflateSync } from "node:zlib";
 
 const PACK_TYPES = ["", "commit", "tree", "blob", "tag"];
