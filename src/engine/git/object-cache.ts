@@ -23,7 +23,6 @@
 import * as fs from "node:fs";
 import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { deflateSync } from "node:zlib";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
 import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
@@ -31,6 +30,7 @@ import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FI
 import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
+import { zlib } from "./zlib.ts";
 
 /**
  * isomorphic-git only reads and packs what the own readers cannot (deltified
@@ -101,7 +101,7 @@ export class ObjectCache {
     const file = join(dir, oid.slice(2));
     if (fs.existsSync(file)) return oid;
     const tmp = join(dir, `tmp-${this.randomId(8)}`);
-    const data = deflateSync(wrapped);
+    const data = zlib().deflateSync(wrapped);
     try {
       fs.writeFileSync(tmp, data);
     } catch (e) {
