@@ -3,7 +3,7 @@
  * baseline and a publication in flight; `journal.json`, the visible files
  * being rewritten.
  */
-import { z } from "../schema.ts";
+import { z } from "./schema.ts";
 
 const hex40 = z.string().check(z.regex(/^[0-9a-f]{40}$/));
 

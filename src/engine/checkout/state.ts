@@ -33,7 +33,7 @@
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { z } from "../schema.ts";
+import type { z } from "./schema.ts";
 import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";

@@ -5,7 +5,7 @@
  * (object-cache.ts).
  * https://git-scm.com/docs/pack-format
  */
-import { createHash } from "../hash.ts";
+import { createHash } from "./hash.ts";
 import { zlib } from "./zlib.ts";
 
 const PACK_TYPES = ["", "commit", "tree", "blob", "tag"];

@@ -4,7 +4,7 @@
  * fails closed: an unknown field, a wrong type or an inconsistent pack list
  * makes the whole store untrusted (STORAGE_INTEGRITY · MANIFEST_INVALID).
  */
-import { z } from "../schema.ts";
+import { z } from "../checkout/schema.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 
