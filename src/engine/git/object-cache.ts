@@ -21,7 +21,6 @@
  * module turns them into git trees and back.
  */
 import * as fs from "node:fs";
-import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
@@ -31,6 +30,11 @@ import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pa
 import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
 import { zlib } from "./zlib.ts";
+
+/** node:fs/promises only on the rare paths (a new cache, damage, packs dropped or refused): loading it costs about 1.5 ms of every call. */
+async function fsPromises(): Promise<typeof import("node:fs/promises")> {
+  return import("node:fs/promises");
+}
 
 /**
  * isomorphic-git only reads and packs what the own readers cannot (deltified
@@ -71,8 +75,8 @@ export class ObjectCache {
     fs.mkdirSync(join(gitdir, "incoming"), { recursive: true });
     if (!fs.existsSync(join(gitdir, "HEAD"))) {
       // A minimal bare repository, so C git can read it too when debugging.
-      await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
-      await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
+      await (await fsPromises()).writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
+      await (await fsPromises()).writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
     }
     return new ObjectCache(gitdir, memory, randomId, onDamage);
   }
@@ -268,7 +272,7 @@ export class ObjectCache {
       if ((cause as { code?: string }).code !== "NotFoundError" && !retried && fs.existsSync(loose)) {
         // A cached loose object that cannot be read is not trusted: drop it,
         // and read again, since a pack may hold a good copy.
-        await rm(loose, { force: true });
+        await (await fsPromises()).rm(loose, { force: true });
         return this.find(oid, true);
       }
       return null;
@@ -316,8 +320,8 @@ export class ObjectCache {
   async dropPacks(): Promise<void> {
     this.packsChanged();
     this.forgetTrees();
-    await rm(join(this.gitdir, "objects", "pack"), { recursive: true, force: true });
-    await mkdir(join(this.gitdir, "objects", "pack"), { recursive: true });
+    await (await fsPromises()).rm(join(this.gitdir, "objects", "pack"), { recursive: true, force: true });
+    await (await fsPromises()).mkdir(join(this.gitdir, "objects", "pack"), { recursive: true });
     this.cache = {};
   }
 
@@ -458,8 +462,8 @@ export class ObjectCache {
       if (idx) fs.writeFileSync(tmpIdx, idx);
       else await (await isomorphicGit()).indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} });
     } catch (cause) {
-      await rm(tmpPack, { force: true });
-      await rm(tmpIdx, { force: true });
+      await (await fsPromises()).rm(tmpPack, { force: true });
+      await (await fsPromises()).rm(tmpIdx, { force: true });
       throw new BadPackError("pack could not be indexed", { cause });
     }
     const packDir = join(this.gitdir, "objects", "pack");
