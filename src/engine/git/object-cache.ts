@@ -38,8 +38,8 @@ async function fsPromises(): Promise<typeof import("node:fs/promises")> {
 
 /**
  * isomorphic-git only reads and packs what the own readers cannot (deltified
- * packs written elsewhere): loaded on that first need, since loading it costs
- * about 10 ms of every call.
+ * packs written elsewhere): loaded on that first need, since loading it and
+ * its dependencies (pako, diff3 and more) costs every call milliseconds.
  */
 async function isomorphicGit(): Promise<typeof import("isomorphic-git").default> {
   return (await import("isomorphic-git")).default;

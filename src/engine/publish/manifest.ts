@@ -75,8 +75,7 @@ const ManifestSchema = z
     history: z.optional(z.array(HistoryPackSchema).check(z.minLength(1))),
     combined: z.optional(z.array(CombinedSchema).check(z.minLength(1))),
   })
-  .check(
-    z.superRefine((m, ctx) => {
+  .check(z.superRefine((m, ctx) => {
     if (m.format !== formatFor(m.history, m.combined, m.notebook)) {
       ctx.addIssue({
         code: "custom",
@@ -95,8 +94,7 @@ const ManifestSchema = z
       if (seen.has(p.key)) ctx.addIssue({ code: "custom", message: "pack listed twice" });
       seen.add(p.key);
     }
-    }),
-  );
+  }));
 
 export type PackDescriptor = z.infer<typeof PackSchema>;
 export type HistoryPackDescriptor = z.infer<typeof HistoryPackSchema>;
