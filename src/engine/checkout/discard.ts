@@ -12,7 +12,7 @@
  * (a journal, or a publication not yet settled) or one still running (its
  * lock) also keeps it.
  */
-import { createHash } from "node:crypto";
+import { createHash } from "../git/hash.ts";
 import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import type { RandomSource } from "../../contract/clock.ts";

@@ -16,7 +16,7 @@
  * later may be given the same device and inode, and would take over a
  * baseline of files it never held (directory-identity.ts).
  */
-import { createHash } from "node:crypto";
+import { createHash } from "../git/hash.ts";
 import { lstatSync, mkdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";

@@ -3,24 +3,22 @@
  * baseline and a publication in flight; `journal.json`, the visible files
  * being rewritten.
  */
-import { z } from "zod";
+import { z } from "./schema.ts";
 
-const hex40 = z.string().regex(/^[0-9a-f]{40}$/);
+const hex40 = z.string().check(z.regex(/^[0-9a-f]{40}$/));
 
-const BaselineSchema = z
-  .object({
-    generation: z.number().int().nonnegative(),
-    head: hex40.nullable(),
-    tree: hex40.nullable(),
-    /**
-     * The id of the notebook whose generation this is (manifest.ts, format
-     * 4): a store showing another is refused (went-backwards.ts). Absent
-     * before generation 1, for a notebook without one, and in states
-     * written before ids existed.
-     */
-    notebook: z.string().regex(/^[0-9a-f]{32}$/).optional(),
-  })
-  .strict();
+const BaselineSchema = z.strictObject({
+  generation: z.int().check(z.nonnegative()),
+  head: z.nullable(hex40),
+  tree: z.nullable(hex40),
+  /**
+   * The id of the notebook whose generation this is (manifest.ts, format
+   * 4): a store showing another is refused (went-backwards.ts). Absent
+   * before generation 1, for a notebook without one, and in states
+   * written before ids existed.
+   */
+  notebook: z.optional(z.string().check(z.regex(/^[0-9a-f]{32}$/))),
+});
 
 /**
  * The publication record (state.json's `publishing`): a commit's
@@ -28,50 +26,44 @@ const BaselineSchema = z
  * recorded before the write, so the next call on the checkout can
  * learn whether it landed (publication.ts) when this one dies in between.
  */
-const PublicationRecordSchema = z
-  .object({
-    /** The manifest's publication id, and the pack the commit uploaded. */
-    publication: z.string(),
-    pack: z.object({ key: z.string(), sha256: z.string() }).strict(),
-    /** The manifest's generation and head commit. */
-    generation: z.number().int().positive(),
-    head: hex40,
-    /**
-     * Where the published tree differs from the visible files the commit
-     * scanned (changes merged in from others, not yet written): each path
-     * with the blob the visible file held then (null = absent).
-     */
-    merged: z.array(z.object({ path: z.string(), oid: hex40.nullable() }).strict()),
-    /**
-     * Offered to other writers to publish (combine.ts): it lands where a
-     * manifest's `combined` says, not at `generation`, until it is
-     * withdrawn; offered onto generations below `until`.
-     */
-    proposal: z.object({ until: z.number().int().positive() }).strict().optional(),
-  })
-  .strict();
+const PublicationRecordSchema = z.strictObject({
+  /** The manifest's publication id, and the pack the commit uploaded. */
+  publication: z.string(),
+  pack: z.strictObject({ key: z.string(), sha256: z.string() }),
+  /** The manifest's generation and head commit. */
+  generation: z.int().check(z.positive()),
+  head: hex40,
+  /**
+   * Where the published tree differs from the visible files the commit
+   * scanned (changes merged in from others, not yet written): each path
+   * with the blob the visible file held then (null = absent).
+   */
+  merged: z.array(z.strictObject({ path: z.string(), oid: z.nullable(hex40) })),
+  /**
+   * Offered to other writers to publish (combine.ts): it lands where a
+   * manifest's `combined` says, not at `generation`, until it is
+   * withdrawn; offered onto generations below `until`.
+   */
+  proposal: z.optional(z.strictObject({ until: z.int().check(z.positive()) })),
+});
 
-export const StateSchema = z
-  .object({
-    version: z.literal(1),
-    checkout: z.string(),
-    store: z.string(),
-    /** The identity of the directory this state was made for (absent in states written before it was recorded). */
-    directory: z.string().optional(),
-    baseline: BaselineSchema,
-    publishing: PublicationRecordSchema.optional(),
-  })
-  .strict();
+export const StateSchema = z.strictObject({
+  version: z.literal(1),
+  checkout: z.string(),
+  store: z.string(),
+  /** The identity of the directory this state was made for (absent in states written before it was recorded). */
+  directory: z.optional(z.string()),
+  baseline: BaselineSchema,
+  publishing: z.optional(PublicationRecordSchema),
+});
 
-export const JournalSchema = z
-  .object({
-    version: z.literal(1),
-    /** The baseline the interrupted operation was moving to. */
-    target: BaselineSchema,
-    /** Each visible file being rewritten: blob ids of its content before and after (null = absent). */
-    writes: z.array(z.object({ path: z.string(), before: hex40.nullable(), after: hex40.nullable() }).strict()),
-  })
-  .strict();
+export const JournalSchema = z.strictObject({
+  version: z.literal(1),
+  /** The baseline the interrupted operation was moving to. */
+  target: BaselineSchema,
+  /** Each visible file being rewritten: blob ids of its content before and after (null = absent). */
+  writes: z.array(z.strictObject({ path: z.string(), before: z.nullable(hex40), after: z.nullable(hex40) })),
+});
 
 /**
  * One record of the journal's progress (CheckoutState.openJournalProgress):
@@ -80,24 +72,22 @@ export const JournalSchema = z
  * the step happened, or `false` when it was given up before anything
  * changed (the file was written to since the scan, materialize.ts).
  */
-export const ProgressStepSchema = z
-  .object({
-    path: z.string(),
-    side: z.enum(["after", "before"]),
-    tmp: z.string().optional(),
-    done: z.boolean().optional(),
-  })
-  .strict();
+export const ProgressStepSchema = z.strictObject({
+  path: z.string(),
+  side: z.enum(["after", "before"]),
+  tmp: z.optional(z.string()),
+  done: z.optional(z.boolean()),
+});
 
 /**
  * A temporary name (`dir/name`, notebook-relative) recorded before the file
  * is made, so that whatever a call leaves behind is removed by name, never
  * by a pattern a user's file could match.
  */
-export const ScratchRecordSchema = z.object({ scratch: z.string() }).strict();
+export const ScratchRecordSchema = z.strictObject({ scratch: z.string() });
 
 /** Written once every step is settled: what remains is removing the scratch files, then the journal. */
-export const SettledRecordSchema = z.object({ settled: z.literal(true) }).strict();
+export const SettledRecordSchema = z.strictObject({ settled: z.literal(true) });
 
 export type Baseline = z.infer<typeof BaselineSchema>;
 export type ProgressStep = z.infer<typeof ProgressStepSchema>;

@@ -33,7 +33,7 @@
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { z } from "zod";
+import type { z } from "./schema.ts";
 import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
@@ -108,7 +108,7 @@ export interface Damage {
 }
 
 /** A state file: undefined when absent, its damage when it does not read as `schema` says. Failing to read it at all (permissions) throws. */
-function readStateJson<T>(file: string, schema: z.ZodType<T>): { value: T | undefined } | { damage: Damage } {
+function readStateJson<T>(file: string, schema: z.ZodMiniType<T>): { value: T | undefined } | { damage: Damage } {
   let raw: unknown;
   try {
     raw = readJson(file);

@@ -21,10 +21,7 @@
  * module turns them into git trees and back.
  */
 import * as fs from "node:fs";
-import { mkdir, rename, writeFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { deflateSync } from "node:zlib";
-import git from "isomorphic-git";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
 import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
@@ -32,6 +29,21 @@ import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FI
 import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
+import { zlib } from "./zlib.ts";
+
+/** node:fs/promises only on the rare paths (a new cache, damage, packs dropped or refused): loading it costs about 1.5 ms of every call. */
+async function fsPromises(): Promise<typeof import("node:fs/promises")> {
+  return import("node:fs/promises");
+}
+
+/**
+ * isomorphic-git only reads and packs what the own readers cannot (deltified
+ * packs written elsewhere): loaded on that first need, since loading it and
+ * its dependencies (pako, diff3 and more) costs every call milliseconds.
+ */
+async function isomorphicGit(): Promise<typeof import("isomorphic-git").default> {
+  return (await import("isomorphic-git")).default;
+}
 
 export type { BuiltTree, FlatTree, ReadTree };
 
@@ -63,8 +75,8 @@ export class ObjectCache {
     fs.mkdirSync(join(gitdir, "incoming"), { recursive: true });
     if (!fs.existsSync(join(gitdir, "HEAD"))) {
       // A minimal bare repository, so C git can read it too when debugging.
-      await writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
-      await writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
+      await (await fsPromises()).writeFile(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
+      await (await fsPromises()).writeFile(join(gitdir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
     }
     return new ObjectCache(gitdir, memory, randomId, onDamage);
   }
@@ -93,7 +105,7 @@ export class ObjectCache {
     const file = join(dir, oid.slice(2));
     if (fs.existsSync(file)) return oid;
     const tmp = join(dir, `tmp-${this.randomId(8)}`);
-    const data = deflateSync(wrapped);
+    const data = zlib().deflateSync(wrapped);
     try {
       fs.writeFileSync(tmp, data);
     } catch (e) {
@@ -253,14 +265,14 @@ export class ObjectCache {
       }
     }
     try {
-      const result = await git.readObject({ fs, gitdir: this.gitdir, oid, format: "content", cache: this.cache });
+      const result = await (await isomorphicGit()).readObject({ fs, gitdir: this.gitdir, oid, format: "content", cache: this.cache });
       return { type: result.type, object: result.object as Uint8Array };
     } catch (cause) {
       const loose = join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2));
       if ((cause as { code?: string }).code !== "NotFoundError" && !retried && fs.existsSync(loose)) {
         // A cached loose object that cannot be read is not trusted: drop it,
         // and read again, since a pack may hold a good copy.
-        await rm(loose, { force: true });
+        await (await fsPromises()).rm(loose, { force: true });
         return this.find(oid, true);
       }
       return null;
@@ -308,8 +320,8 @@ export class ObjectCache {
   async dropPacks(): Promise<void> {
     this.packsChanged();
     this.forgetTrees();
-    await rm(join(this.gitdir, "objects", "pack"), { recursive: true, force: true });
-    await mkdir(join(this.gitdir, "objects", "pack"), { recursive: true });
+    await (await fsPromises()).rm(join(this.gitdir, "objects", "pack"), { recursive: true, force: true });
+    await (await fsPromises()).mkdir(join(this.gitdir, "objects", "pack"), { recursive: true });
     this.cache = {};
   }
 
@@ -417,7 +429,7 @@ export class ObjectCache {
         // A deltified object (a pack from elsewhere): isomorphic-git packs
         // everything, reading from disk, so what was built here goes there first.
         for (const b of this.built.values()) await this.writeObject(b.type as "tree" | "commit", b.object);
-        const { packfile } = await git.packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
+        const { packfile } = await (await isomorphicGit()).packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
         if (!packfile) throw new Error("packObjects returned no pack");
         return packfile;
       }
@@ -448,10 +460,10 @@ export class ObjectCache {
       // Our own packs are undeltified and index in one pass; others go to isomorphic-git.
       const idx = indexUndeltifiedPack(bytes);
       if (idx) fs.writeFileSync(tmpIdx, idx);
-      else await git.indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} });
+      else await (await isomorphicGit()).indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} });
     } catch (cause) {
-      await rm(tmpPack, { force: true });
-      await rm(tmpIdx, { force: true });
+      await (await fsPromises()).rm(tmpPack, { force: true });
+      await (await fsPromises()).rm(tmpIdx, { force: true });
       throw new BadPackError("pack could not be indexed", { cause });
     }
     const packDir = join(this.gitdir, "objects", "pack");

@@ -4,7 +4,7 @@
  * (regular files and subdirectories only) and commits.
  * https://git-scm.com/book/en/v2/Git-Internals-Git-Objects
  */
-import { createHash } from "node:crypto";
+import { createHash } from "./hash.ts";
 
 export type ObjectType = "blob" | "tree" | "commit";
 

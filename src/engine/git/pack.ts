@@ -5,8 +5,8 @@
  * (object-cache.ts).
  * https://git-scm.com/docs/pack-format
  */
-import { createHash } from "node:crypto";
-import { deflateSync, inflateSync } from "node:zlib";
+import { createHash } from "./hash.ts";
+import { zlib } from "./zlib.ts";
 
 const PACK_TYPES = ["", "commit", "tree", "blob", "tag"];
 
@@ -72,7 +72,7 @@ export function packEntry(type: string, content: Buffer): Buffer {
     header.push(size & 0x7f);
     size = Math.floor(size / 128);
   }
-  return Buffer.concat([Buffer.from(header), deflateSync(content)]);
+  return Buffer.concat([Buffer.from(header), zlib().deflateSync(content)]);
 }
 
 /**
@@ -113,7 +113,7 @@ export function indexUndeltifiedPack(pack: Uint8Array): Buffer | null {
     const { type, size, data } = entryHeader(buf, at);
     at = data;
     if (type === "") return null; // deltified (or reserved): not ours to index
-    const out = inflateSync(buf.subarray(at, end), { info: true } as never) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    const out = zlib().inflateSync(buf.subarray(at, end), { info: true } as never) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
     if (out.buffer.length !== size) throw new Error("pack entry size mismatch");
     at += out.engine.bytesWritten;
     const oid = createHash("sha1").update(`${type} ${size}\0`).update(out.buffer).digest();

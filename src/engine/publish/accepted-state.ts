@@ -3,7 +3,7 @@
  * names that this checkout lacks, then the head commit's tree. Every failure
  * maps to its token here, and nothing is materialised when one occurs.
  */
-import { createHash } from "node:crypto";
+import { createHash } from "../git/hash.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../../store/object-store.ts";

@@ -24,7 +24,7 @@
  *   that lists after it never sees the proposal. From then on the answer
  *   — landed at generation g, or not — is final.
  */
-import { z } from "zod";
+import { z } from "../checkout/schema.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
@@ -45,22 +45,21 @@ export const PROPOSAL_GENERATIONS = 96;
 /** The most proposals one publication combines: bounds the work a winner does for others. */
 const MOST_COMBINED = 16;
 
-const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
+const hex = (n: number) => z.string().check(z.regex(new RegExp(`^[0-9a-f]{${n}}$`)));
 
 const ProposalSchema = z
-  .object({
+  .strictObject({
     format: z.literal(1),
     /** The publication id the proposer would have written; `combined` lists it once published. */
     publication: hex(32),
     /** The proposer's commit, with the parent it was built on. */
     head: hex(40),
     /** Its pack, already uploaded: the commit, its trees and new blobs. */
-    pack: z.object({ key: z.string(), size: z.number().int().positive(), sha256: hex(64) }).strict(),
+    pack: z.strictObject({ key: z.string(), size: z.int().check(z.positive()), sha256: hex(64) }),
     /** Combined only onto states of a lower generation. */
-    until: z.number().int().positive(),
+    until: z.int().check(z.positive()),
   })
-  .strict()
-  .refine((p) => p.pack.key === packKey(p.pack.sha256));
+  .check(z.refine((p) => p.pack.key === packKey(p.pack.sha256)));
 
 export type Proposal = z.infer<typeof ProposalSchema>;
 

@@ -33,7 +33,7 @@
  * - A losing compaction costs nothing but its upload: the base is an orphan
  *   that gc removes after the grace period.
  */
-import { createHash } from "node:crypto";
+import { createHash } from "../git/hash.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { ObjectCache } from "../git/object-cache.ts";

@@ -4,7 +4,7 @@
  * fails closed: an unknown field, a wrong type or an inconsistent pack list
  * makes the whole store untrusted (STORAGE_INTEGRITY · MANIFEST_INVALID).
  */
-import { z } from "zod";
+import { z } from "../checkout/schema.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 
@@ -40,49 +40,42 @@ export const FORMAT_WITH_NOTEBOOK = 4;
  */
 export const COMBINED_WINDOW = 192;
 
-const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
+const hex = (n: number) => z.string().check(z.regex(new RegExp(`^[0-9a-f]{${n}}$`)));
 
-const PackSchema = z
-  .object({
-    key: z.string(),
-    size: z.number().int().positive(),
-    sha256: hex(64),
-  })
-  .strict();
+const PackSchema = z.strictObject({
+  key: z.string(),
+  size: z.int().check(z.positive()),
+  sha256: hex(64),
+});
 
 /** A history pack: a pack, and the time of the newest commit it holds (seconds since the epoch), by which it expires. */
-const HistoryPackSchema = z
-  .object({
-    key: z.string(),
-    size: z.number().int().positive(),
-    sha256: hex(64),
-    newest: z.number().int().nonnegative(),
-  })
-  .strict();
+const HistoryPackSchema = z.strictObject({
+  key: z.string(),
+  size: z.int().check(z.positive()),
+  sha256: hex(64),
+  newest: z.int().check(z.nonnegative()),
+});
 
 /** A publication of another writer that a commit published (combined): the generation and commit it landed as. */
-const CombinedSchema = z
-  .object({
-    publication: hex(32),
-    generation: z.number().int().positive(),
-    head: hex(40),
-  })
-  .strict();
+const CombinedSchema = z.strictObject({
+  publication: hex(32),
+  generation: z.int().check(z.positive()),
+  head: hex(40),
+});
 
 const ManifestSchema = z
-  .object({
+  .strictObject({
     format: z.union([z.literal(FORMAT_VERSION), z.literal(FORMAT_WITH_HISTORY), z.literal(FORMAT_WITH_COMBINED), z.literal(FORMAT_WITH_NOTEBOOK)]),
     /** The notebook's id (format 4); absent in manifests written before it existed. */
-    notebook: hex(32).optional(),
-    generation: z.number().int().positive(),
+    notebook: z.optional(hex(32)),
+    generation: z.int().check(z.positive()),
     head: hex(40),
     publication: hex(32),
-    packs: z.array(PackSchema).min(1),
-    history: z.array(HistoryPackSchema).min(1).optional(),
-    combined: z.array(CombinedSchema).min(1).optional(),
+    packs: z.array(PackSchema).check(z.minLength(1)),
+    history: z.optional(z.array(HistoryPackSchema).check(z.minLength(1))),
+    combined: z.optional(z.array(CombinedSchema).check(z.minLength(1))),
   })
-  .strict()
-  .superRefine((m, ctx) => {
+  .check(z.superRefine((m, ctx) => {
     if (m.format !== formatFor(m.history, m.combined, m.notebook)) {
       ctx.addIssue({
         code: "custom",
@@ -101,7 +94,7 @@ const ManifestSchema = z
       if (seen.has(p.key)) ctx.addIssue({ code: "custom", message: "pack listed twice" });
       seen.add(p.key);
     }
-  });
+  }));
 
 export type PackDescriptor = z.infer<typeof PackSchema>;
 export type HistoryPackDescriptor = z.infer<typeof HistoryPackSchema>;

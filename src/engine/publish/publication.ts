@@ -28,7 +28,7 @@
  *   the record stays for the right store, and the call is refused. Only an
  *   attach settles it: not landed in the store it attaches to.
  */
-import { createHash } from "node:crypto";
+import { createHash } from "../git/hash.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { loadAcceptedState, readManifest } from "./accepted-state.ts";

@@ -5,7 +5,7 @@
  * the publication, and replace `current` with one conditional write —
  * proving the outcome by reading `current` back when the answer is lost.
  */
-import { createHash } from "node:crypto";
+import { createHash } from "../git/hash.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../../store/object-store.ts";
 import type { PublicationRecord } from "../checkout/state.ts";

@@ -7,7 +7,10 @@ export function terminalProgress(io: { stderrIsTTY?: boolean; stderr: (text: str
   hooks: { afterWrite?: () => void; progress?: (what: string, done: number, total: number) => void };
   done: () => void;
 } {
-  if (io.stderrIsTTY !== true) return { hooks: {}, done: () => {} };
+  // Asked only once there is progress to show: finding out loads node:tty,
+  // which a short call (a no-change pull) would otherwise pay for every time.
+  let terminal: boolean | undefined;
+  const onTerminal = () => (terminal ??= io.stderrIsTTY === true);
   let written = 0;
   let shown = false;
   let last = 0;
@@ -16,14 +19,14 @@ export function terminalProgress(io: { stderrIsTTY?: boolean; stderr: (text: str
       // At most ten lines a second, and only for work long enough to need one.
       progress: (what, done, total) => {
         const now = Date.now();
-        if (total < 1000 || (now - last < 100 && done < total)) return;
+        if (total < 1000 || (now - last < 100 && done < total) || !onTerminal()) return;
         last = now;
         io.stderr(`\r${what}: ${done} of ${total}…`);
         shown = true;
       },
       afterWrite: () => {
         written++;
-        if (written % 200 === 0) {
+        if (written % 200 === 0 && onTerminal()) {
           io.stderr(`\r${written} files written…`);
           shown = true;
         }
