@@ -330,6 +330,66 @@ export async function timeProcess(cmd: string, args: string[], opts: { cwd?: str
 }
 
 /**
+ * C git's reference for a no-change pull, flags pinned: plain status, no
+ * untracked cache, no fsmonitor (a user's config must not speed it up).
+ */
+export const GIT_STATUS_ARGS = ["-c", "core.untrackedCache=false", "-c", "core.fsmonitor=false", "status", "--porcelain"];
+
+/** A checkout driven by whole CLI processes of `binary`, with its own private state and HOME. */
+export interface CliCheckout {
+  binary: string;
+  dir: string;
+  env: Record<string, string>;
+  /** The store flags and the private root, after the command's own arguments. */
+  flags: string[];
+}
+
+export function cliCheckout(binary: string, loc: Location, root: string, name: string): CliCheckout {
+  const home = join(root, `${name}-home`);
+  mkdirSync(home, { recursive: true });
+  return {
+    binary,
+    dir: join(root, name),
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, TMPDIR: tmpdir(), ...loc.env },
+    flags: [...loc.flags, "--private-root", join(root, `${name}-private`)],
+  };
+}
+
+/** One whole CLI process on the checkout (`pull`, `commit -m …`), timed from spawn to exit. */
+export function timeCli(c: CliCheckout, command: string, ...args: string[]): Promise<number> {
+  return timeProcess(c.binary, [command, c.dir, ...args, ...c.flags], { env: c.env });
+}
+
+/** The runtime's own start: `--version` of the same binary, in the same environment. */
+export function timeVersion(c: CliCheckout): Promise<number> {
+  return timeProcess(c.binary, ["--version"], { env: c.env });
+}
+
+/**
+ * A whole process's time split in two (ms): the runtime's start, and the
+ * rest, the command's own work. A CLI process logs no stage records, so
+ * this is its stage profile in the report.
+ */
+export function processProfile(wholeMs: number, versionMs: number): Record<string, number> {
+  const round = (ms: number) => Math.round(ms * 10) / 10;
+  return { "runtime start (--version)": round(versionMs), "own work": round(wholeMs - versionMs) };
+}
+
+/**
+ * Timed steps taken in turn, round after round, after one uncounted run of
+ * each (warm caches): a shared machine's noise falls on every step alike.
+ * Each step gets its round number; returns each step's samples.
+ */
+export async function alternate(rounds: number, steps: Array<(round: number) => Promise<number>>): Promise<number[][]> {
+  for (const step of steps) await step(-1);
+  const out = steps.map(() => [] as number[]);
+  for (let i = 0; i < rounds; i++) {
+    for (let s = 0; s < steps.length; s++) out[s]!.push(await steps[s]!(i));
+  }
+  return out;
+}
+
+/**
  * A C git world for one tree: a bare repository (the "remote", reached over
  * file:// so git runs its real transport) and a working clone with the tree
  * committed and pushed.
