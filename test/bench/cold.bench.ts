@@ -5,7 +5,9 @@
  *      MCP server, against `git clone file://…` of the same tree (≤ 1.5×).
  * S7 — the server's peak resident memory (VmHWM) during that pull (≤ 256 MB).
  * S4 — on the pulled checkout, a commit and a pull with nothing changed,
- *      each against `git status` on the same tree (≤ 2×).
+ *      each against `git status` on the same tree (≤ 2×); and "S4 cli 10k",
+ *      the no-change pull as a whole CLI process on a checkout of its own,
+ *      against `git status` with its flags pinned (≤ 1.5×).
  *
  * The two sides alternate, clone and pull, each rep: every timed side
  * follows the removal of the other's 10,000 files. The order matters here:
@@ -107,6 +109,20 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
     const commitProfile = L.stageMedians(noop.filter((c) => c.tool === "notes_commit"));
     const pullProfile = L.stageMedians(noop.filter((c) => c.tool === "notes_pull"));
 
+    // S4 cli 10k: the same no-change pull as a whole CLI process, on a
+    // checkout of its own, alternated with `git status` (flags pinned) and
+    // the runtime's own start.
+    const cli = L.cliCheckout(L.BINARY, loc, root, "cli");
+    await L.timeCli(cli, "pull");
+    await Bun.sleep(RACY_PAUSE_MS);
+    const [cliPulls, cliVersions, cliStatus] = await L.alternate(noopReps, [
+      () => L.timeCli(cli, "pull"),
+      () => L.timeVersion(cli),
+      () => L.timeProcess("git", L.GIT_STATUS_ARGS, { cwd: git!.work, env: git!.env }),
+    ]);
+    const cliPullM = L.median(cliPulls!);
+    const cliStatusM = L.median(cliStatus!);
+
     const pullM = L.median(pulls);
     const cloneM = L.median(clones);
     const statusM = L.median(status);
@@ -174,6 +190,23 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         values: noopPull,
         comparisonValues: status,
         profile: pullProfile,
+      },
+      {
+        scenario: "S4 cli 10k",
+        store: loc.label,
+        what: `CLI pull, nothing changed, ${COLD_FILES.toLocaleString("en")} files, whole process`,
+        median: cliPullM,
+        unit: "ms",
+        comparison: "git status --porcelain",
+        comparisonMedian: cliStatusM,
+        ratio: cliPullM / cliStatusM,
+        bar: "≤ 1.5×",
+        met: cliPullM / cliStatusM <= 1.5,
+        samples: noopReps,
+        values: cliPulls,
+        comparisonValues: cliStatus,
+        note: `--version ${L.median(cliVersions!).toFixed(1)} ms`,
+        profile: L.processProfile(cliPullM, L.median(cliVersions!)),
       },
       {
         scenario: "S7",
