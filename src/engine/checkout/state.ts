@@ -233,15 +233,17 @@ export class CheckoutState {
     let lock: HeldLock;
     let directory: string;
     try {
+      // The state directory is made only when the lock cannot be made in it:
+      // it is there on every call but a checkout's first.
       for (let tries = 0; ; tries++) {
-        mkdirSync(stateDir, { recursive: true, mode: 0o700 });
         try {
           lock = await acquireLock(join(stateDir, "lock"), options.self, options.lockTimeoutMs ?? 30_000, options.clock);
           break;
         } catch (e) {
-          // The state of a directory that was gone a moment ago may just have
-          // been set aside or removed (registeredCheckouts): make it again.
-          if ((e as NodeJS.ErrnoException).code !== "ENOENT" || tries >= 3) throw e;
+          // Never made, or (a directory that was gone a moment ago) just set
+          // aside or removed (registeredCheckouts): make it again.
+          if ((e as NodeJS.ErrnoException).code !== "ENOENT" || tries >= 4) throw e;
+          mkdirSync(stateDir, { recursive: true, mode: 0o700 });
         }
       }
     } catch (cause) {
