@@ -4,9 +4,10 @@
  * over where it turns up again, bounded; and damaged state counts as lost.
  */
 import { afterEach, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkoutStateDir } from "../../src/engine/checkout/registry.ts";
+import { type Baseline, CheckoutState } from "../../src/engine/checkout/state.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { restore } from "../../src/engine/restore.ts";
@@ -77,4 +78,37 @@ test("on a damaged state, restore asks for a pull too, saying the state is damag
   // Nothing was dropped by the refusals: the pull that follows rebuilds the state.
   await pull(world.deps(), { path: a });
   expect(read(a, "keep.md")).toBe("kept\n");
+});
+
+test("a call reads its state and journal once, when it settles them under the lock; what it writes is what it reads after", async () => {
+  world = makeWorld();
+  const deps = world.deps();
+  const a = world.checkout("once");
+  await seedNotebook(deps, a, { "a.md": "one\n" });
+  const dir = realpathSync(a);
+  const state = await CheckoutState.open({ privateRoot: deps.privateRoot, storeId: deps.storeId, dir, self: deps.self, memory: deps.memory, clock: deps });
+  try {
+    const stateFile = join(state.stateDir, "state.json");
+    const settled = JSON.parse(readFileSync(stateFile, "utf8")) as { baseline: Baseline };
+    expect(settled.baseline.generation).toBe(1);
+    // Only the lock's holder writes these files; were they read again, a
+    // process per call would pay for every read and parse. Taken away
+    // behind the holder's back, they are not looked at again.
+    rmSync(stateFile);
+    writeFileSync(join(state.stateDir, "journal.json"), "not json");
+    expect(state.readBaseline()).toEqual(settled.baseline);
+    expect(state.readPublication()).toBeNull();
+    expect(state.readJournal()).toBeNull();
+    // What the call writes, it reads back as a read of the file would give it.
+    const moved = { ...settled.baseline, generation: 2 };
+    state.writeBaseline(moved);
+    expect(state.readBaseline()).toEqual(JSON.parse(readFileSync(stateFile, "utf8")).baseline);
+    const journal = { version: 1 as const, target: moved, writes: [{ path: "a.md", before: null, after: null }] };
+    state.writeJournal(journal);
+    expect(state.readJournal()).toEqual(JSON.parse(readFileSync(join(state.stateDir, "journal.json"), "utf8")));
+    state.clearJournal();
+    expect(state.readJournal()).toBeNull();
+  } finally {
+    state.release();
+  }
 });

@@ -31,7 +31,7 @@
  * own stops it there with LOCAL_STATE — it changes nothing more, and never
  * removes its successor's lock.
  */
-import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, type Stats, statSync, utimesSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, type Stats, statSync, unlinkSync, utimesSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { hostname } from "node:os";
 import { DomainError } from "../../contract/errors.ts";
@@ -118,7 +118,16 @@ function createWhole(file: string, content: string, randomId: RandomSource["rand
       throw again;
     }
   } finally {
-    rmSync(tmp, { force: true });
+    removeFile(tmp);
+  }
+}
+
+/** Remove the file `file` if it is there: one unlink, where rmSync looks first. */
+function removeFile(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
 }
 
@@ -258,7 +267,7 @@ function holdLock(file: string, held: LockFile, clock: Clock): HeldLock {
     },
     release: () => {
       clearInterval(timer);
-      if (ours()) rmSync(file, { force: true });
+      if (ours()) removeFile(file);
     },
   };
 }

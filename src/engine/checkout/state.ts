@@ -132,8 +132,11 @@ function readStateFile(stateDir: string, dir: string, storeId: string): { state:
   return { state, damage: null };
 }
 
-function writeStateFile(stateDir: string, state: CheckoutStateFile, randomId: RandomSource["randomId"]): void {
-  writeAtomic(join(stateDir, "state.json"), `${JSON.stringify(state, null, 2)}\n`, randomId);
+/** Write the state file; what it now holds, as a read of it would give. */
+function writeStateFile(stateDir: string, state: CheckoutStateFile, randomId: RandomSource["randomId"]): CheckoutStateFile {
+  const text = `${JSON.stringify(state, null, 2)}\n`;
+  writeAtomic(join(stateDir, "state.json"), text, randomId);
+  return JSON.parse(text) as CheckoutStateFile;
 }
 
 /** Where a checkout's state lives, and the directory now at its path. */
@@ -157,6 +160,8 @@ export interface SettledState {
   takenOver: boolean;
   /** The state, or its journal, is damaged: it counts as lost, and stays until a pull drops it (CheckoutState.forgetDamaged). */
   damage: Damage | null;
+  /** The journal as read, null when there is none (or it is damaged: `damage`). */
+  journal: Journal | null;
 }
 
 /**
@@ -188,8 +193,8 @@ export function settleState(at: StateLocation, clock: FileClock): SettledState {
     replaced = false;
   }
   const journal = readStateJson(join(at.stateDir, "journal.json"), JournalSchema);
-  if ("damage" in journal) own = { state: null, damage: journal.damage };
-  return { state: own.state, replaced, takenOver, damage: own.damage };
+  if ("damage" in journal) return { state: null, replaced, takenOver, damage: journal.damage, journal: null };
+  return { state: own.state, replaced, takenOver, damage: own.damage, journal: journal.value ?? null };
 }
 
 /** The state changed under this call's lock (someone else wrote it): the next call judges it afresh. */
@@ -202,6 +207,15 @@ export class CheckoutState {
   replaced = false;
   /** The state is damaged, and reads as none until forgetDamaged (settleState). */
   damage: Damage | null = null;
+  /**
+   * state.json and journal.json as this call last read or wrote them. Only
+   * the lock's holder writes them, so what settleState read stays true
+   * until this call writes: reading them again on every look cost a
+   * process per call several reads and parses. A holder whose lock was
+   * taken over learns it from checkLock before any change, as before.
+   * Undefined: not known (a write that failed part-way), read again.
+   */
+  private known: { state?: CheckoutStateFile | null; journal?: Journal | null } = {};
 
   private constructor(
     readonly dir: string,
@@ -219,15 +233,17 @@ export class CheckoutState {
     let lock: HeldLock;
     let directory: string;
     try {
+      // The state directory is made only when the lock cannot be made in it:
+      // it is there on every call but a checkout's first.
       for (let tries = 0; ; tries++) {
-        mkdirSync(stateDir, { recursive: true, mode: 0o700 });
         try {
           lock = await acquireLock(join(stateDir, "lock"), options.self, options.lockTimeoutMs ?? 30_000, options.clock);
           break;
         } catch (e) {
-          // The state of a directory that was gone a moment ago may just have
-          // been set aside or removed (registeredCheckouts): make it again.
-          if ((e as NodeJS.ErrnoException).code !== "ENOENT" || tries >= 3) throw e;
+          // Never made, or (a directory that was gone a moment ago) just set
+          // aside or removed (registeredCheckouts): make it again.
+          if ((e as NodeJS.ErrnoException).code !== "ENOENT" || tries >= 4) throw e;
+          mkdirSync(stateDir, { recursive: true, mode: 0o700 });
         }
       }
     } catch (cause) {
@@ -247,6 +263,7 @@ export class CheckoutState {
       const state = new CheckoutState(options.dir, options.storeId, stateDir, objectCache, lock, directory, options.memory.statCaches, options.clock.randomId);
       state.replaced = settled.replaced;
       state.damage = settled.damage;
+      state.known = { state: settled.state, journal: settled.journal };
       return state;
     } catch (cause) {
       lock.release();
@@ -265,18 +282,22 @@ export class CheckoutState {
     for (const name of ["journal.json", JOURNAL_DONE, STAT_CACHE_FILE, "state.json"]) rmSync(join(this.stateDir, name), { force: true });
     this.statCacheMemory.forget(join(this.stateDir, STAT_CACHE_FILE));
     this.damage = null;
+    this.known = { state: null, journal: null };
   }
 
   private readState(): CheckoutStateFile | null {
     if (this.damage !== null) return null;
+    if (this.known.state !== undefined) return this.known.state;
     const read = readStateFile(this.stateDir, this.dir, this.storeId);
     if (read.damage !== null) throw changedInUse(read.damage);
+    this.known.state = read.state;
     return read.state;
   }
 
   private writeState(state: CheckoutStateFile): void {
     this.checkLock();
-    writeStateFile(this.stateDir, state, this.randomId);
+    this.known.state = undefined;
+    this.known.state = writeStateFile(this.stateDir, state, this.randomId);
   }
 
   /** The baseline, or null for a directory that was never pulled. */
@@ -331,19 +352,26 @@ export class CheckoutState {
 
   readJournal(): Journal | null {
     if (this.damage !== null) return null;
+    if (this.known.journal !== undefined) return this.known.journal;
     const read = readStateJson(join(this.stateDir, "journal.json"), JournalSchema);
     if ("damage" in read) throw changedInUse(read.damage);
-    return read.value ?? null;
+    this.known.journal = read.value ?? null;
+    return this.known.journal;
   }
 
   writeJournal(journal: Journal): void {
     this.checkLock();
-    writeAtomic(join(this.stateDir, "journal.json"), `${JSON.stringify(journal)}\n`, this.randomId);
+    this.known.journal = undefined;
+    const text = `${JSON.stringify(journal)}\n`;
+    writeAtomic(join(this.stateDir, "journal.json"), text, this.randomId);
+    this.known.journal = JSON.parse(text) as Journal;
   }
 
   clearJournal(): void {
     this.checkLock();
+    this.known.journal = undefined;
     rmSync(join(this.stateDir, "journal.json"), { force: true });
+    this.known.journal = null;
     rmSync(join(this.stateDir, JOURNAL_DONE), { force: true });
   }
 
