@@ -46,9 +46,9 @@ async function timeClone(w: GitWorld, i: number): Promise<number> {
 
 /** `git status` with a warm index, as a user runs it between edits. */
 async function timeStatus(w: GitWorld, reps: number): Promise<number[]> {
-  await L.timeProcess("git", ["status", "--porcelain"], { cwd: w.work, env: w.env });
+  await L.timeProcess("git", L.GIT_STATUS_ARGS, { cwd: w.work, env: w.env });
   const status: number[] = [];
-  for (let i = 0; i < reps; i++) status.push(await L.timeProcess("git", ["status", "--porcelain"], { cwd: w.work, env: w.env }));
+  for (let i = 0; i < reps; i++) status.push(await L.timeProcess("git", L.GIT_STATUS_ARGS, { cwd: w.work, env: w.env }));
   return status;
 }
 
