@@ -31,6 +31,7 @@ import { HeldPaths } from "./checkout/ignored.ts";
 import { lineCount } from "./merge/diffstat.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
 import { mergeTrees, sameTree, type TreeMerge } from "./merge/tree-merge.ts";
+import type { MergePolicy } from "./merge/policy.ts";
 import { policyOfTree } from "./merge/tree-policy.ts";
 
 /**
@@ -449,16 +450,18 @@ export async function bringFiles(
   const scanned = checkout.local;
   const conflicts = new Map(merge.conflicts.map((c) => [c.path, c]));
   const one = (path: string, oid: string | null | undefined): FlatTree => (oid == null ? new Map() : new Map([[path, oid]]));
+  // The policy of the whole target tree (this path's alone has no
+  // .gitattributes), read once, at the first remerge. A remerge writes one
+  // path, so a version kept beside it (binary) would never reach the disk:
+  // there both sides show as a text conflict instead.
+  let ofTarget: Promise<(path: string) => MergePolicy> | undefined;
   const remerge: Remerge = async (path, now) => {
     const written = one(path, now === null ? null : await git.writeBlob(now));
     // Only this path's side: `prepare` may bring in other paths (pull's protected ones).
     const local = one(path, (options.prepare?.(written) ?? written).get(path));
-    // The policy of the whole target tree: this path's alone has no .gitattributes.
-    // A remerge writes this one path, so a version kept beside it (binary) would
-    // never reach the disk: there both sides show as a text conflict instead.
-    const ofTarget = await policyOfTree(git, targetFiles);
-    const policy = (p: string) => (ofTarget(p) === "binary" ? "text" : ofTarget(p));
-    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)), new Map(), policy);
+    const policy = await (ofTarget ??= policyOfTree(git, targetFiles));
+    const noBeside = (p: string): MergePolicy => (policy(p) === "binary" ? "text" : policy(p));
+    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)), new Map(), noBeside);
     const conflict = again.conflicts.find((c) => c.path === path);
     if (conflict !== undefined && options.conflicts === "leave") return null;
     if (conflict !== undefined) conflicts.set(path, conflict);
