@@ -427,13 +427,45 @@ export interface Server {
   completions: Completion[];
   call(tool: "notes_pull" | "notes_commit", args: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** The same, but an error result is returned instead of thrown. */
-  tryCall(tool: "notes_pull" | "notes_commit", args: Record<string, unknown>): Promise<{ ok: boolean; data: Record<string, unknown> }>;
+  tryCall(tool: "notes_pull" | "notes_commit", args: Record<string, unknown>): Promise<CallOutcome>;
   /** VmHWM of the server process in MB (its peak resident set so far). */
   peakMb(): number;
   close(): Promise<void>;
 }
 
 /** Start `dist/slivingdoc serve` with the SDK's Client over stdio, as a host does. */
+/** What one tool call or CLI process answered: whether it was OK, and its structured result. */
+export type CallOutcome = { ok: boolean; data: Record<string, unknown> };
+
+/** N `serve` processes on `loc`, server i with workspace `w<i>` and private root `p<i>` under `root`, one HOME. */
+export function startServers(loc: Location, root: string, n: number): Promise<Server[]> {
+  return Promise.all(
+    Array.from({ length: n }, (_, i) => startServer(loc, { privateRoot: join(root, `p${i}`), workspace: join(root, `w${i}`), home: join(root, "home") })),
+  );
+}
+
+/**
+ * `slivingdoc ARGS --json w<i>` as a whole process, checkout i's private root
+ * `p<i>` under `root`, as agents with a shell run it; a process that prints no
+ * JSON result is an error naming the start of its stderr.
+ */
+export function cliRunner(loc: Location, root: string): (i: number, ...args: string[]) => Promise<CallOutcome> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, "home"), ...loc.env };
+  return async (i, ...args) => {
+    const p = Bun.spawn([BINARY, ...args, ...loc.flags, "--private-root", join(root, `p${i}`), "--json", join(root, `w${i}`)], {
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    try {
+      return { ok: code === 0, data: JSON.parse(out) as Record<string, unknown> };
+    } catch {
+      throw new Error(`slivingdoc ${args[0]} exited ${code} without a JSON result: ${err.slice(0, 2000)}`);
+    }
+  };
+}
+
 export async function startServer(loc: Location, opts: { privateRoot: string; workspace: string; home: string; extraArgs?: string[] }): Promise<Server> {
   mkdirSync(opts.home, { recursive: true });
   mkdirSync(opts.workspace, { recursive: true });

@@ -49,17 +49,13 @@ interface RaceResult {
 
 interface Writer {
   /** One commit of the writer's checkout; ok, or the error's structured result. */
-  commit(message: string): Promise<{ ok: boolean; data: Record<string, unknown> }>;
+  commit(message: string): Promise<L.CallOutcome>;
   close(): Promise<void>;
 }
 
 /** N writers, each through its own MCP server. */
 async function serveWriters(loc: L.Location, root: string, n: number): Promise<{ writers: Writer[]; servers: L.Server[] }> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, (_, i) =>
-      L.startServer(loc, { privateRoot: join(root, `p${i}`), workspace: join(root, `w${i}`), home: join(root, "home") }),
-    ),
-  );
+  const servers = await L.startServers(loc, root, n);
   await Promise.all(servers.map((s) => s.call("notes_pull", {})));
   const writers = servers.map((s) => ({
     commit: (message: string) => s.tryCall("notes_commit", { message }),
@@ -70,16 +66,7 @@ async function serveWriters(loc: L.Location, root: string, n: number): Promise<{
 
 /** N writers, each commit a `slivingdoc commit --json` process, as agents with a shell run it. */
 async function cliWriters(loc: L.Location, root: string, n: number): Promise<Writer[]> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, "home"), ...loc.env };
-  const run = async (i: number, ...args: string[]) => {
-    const p = Bun.spawn([L.BINARY, ...args, ...loc.flags, "--private-root", join(root, `p${i}`), "--json", join(root, `w${i}`)], {
-      env,
-      stdout: "pipe",
-      stderr: "ignore",
-    });
-    const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
-    return { ok: code === 0, data: JSON.parse(out) as Record<string, unknown> };
-  };
+  const run = L.cliRunner(loc, root);
   await Promise.all(Array.from({ length: n }, (_, i) => run(i, "pull")));
   return Array.from({ length: n }, (_, i) => ({ commit: (message: string) => run(i, "commit", "-m", message), close: async () => {} }));
 }

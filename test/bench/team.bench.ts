@@ -76,7 +76,7 @@ export interface TeamResult {
   profile?: Record<string, number>;
 }
 
-type Outcome = { ok: boolean; data: Record<string, unknown> };
+type Outcome = L.CallOutcome;
 
 interface Agent {
   dir: string;
@@ -87,11 +87,7 @@ interface Agent {
 
 /** N agents, each with its own MCP server and checkout. */
 async function serveAgents(loc: L.Location, root: string, n: number): Promise<{ agents: Agent[]; servers: L.Server[] }> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, (_, i) =>
-      L.startServer(loc, { privateRoot: join(root, `p${i}`), workspace: join(root, `w${i}`), home: join(root, "home") }),
-    ),
-  );
+  const servers = await L.startServers(loc, root, n);
   const agents = servers.map((s, i) => ({
     dir: join(root, `w${i}`),
     pull: () => s.tryCall("notes_pull", {}),
@@ -103,20 +99,7 @@ async function serveAgents(loc: L.Location, root: string, n: number): Promise<{ 
 
 /** N agents, every call a `slivingdoc pull|commit --json` process, as agents with a shell run it. */
 function cliAgents(loc: L.Location, root: string, n: number): Agent[] {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, "home"), ...loc.env };
-  const run = async (i: number, ...args: string[]): Promise<Outcome> => {
-    const p = Bun.spawn([L.BINARY, ...args, ...loc.flags, "--private-root", join(root, `p${i}`), "--json", join(root, `w${i}`)], {
-      env,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    try {
-      return { ok: code === 0, data: JSON.parse(out) as Record<string, unknown> };
-    } catch {
-      throw new Error(`slivingdoc ${args[0]} exited ${code} without a JSON result: ${err.slice(0, 2000)}`);
-    }
-  };
+  const run = L.cliRunner(loc, root);
   return Array.from({ length: n }, (_, i) => ({
     dir: join(root, `w${i}`),
     pull: () => run(i, "pull"),
