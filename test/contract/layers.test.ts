@@ -197,6 +197,16 @@ function loadedBy(...from: string[]): { modules: string[]; packages: string[] } 
   return { modules: [...seen], packages: [...packages] };
 }
 
+/**
+ * Every CLI call reads its state files and most read a manifest: checking
+ * their shapes must not cost a schema library's construction on each start
+ * (src/engine/checkout/schema.ts says what it cost).
+ */
+test("the engine checks its records' shapes without a schema library", () => {
+  const { packages } = loadedBy(...files.filter((f) => f.startsWith("engine/")));
+  expect(packages.filter((p) => /^zod/.test(p))).toEqual([]);
+});
+
 test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
   const { modules, packages } = loadedBy("main.ts");
   expect(modules.filter((f) => f.startsWith("engine/"))).toEqual([]);

@@ -23,6 +23,7 @@ import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { readJson, writeAtomic, namesIn } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./lock.ts";
 import { directoryIdentity, isUnique } from "./directory-identity.ts";
+import { check } from "./schema.ts";
 import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
 import { fileIdentity } from "../memory/file-identity.ts";
 
@@ -91,10 +92,10 @@ export function registeredCheckouts(
     let checkout = identity !== null && known?.identity === identity ? known : null;
     if (checkout === null) {
       try {
-        const parsed = StateSchema.safeParse(readJson(file));
-        if (!parsed.success) continue;
-        const { store, directory } = parsed.data;
-        checkout = { identity: identity ?? "", checkout: parsed.data.checkout, store, ...(directory !== undefined ? { directory } : {}) };
+        const parsed = check(StateSchema, readJson(file));
+        if (!parsed.ok) continue;
+        const { store, directory } = parsed.value;
+        checkout = { identity: identity ?? "", checkout: parsed.value.checkout, store, ...(directory !== undefined ? { directory } : {}) };
         if (identity !== null) knownCheckouts.set(file, checkout);
       } catch {
         continue; // unreadable state is the business of its own checkout
@@ -262,13 +263,13 @@ export function finishTakeover(stateDir: string, dir: string, randomId: RandomSo
   rmSync(join(stateDir, "stat-cache.json"), { force: true });
   let state;
   try {
-    state = StateSchema.safeParse(readJson(join(claimed, "state.json")));
+    state = check(StateSchema, readJson(join(claimed, "state.json")));
   } catch {
     state = null;
   }
-  if (state?.success) {
+  if (state?.ok) {
     for (const name of MOVED) if (name !== "state.json") moveEntry(join(claimed, name), join(stateDir, name));
-    writeAtomic(join(stateDir, "state.json"), `${JSON.stringify({ ...state.data, checkout: dir }, null, 2)}\n`, randomId);
+    writeAtomic(join(stateDir, "state.json"), `${JSON.stringify({ ...state.value, checkout: dir }, null, 2)}\n`, randomId);
   } else {
     for (const name of ["journal.json", "journal.done"]) rmSync(join(stateDir, name), { force: true });
   }
@@ -299,8 +300,8 @@ export function checkoutStates(privateRoot: string): CheckoutStateFile[] {
     for (const id of namesIn(base)) {
       if (id.startsWith(".")) continue; // being removed
       try {
-        const parsed = StateSchema.safeParse(readJson(join(base, id, "state.json")));
-        if (parsed.success) states.push(parsed.data);
+        const parsed = check(StateSchema, readJson(join(base, id, "state.json")));
+        if (parsed.ok) states.push(parsed.value);
       } catch {
         /* unreadable state is the business of its own checkout */
       }

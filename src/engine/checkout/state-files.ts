@@ -3,21 +3,21 @@
  * baseline and a publication in flight; `journal.json`, the visible files
  * being rewritten.
  */
-import { z } from "./schema.ts";
+import { array, boolean, hex, type Infer, int, nullable, oneOf, optional, string, strictObject } from "./schema.ts";
 
-const hex40 = z.string().check(z.regex(/^[0-9a-f]{40}$/));
+const hex40 = hex(40);
 
-const BaselineSchema = z.strictObject({
-  generation: z.int().check(z.nonnegative()),
-  head: z.nullable(hex40),
-  tree: z.nullable(hex40),
+const BaselineSchema = strictObject({
+  generation: int(0),
+  head: nullable(hex40),
+  tree: nullable(hex40),
   /**
    * The id of the notebook whose generation this is (manifest.ts, format
    * 4): a store showing another is refused (went-backwards.ts). Absent
    * before generation 1, for a notebook without one, and in states
    * written before ids existed.
    */
-  notebook: z.optional(z.string().check(z.regex(/^[0-9a-f]{32}$/))),
+  notebook: optional(hex(32)),
 });
 
 /**
@@ -26,43 +26,43 @@ const BaselineSchema = z.strictObject({
  * recorded before the write, so the next call on the checkout can
  * learn whether it landed (publication.ts) when this one dies in between.
  */
-const PublicationRecordSchema = z.strictObject({
+const PublicationRecordSchema = strictObject({
   /** The manifest's publication id, and the pack the commit uploaded. */
-  publication: z.string(),
-  pack: z.strictObject({ key: z.string(), sha256: z.string() }),
+  publication: string(),
+  pack: strictObject({ key: string(), sha256: string() }),
   /** The manifest's generation and head commit. */
-  generation: z.int().check(z.positive()),
+  generation: int(1),
   head: hex40,
   /**
    * Where the published tree differs from the visible files the commit
    * scanned (changes merged in from others, not yet written): each path
    * with the blob the visible file held then (null = absent).
    */
-  merged: z.array(z.strictObject({ path: z.string(), oid: z.nullable(hex40) })),
+  merged: array(strictObject({ path: string(), oid: nullable(hex40) })),
   /**
    * Offered to other writers to publish (combine.ts): it lands where a
    * manifest's `combined` says, not at `generation`, until it is
    * withdrawn; offered onto generations below `until`.
    */
-  proposal: z.optional(z.strictObject({ until: z.int().check(z.positive()) })),
+  proposal: optional(strictObject({ until: int(1) })),
 });
 
-export const StateSchema = z.strictObject({
-  version: z.literal(1),
-  checkout: z.string(),
-  store: z.string(),
+export const StateSchema = strictObject({
+  version: oneOf(1),
+  checkout: string(),
+  store: string(),
   /** The identity of the directory this state was made for (absent in states written before it was recorded). */
-  directory: z.optional(z.string()),
+  directory: optional(string()),
   baseline: BaselineSchema,
-  publishing: z.optional(PublicationRecordSchema),
+  publishing: optional(PublicationRecordSchema),
 });
 
-export const JournalSchema = z.strictObject({
-  version: z.literal(1),
+export const JournalSchema = strictObject({
+  version: oneOf(1),
   /** The baseline the interrupted operation was moving to. */
   target: BaselineSchema,
   /** Each visible file being rewritten: blob ids of its content before and after (null = absent). */
-  writes: z.array(z.strictObject({ path: z.string(), before: z.nullable(hex40), after: z.nullable(hex40) })),
+  writes: array(strictObject({ path: string(), before: nullable(hex40), after: nullable(hex40) })),
 });
 
 /**
@@ -72,11 +72,11 @@ export const JournalSchema = z.strictObject({
  * the step happened, or `false` when it was given up before anything
  * changed (the file was written to since the scan, materialize.ts).
  */
-export const ProgressStepSchema = z.strictObject({
-  path: z.string(),
-  side: z.enum(["after", "before"]),
-  tmp: z.optional(z.string()),
-  done: z.optional(z.boolean()),
+export const ProgressStepSchema = strictObject({
+  path: string(),
+  side: oneOf("after", "before"),
+  tmp: optional(string()),
+  done: optional(boolean()),
 });
 
 /**
@@ -84,13 +84,13 @@ export const ProgressStepSchema = z.strictObject({
  * is made, so that whatever a call leaves behind is removed by name, never
  * by a pattern a user's file could match.
  */
-export const ScratchRecordSchema = z.strictObject({ scratch: z.string() });
+export const ScratchRecordSchema = strictObject({ scratch: string() });
 
 /** Written once every step is settled: what remains is removing the scratch files, then the journal. */
-export const SettledRecordSchema = z.strictObject({ settled: z.literal(true) });
+export const SettledRecordSchema = strictObject({ settled: oneOf(true) });
 
-export type Baseline = z.infer<typeof BaselineSchema>;
-export type ProgressStep = z.infer<typeof ProgressStepSchema>;
-export type CheckoutStateFile = z.infer<typeof StateSchema>;
-export type Journal = z.infer<typeof JournalSchema>;
-export type PublicationRecord = z.infer<typeof PublicationRecordSchema>;
+export type Baseline = Infer<typeof BaselineSchema>;
+export type ProgressStep = Infer<typeof ProgressStepSchema>;
+export type CheckoutStateFile = Infer<typeof StateSchema>;
+export type Journal = Infer<typeof JournalSchema>;
+export type PublicationRecord = Infer<typeof PublicationRecordSchema>;

@@ -32,8 +32,8 @@
  * checkout whose private state is gone (docs/failures.md).
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
-import { join } from "node:path";
-import type { z } from "./schema.ts";
+import { basename, join } from "node:path";
+import { check, type Shape } from "./schema.ts";
 import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
@@ -108,7 +108,7 @@ export interface Damage {
 }
 
 /** A state file: undefined when absent, its damage when it does not read as `schema` says. Failing to read it at all (permissions) throws. */
-function readStateJson<T>(file: string, schema: z.ZodMiniType<T>): { value: T | undefined } | { damage: Damage } {
+function readStateJson<T>(file: string, schema: Shape<T>): { value: T | undefined } | { damage: Damage } {
   let raw: unknown;
   try {
     raw = readJson(file);
@@ -117,8 +117,8 @@ function readStateJson<T>(file: string, schema: z.ZodMiniType<T>): { value: T | 
     throw cause;
   }
   if (raw === undefined) return { value: undefined };
-  const parsed = schema.safeParse(raw);
-  return parsed.success ? { value: parsed.data } : { damage: { cause: parsed.error } };
+  const parsed = check(schema, raw, basename(file));
+  return parsed.ok ? { value: parsed.value } : { damage: { cause: parsed.error } };
 }
 
 /** The state file in `stateDir`, if it is the checkout `dir`'s of the store `storeId`; else null, with its damage if it is there. */
@@ -455,18 +455,18 @@ export function readJournalProgress(stateDir: string): JournalProgress {
     } catch {
       continue; // a line cut by the crash: that record counts as not written
     }
-    const scratch = ScratchRecordSchema.safeParse(record);
-    if (scratch.success) {
-      progress.scratch.add(scratch.data.scratch);
+    const scratch = check(ScratchRecordSchema, record);
+    if (scratch.ok) {
+      progress.scratch.add(scratch.value.scratch);
       continue;
     }
-    if (SettledRecordSchema.safeParse(record).success) {
+    if (check(SettledRecordSchema, record).ok) {
       progress.settled = true;
       continue;
     }
-    const parsed = ProgressStepSchema.safeParse(record);
-    if (!parsed.success) continue;
-    const step = parsed.data;
+    const parsed = check(ProgressStepSchema, record);
+    if (!parsed.ok) continue;
+    const step = parsed.value;
     const list = steps.get(step.path) ?? [];
     const last = list[list.length - 1];
     const open = last !== undefined && last.side === step.side && last.done !== true;

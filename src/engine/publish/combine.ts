@@ -24,7 +24,7 @@
  *   that lists after it never sees the proposal. From then on the answer
  *   — landed at generation g, or not — is final.
  */
-import { z } from "../checkout/schema.ts";
+import { check, hex, type Infer, int, oneOf, refine, string, strictObject } from "../checkout/schema.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
@@ -45,23 +45,22 @@ export const PROPOSAL_GENERATIONS = 96;
 /** The most proposals one publication combines: bounds the work a winner does for others. */
 const MOST_COMBINED = 16;
 
-const hex = (n: number) => z.string().check(z.regex(new RegExp(`^[0-9a-f]{${n}}$`)));
-
-const ProposalSchema = z
-  .strictObject({
-    format: z.literal(1),
+const ProposalSchema = refine(
+  strictObject({
+    format: oneOf(1),
     /** The publication id the proposer would have written; `combined` lists it once published. */
     publication: hex(32),
     /** The proposer's commit, with the parent it was built on. */
     head: hex(40),
     /** Its pack, already uploaded: the commit, its trees and new blobs. */
-    pack: z.strictObject({ key: z.string(), size: z.int().check(z.positive()), sha256: hex(64) }),
+    pack: strictObject({ key: string(), size: int(1), sha256: hex(64) }),
     /** Combined only onto states of a lower generation. */
-    until: z.int().check(z.positive()),
-  })
-  .check(z.refine((p) => p.pack.key === packKey(p.pack.sha256)));
+    until: int(1),
+  }),
+  (p) => (p.pack.key === packKey(p.pack.sha256) ? null : "pack key does not match its digest"),
+);
 
-export type Proposal = z.infer<typeof ProposalSchema>;
+export type Proposal = Infer<typeof ProposalSchema>;
 
 export function proposalKey(publication: string): string {
   return `${PROPOSALS_PREFIX}${publication}`;
@@ -196,8 +195,8 @@ async function readProposal(store: ObjectStore, publication: string): Promise<Pr
   try {
     const object = await store.get(proposalKey(publication));
     if (object === null) return null;
-    const parsed = ProposalSchema.safeParse(JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(object.body)));
-    return parsed.success && parsed.data.publication === publication ? parsed.data : null;
+    const parsed = check(ProposalSchema, JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(object.body)), "proposal");
+    return parsed.ok && parsed.value.publication === publication ? parsed.value : null;
   } catch {
     return null;
   }

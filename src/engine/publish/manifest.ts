@@ -4,7 +4,7 @@
  * fails closed: an unknown field, a wrong type or an inconsistent pack list
  * makes the whole store untrusted (STORAGE_INTEGRITY · MANIFEST_INVALID).
  */
-import { z } from "../checkout/schema.ts";
+import { array, check, hex, type Infer, int, oneOf, optional, refine, string, strictObject } from "../checkout/schema.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 
@@ -40,66 +40,63 @@ export const FORMAT_WITH_NOTEBOOK = 4;
  */
 export const COMBINED_WINDOW = 192;
 
-const hex = (n: number) => z.string().check(z.regex(new RegExp(`^[0-9a-f]{${n}}$`)));
-
-const PackSchema = z.strictObject({
-  key: z.string(),
-  size: z.int().check(z.positive()),
+const PackSchema = strictObject({
+  key: string(),
+  size: int(1),
   sha256: hex(64),
 });
 
 /** A history pack: a pack, and the time of the newest commit it holds (seconds since the epoch), by which it expires. */
-const HistoryPackSchema = z.strictObject({
-  key: z.string(),
-  size: z.int().check(z.positive()),
+const HistoryPackSchema = strictObject({
+  key: string(),
+  size: int(1),
   sha256: hex(64),
-  newest: z.int().check(z.nonnegative()),
+  newest: int(0),
 });
 
 /** A publication of another writer that a commit published (combined): the generation and commit it landed as. */
-const CombinedSchema = z.strictObject({
+const CombinedSchema = strictObject({
   publication: hex(32),
-  generation: z.int().check(z.positive()),
+  generation: int(1),
   head: hex(40),
 });
 
-const ManifestSchema = z
-  .strictObject({
-    format: z.union([z.literal(FORMAT_VERSION), z.literal(FORMAT_WITH_HISTORY), z.literal(FORMAT_WITH_COMBINED), z.literal(FORMAT_WITH_NOTEBOOK)]),
+const ManifestSchema = refine(
+  strictObject({
+    format: oneOf(FORMAT_VERSION, FORMAT_WITH_HISTORY, FORMAT_WITH_COMBINED, FORMAT_WITH_NOTEBOOK),
     /** The notebook's id (format 4); absent in manifests written before it existed. */
-    notebook: z.optional(hex(32)),
-    generation: z.int().check(z.positive()),
+    notebook: optional(hex(32)),
+    generation: int(1),
     head: hex(40),
     publication: hex(32),
-    packs: z.array(PackSchema).check(z.minLength(1)),
-    history: z.optional(z.array(HistoryPackSchema).check(z.minLength(1))),
-    combined: z.optional(z.array(CombinedSchema).check(z.minLength(1))),
-  })
-  .check(z.superRefine((m, ctx) => {
+    packs: array(PackSchema, 1),
+    history: optional(array(HistoryPackSchema, 1)),
+    combined: optional(array(CombinedSchema, 1)),
+  }),
+  (m) => {
     if (m.format !== formatFor(m.history, m.combined, m.notebook)) {
-      ctx.addIssue({
-        code: "custom",
-        message: "format 4 exactly when the notebook id is given, else 3 exactly when combined publications are listed, else 2 exactly when history packs are",
-      });
+      return "format 4 exactly when the notebook id is given, else 3 exactly when combined publications are listed, else 2 exactly when history packs are";
     }
     const combined = new Set<string>();
     for (const c of m.combined ?? []) {
-      if (c.generation > m.generation) ctx.addIssue({ code: "custom", message: "a combined publication after the manifest's generation" });
-      if (combined.has(c.publication)) ctx.addIssue({ code: "custom", message: "a combined publication listed twice" });
+      if (c.generation > m.generation) return "a combined publication after the manifest's generation";
+      if (combined.has(c.publication)) return "a combined publication listed twice";
       combined.add(c.publication);
     }
     const seen = new Set<string>();
     for (const p of [...m.packs, ...(m.history ?? [])]) {
-      if (p.key !== packKey(p.sha256)) ctx.addIssue({ code: "custom", message: "pack key does not match its digest" });
-      if (seen.has(p.key)) ctx.addIssue({ code: "custom", message: "pack listed twice" });
+      if (p.key !== packKey(p.sha256)) return "pack key does not match its digest";
+      if (seen.has(p.key)) return "pack listed twice";
       seen.add(p.key);
     }
-  }));
+    return null;
+  },
+);
 
-export type PackDescriptor = z.infer<typeof PackSchema>;
-export type HistoryPackDescriptor = z.infer<typeof HistoryPackSchema>;
-export type CombinedPublication = z.infer<typeof CombinedSchema>;
-export type Manifest = z.infer<typeof ManifestSchema>;
+export type PackDescriptor = Infer<typeof PackSchema>;
+export type HistoryPackDescriptor = Infer<typeof HistoryPackSchema>;
+export type CombinedPublication = Infer<typeof CombinedSchema>;
+export type Manifest = Infer<typeof ManifestSchema>;
 
 /** Packs are content-addressed by the SHA-256 of their bytes. */
 export function packKey(sha256: string): string {
@@ -122,13 +119,13 @@ export function parseManifest(body: Uint8Array): Manifest {
   } catch (cause) {
     throw new DomainError("MANIFEST_INVALID", "The store's manifest is not valid JSON; an operator must inspect the store.", { cause });
   }
-  const parsed = ManifestSchema.safeParse(json);
-  if (!parsed.success) {
+  const parsed = check(ManifestSchema, json, "manifest");
+  if (!parsed.ok) {
     throw new DomainError("MANIFEST_INVALID", "The store's manifest failed validation; an operator must inspect the store.", {
       cause: parsed.error,
     });
   }
-  return parsed.data;
+  return parsed.value;
 }
 
 /** The format a manifest with (or without) history packs, combined publications and a notebook id carries. */
