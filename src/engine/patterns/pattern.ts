@@ -19,6 +19,26 @@ export interface PathPattern {
   readonly noDir: boolean;
   /** The length of its leading part without glob characters, compared as is. */
   readonly literalPrefix: number;
+  /** How a basename is matched (matchBasename), decided once per pattern rather than for every file. */
+  readonly basenameForm: BasenameForm;
+}
+
+/**
+ * dir.c match_basename's shortcuts: a literal pattern compared as is,
+ * "*literal" as a suffix, and (the same answer as wildmatch's, since a
+ * basename has no slash) "literal*" as a prefix — the forms of nearly every
+ * ignore line, matched against every file a scan meets; else wildmatch.
+ */
+type BasenameForm = { kind: "literal" | "suffix" | "prefix"; text: string } | { kind: "glob" };
+
+/** Glob characters: a pattern without them after its first character is "*literal" or "literal*". */
+const GLOB = /[*?[\\]/;
+
+function basenameForm(p: string, literalPrefix: number): BasenameForm {
+  if (literalPrefix === p.length) return { kind: "literal", text: p };
+  if (literalPrefix === 0 && p[0] === "*" && !GLOB.test(p.slice(1))) return { kind: "suffix", text: p.slice(1) };
+  if (literalPrefix === p.length - 1 && p[p.length - 1] === "*") return { kind: "prefix", text: p.slice(0, -1) };
+  return { kind: "glob" };
 }
 
 /** How long `p` goes without a glob character (`*?[\`). */
@@ -36,7 +56,8 @@ export function parsePathPattern(text: string, base: string): PathPattern {
   const mustBeDir = len > 0 && p[len - 1] === "/";
   if (mustBeDir) len--;
   const pattern = p.slice(0, len);
-  return { pattern, base, negative, mustBeDir, noDir: !pattern.includes("/"), literalPrefix: Math.min(simpleLength(p), len) };
+  const literalPrefix = Math.min(simpleLength(p), len);
+  return { pattern, base, negative, mustBeDir, noDir: !pattern.includes("/"), literalPrefix, basenameForm: basenameForm(pattern, literalPrefix) };
 }
 
 /**
@@ -51,21 +72,19 @@ export function patternMatches(pat: PathPattern, path: string, isDir: boolean, b
   return matchPathname(pat, path);
 }
 
-/** Glob characters: a pattern without them after its first character is "*literal" or "literal*". */
-const GLOB = /[*?[\\]/;
-
-/**
- * dir.c match_basename, with its shortcuts: a literal pattern compared as
- * is, "*literal" as a suffix, and (the same answer as wildmatch's, since a
- * basename has no slash) "literal*" as a prefix — the forms of nearly every
- * ignore line, matched against every file a scan meets.
- */
+/** dir.c match_basename, in the form decided when the pattern was read. */
 function matchBasename(pat: PathPattern, basename: string): boolean {
-  const p = pat.pattern;
-  if (pat.literalPrefix === p.length) return p === basename;
-  if (pat.literalPrefix === 0 && p[0] === "*" && !GLOB.test(p.slice(1))) return basename.endsWith(p.slice(1));
-  if (pat.literalPrefix === p.length - 1 && p[p.length - 1] === "*") return basename.startsWith(p.slice(0, -1));
-  return wildmatch(p, basename);
+  const form = pat.basenameForm;
+  switch (form.kind) {
+    case "literal":
+      return form.text === basename;
+    case "suffix":
+      return basename.endsWith(form.text);
+    case "prefix":
+      return basename.startsWith(form.text);
+    case "glob":
+      return wildmatch(pat.pattern, basename);
+  }
 }
 
 /**
