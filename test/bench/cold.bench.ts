@@ -4,8 +4,10 @@
  * S3 — a cold pull (fresh private state, empty directory) through a fresh
  *      MCP server, against `git clone file://…` of the same tree (≤ 1.5×).
  * S7 — the server's peak resident memory (VmHWM) during that pull (≤ 256 MB).
- * S4 — on the pulled checkout, a commit and a pull with nothing changed,
- *      each against `git status` on the same tree (≤ 2×); and "S4 cli 10k",
+ * S4 — on the pulled checkout, a commit and a pull with nothing changed
+ *      through a warm server, each against `git status` on the same tree
+ *      (≤ 1×: a server already holds what git reads from its index at
+ *      every start); and "S4 cli 10k",
  *      the no-change pull as a whole CLI process on a checkout of its own,
  *      against `git status` with its flags pinned (≤ 1.5×).
  *
@@ -154,8 +156,8 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         comparison: "git status",
         comparisonMedian: statusM,
         ratio: L.median(noopCommit) / statusM,
-        bar: "≤ 2×",
-        met: L.median(noopCommit) / statusM <= 2,
+        bar: "≤ 1×",
+        met: L.median(noopCommit) / statusM <= 1,
         samples: noopReps,
         values: noopCommit,
         comparisonValues: status,
@@ -184,8 +186,8 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         comparison: "git status",
         comparisonMedian: statusM,
         ratio: L.median(noopPull) / statusM,
-        bar: "≤ 2×",
-        met: L.median(noopPull) / statusM <= 2,
+        bar: "≤ 1×",
+        met: L.median(noopPull) / statusM <= 1,
         samples: noopReps,
         values: noopPull,
         comparisonValues: status,
