@@ -53,7 +53,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
     if (cause instanceof StoreError) throw cause;
     throw new StoreError("open", `sqlite open: ${describe(cause)}`, "failed", { cause, fault: faultOf(cause) });
   }
-  const queue = openQueue(file, writer);
+  const queue = lazyQueue(file, writer);
 
   const getQ = db.query<{ body: Uint8Array; etag: string }, [string]>("SELECT body, etag FROM objects WHERE key = ?");
   const insertQ = db.query("INSERT INTO objects (key, body, etag, modified) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING");
@@ -112,7 +112,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
   };
   // The store as a waiting writer's preparation reads it: no flush (object-store.ts `WriterQueue`).
   const peek = (): ObjectStore => ({ ...store, get: (key) => run("get", () => read(key)) });
-  const turns: WriterQueue | undefined = queue && {
+  const turns: WriterQueue = {
     async enter(whileWaiting, signal) {
       const leave = await queue.enter(whileWaiting && (() => whileWaiting(peek())), signal);
       let open = true;
@@ -191,7 +191,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
       run("delete", () => {
         if (deleteQ.run(key).changes > 0) flushWritten("delete");
       }),
-    ...(turns ? { queue: turns } : {}),
+    queue: turns,
     putWith: (creates, key, body, expected, committed) =>
       run("putIfMatch", (): ConditionalWrite => {
         const etag = newEtag();
@@ -218,7 +218,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
         return { ok: true, etag };
       }),
     close: async () => {
-      queue?.close();
+      queue.close();
       db.close();
     },
   };
@@ -229,30 +229,40 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
  * The writer queue, its tickets in a database of their own beside the
  * store, never flushed to disk (sqlite-queue.ts): in the store's own file,
  * every ticket taken, touched or dropped took the store's write lock, and
- * the writer in its turn waited for it in SQLite's busy handler. A queue
- * that cannot be opened (its file damaged or not writable) is done
- * without: writers then race, as on S3, and the conditional write decides.
+ * the writer in its turn waited for it in SQLite's busy handler.
+ *
+ * Opened at the first turn, not with the store: most calls (a pull, a log,
+ * a commit with nothing to publish) take none, and opening it made and
+ * removed three files on every one. A queue that cannot be opened (its
+ * file damaged or not writable) fails each `enter`, and the writer goes
+ * without a turn (publish/turn.ts): writers then race, as on S3, and the
+ * conditional write decides.
  */
-function openQueue(file: string, writer: QueueIdentity): TicketQueue | undefined {
-  let queueDb: Database | undefined;
-  try {
-    queueDb = new Database(`${file}-queue`, { create: true, strict: true });
-    queueDb.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    queueDb.run("PRAGMA journal_mode = WAL");
-    queueDb.run("PRAGMA synchronous = OFF");
-    const queue = sqliteWriterQueue(queueDb, file, writer);
-    const db = queueDb;
-    return {
-      enter: (whileWaiting, signal) => queue.enter(whileWaiting, signal),
-      close() {
-        queue.close();
-        db.close();
-      },
-    };
-  } catch {
-    queueDb?.close();
-    return undefined;
-  }
+function lazyQueue(file: string, writer: QueueIdentity): TicketQueue {
+  let opened: { queue: TicketQueue; db: Database } | undefined;
+  const open = (): TicketQueue => {
+    if (opened !== undefined) return opened.queue;
+    let db: Database | undefined;
+    try {
+      db = new Database(`${file}-queue`, { create: true, strict: true });
+      db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      db.run("PRAGMA journal_mode = WAL");
+      db.run("PRAGMA synchronous = OFF");
+      opened = { queue: sqliteWriterQueue(db, file, writer), db };
+      return opened.queue;
+    } catch (cause) {
+      db?.close();
+      throw cause;
+    }
+  };
+  return {
+    enter: async (whileWaiting, signal) => open().enter(whileWaiting, signal),
+    close() {
+      opened?.queue.close();
+      opened?.db.close();
+      opened = undefined;
+    },
+  };
 }
 
 /**

@@ -142,8 +142,21 @@ test("sqlite: a queue database that cannot be opened leaves the store working, w
   // A directory where the queue's file would be: it cannot be opened as a database.
   mkdirSync(`${file}-queue`);
   const store = openSqliteStore(file);
-  expect(store.queue).toBeUndefined();
+  // The turn is refused (the writer then goes without one: publish/turn.ts); the store is not.
+  await expect(store.queue!.enter()).rejects.toThrow();
   const created = await store.putIfAbsent("current", new TextEncoder().encode("start"));
   expect(created.ok).toBe(true);
+  await store.close();
+});
+
+test("sqlite: a store that takes no turn never makes the queue's files", async () => {
+  const { existsSync } = await import("node:fs");
+  const file = join(root, "no-turn.db");
+  const store = openSqliteStore(file);
+  await store.putIfAbsent("current", new TextEncoder().encode("start"));
+  await store.get("current");
+  expect(existsSync(`${file}-queue`)).toBe(false);
+  (await store.queue!.enter()).end();
+  expect(existsSync(`${file}-queue`)).toBe(true);
   await store.close();
 });
