@@ -263,7 +263,9 @@ export async function startTcpProxy(target: string, options: { delayMs?: number 
     for (const pair of pairs) pair.holed = true;
   };
 
-  const server = createServer((client) => {
+  // No Nagle on either side: a small write held back for an ACK (which
+  // the other end may delay by up to 40 ms) would add latency of its own.
+  const server = createServer({ noDelay: true }, (client) => {
     connections++;
     // A handshake's round trip: the client's first bytes go on after it.
     const openedAt = performance.now() + delayMs;
@@ -330,7 +332,7 @@ export async function startTcpProxy(target: string, options: { delayMs?: number 
       pair.upstream?.destroy();
     });
     if (holed) return; // accepted, never answered
-    const upstream = connect({ host: hostname, port: Number(port) });
+    const upstream = connect({ host: hostname, port: Number(port), noDelay: true });
     pair.upstream = upstream;
     const later = () => performance.now() + delayMs / 2;
     upstream.on("error", () => pair.toClient.push(later(), "destroy"));
