@@ -33,7 +33,7 @@ function commitsFor(writers: number, commits: number): number {
   return writers <= RACERS ? commits : Math.max(3, Math.round((commits * RACERS) / writers));
 }
 
-interface RaceResult {
+export interface RaceResult {
   writers: number;
   commits: number;
   accepted: number;
@@ -71,7 +71,7 @@ async function cliWriters(loc: L.Location, root: string, n: number): Promise<Wri
   return Array.from({ length: n }, (_, i) => ({ commit: (message: string) => run(i, "commit", "-m", message), close: async () => {} }));
 }
 
-async function race(loc: L.Location, n: number, commits: number, mode: "serve" | "cli"): Promise<RaceResult> {
+export async function race(loc: L.Location, n: number, commits: number, mode: "serve" | "cli"): Promise<RaceResult> {
   const root = L.tempDir(`race-${loc.kind}-${mode}-${n}`);
   const store = loc.open();
   let servers: L.Server[] = [];
@@ -155,7 +155,7 @@ async function headGeneration(store: import("../../src/store/object-store.ts").O
   return (await pull(L.engineDepsFor(store, loc, join(root, "gen-private")), { path: join(root, "gen") })).generation;
 }
 
-function rowOf(loc: L.Location, r: RaceResult, scenario: string, how: string, limit: number, bar: { p99Ms: number; minRate: number } | null): Row {
+export function rowOf(loc: L.Location, r: RaceResult, scenario: string, how: string, limit: number, bar: { p99Ms: number; minRate: number } | null): Row {
   const total = r.writers * r.commits;
   const throughput = (r.accepted * 1000) / r.wallMs;
   const p99 = L.percentile(r.latencies, 99);
