@@ -14,6 +14,7 @@ import { connect, createServer, type Server } from "node:net";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { removePrefixes, testBucket, testEndpoint, testS3Store } from "./s3-test-store.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
+import { waitFor } from "./wait.ts";
 
 /** Large against a busy machine's scheduling noise, small enough to keep the file quick. */
 const D = 100;
@@ -126,6 +127,16 @@ if (!testBucket) {
     await Promise.all([store.get("a"), store.get("absent")]);
     await store.get("a");
     expect(proxy.counts()).toMatchObject({ requests: 3, sequential: 2 });
+  });
+
+  test("a request in flight when the count starts afresh is not counted, nor are requests sent after its answer chained to it", async () => {
+    proxy.resetCounts();
+    const before = store.get("absent");
+    await waitFor(() => proxy.counts().requests === 1, "the request to reach the proxy");
+    proxy.resetCounts();
+    await before;
+    await store.get("absent");
+    expect(proxy.counts()).toMatchObject({ requests: 1, sequential: 1 });
   });
 
   test("a large body up and down is one request each way, its bytes never taken for a request", async () => {

@@ -32,7 +32,7 @@ export interface TcpProxy {
   readonly port: number;
   /** From now on every round trip takes `ms` longer (0: none). Bytes already under way keep their time. */
   delay(ms: number): void;
-  /** Count afresh from now on. */
+  /** Count afresh from now on: requests in flight now are not counted, nor is anything sent after their answers taken to wait for them. */
   resetCounts(): void;
   /** What passed since the proxy started or the last `resetCounts`. */
   counts(): ProxyCounts;
@@ -365,6 +365,9 @@ export async function startTcpProxy(target: string, options: { delayMs?: number 
       delayMs = ms;
     },
     resetCounts() {
+      // A request still in flight belongs to the count before: its answer
+      // must not start a chain in this one.
+      for (const pair of pairs) for (const request of pair.inFlight) request.depth = 0;
       requests = 0;
       connections = 0;
       deepest = 0;
