@@ -20,7 +20,7 @@
  */
 import { type ProxyCounts, startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import * as L from "./lib.ts";
-import { RACERS, race, rowOf } from "./race.bench.ts";
+import { RACERS, race, type RaceResult, rowOf } from "./race.bench.ts";
 import type { Row } from "./report.ts";
 import { warmScenarios } from "./warm.bench.ts";
 
@@ -30,40 +30,32 @@ const LABEL = `+${LATENCY_MS} ms`;
 /** The rows, in the table's order. */
 export const LATENCY_ROWS = [`S1 ${LABEL}`, `S2 ${LABEL}`, `S6 ${LABEL}`, `S6 ${LABEL} p99`];
 
-/** The proxy's counts over a race's writers, from their first commit to their last. */
-function counting(proxy: TcpProxy): { open(): void; close(): void; got: ProxyCounts | null } {
-  return {
-    got: null,
-    open: () => proxy.resetCounts(),
-    close() {
-      this.got = proxy.counts();
-    },
-  };
+/** A race through serve (race.bench.ts), and the requests per accepted commit the proxy counted from its writers' first commit to their last. */
+async function countedRace(proxy: TcpProxy, loc: L.Location, writers: number, commits: number): Promise<{ result: RaceResult; perCommit: string }> {
+  const seen: { counts?: ProxyCounts } = {};
+  const result = await race(loc, writers, commits, "serve", { open: () => proxy.resetCounts(), close: () => (seen.counts = proxy.counts()) });
+  return { result, perCommit: (seen.counts!.requests / result.accepted).toFixed(1) };
 }
 
 export async function latencyScenarios(s3: L.S3Env, reps: number, commits: number): Promise<Row[]> {
   const proxy = await startTcpProxy(s3.endpoint, { delayMs: LATENCY_MS });
   const through: L.S3Env = { ...s3, endpoint: proxy.url, childEnv: { ...s3.childEnv, AWS_ENDPOINT_URL_S3: proxy.url } };
-  const at = (name: string): L.Location => ({ ...L.s3Location(through, name), label: `s3 (Ceph RGW) ${LABEL}` });
   try {
-    const rows = await warmScenarios(at("latency-warm"), reps, { proxy, label: LABEL, bar: 1.5 });
+    const rows = await warmScenarios(L.s3Location(through, "latency-warm"), reps, { proxy, label: LABEL, bar: 1.5 });
 
-    const loc = at("latency-race");
-    const oneCounts = counting(proxy);
-    const one = await race(loc, 1, commits, "serve", oneCounts);
-    const manyCounts = counting(proxy);
-    const many = await race(loc, RACERS, commits, "serve", manyCounts);
+    const loc = L.s3Location(through, "latency-race");
+    const { result: one, perCommit: onePerCommit } = await countedRace(proxy, loc, 1, commits);
+    const { result: many, perCommit } = await countedRace(proxy, loc, RACERS, commits);
     await loc.dispose();
     const oneRate = (one.accepted * 1000) / one.wallMs;
     const oneP50 = L.percentile(one.latencies, 50);
     const p99 = L.percentile(many.latencies, 99);
     const clean = many.refused.size === 0 && many.lost === 0 && many.generationsOk;
     const throughput = rowOf(loc, many, `S6 ${LABEL}`, "serve", oneRate, null);
-    const perCommit = (c: { got: ProxyCounts | null }, r: typeof one) => (c.got!.requests / r.accepted).toFixed(1);
     rows.push(
       {
         ...throughput,
-        note: `${throughput.note}; ${perCommit(manyCounts, many)} requests per commit (1 writer: ${perCommit(oneCounts, one)})`,
+        note: `${throughput.note}; ${perCommit} requests per commit (1 writer: ${onePerCommit})`,
         comparison: `1 writer × ${one.commits} commits (serve)`,
         bar: "100% accepted, ≥ 1 writer's commits/s",
         met: clean && throughput.ratio! >= 1,
