@@ -30,8 +30,6 @@ export interface TcpProxy {
   /** The proxy's endpoint, http://127.0.0.1:PORT. */
   readonly url: string;
   readonly port: number;
-  /** From now on every round trip takes `ms` longer (0: none). Bytes already under way keep their time. */
-  delay(ms: number): void;
   /** Count afresh from now on: requests in flight now are not counted, nor is anything sent after their answers taken to wait for them. */
   resetCounts(): void;
   /** What passed since the proxy started or the last `resetCounts`. */
@@ -240,7 +238,7 @@ const SEEN_TAIL = 16 * 1024;
 export async function startTcpProxy(target: string, options: { delayMs?: number } = {}): Promise<TcpProxy> {
   const { hostname, port } = new URL(target);
   const pairs = new Set<Pair>();
-  let delayMs = options.delayMs ?? 0;
+  const delayMs = options.delayMs ?? 0;
   let holed = false;
   let trigger: { pattern: RegExp; fired: () => void } | null = null;
 
@@ -361,9 +359,6 @@ export async function startTcpProxy(target: string, options: { delayMs?: number 
   return {
     url: `http://127.0.0.1:${listening}`,
     port: listening,
-    delay(ms) {
-      delayMs = ms;
-    },
     resetCounts() {
       // A request still in flight belongs to the count before: its answer
       // must not start a chain in this one.
