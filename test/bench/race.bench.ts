@@ -33,7 +33,7 @@ function commitsFor(writers: number, commits: number): number {
   return writers <= RACERS ? commits : Math.max(3, Math.round((commits * RACERS) / writers));
 }
 
-interface RaceResult {
+export interface RaceResult {
   writers: number;
   commits: number;
   accepted: number;
@@ -71,7 +71,8 @@ async function cliWriters(loc: L.Location, root: string, n: number): Promise<Wri
   return Array.from({ length: n }, (_, i) => ({ commit: (message: string) => run(i, "commit", "-m", message), close: async () => {} }));
 }
 
-async function race(loc: L.Location, n: number, commits: number, mode: "serve" | "cli"): Promise<RaceResult> {
+/** `window`: told when the writers start and when the last of them is done (latency.bench.ts counts requests in between). */
+export async function race(loc: L.Location, n: number, commits: number, mode: "serve" | "cli", window?: { open(): void; close(): void }): Promise<RaceResult> {
   const root = L.tempDir(`race-${loc.kind}-${mode}-${n}`);
   const store = loc.open();
   let servers: L.Server[] = [];
@@ -88,6 +89,7 @@ async function race(loc: L.Location, n: number, commits: number, mode: "serve" |
     let firstCall = 0;
     const refused = new Map<string, number>();
     const file = (i: number) => `agents/agent-${String(i).padStart(2, "0")}.md`;
+    window?.open();
     const t0 = performance.now();
     await Promise.all(
       writers.map(async (writer, i) => {
@@ -115,6 +117,7 @@ async function race(loc: L.Location, n: number, commits: number, mode: "serve" |
       }),
     );
     const wallMs = performance.now() - t0;
+    window?.close();
 
     // Nothing lost: a fresh checkout holds every line of every writer.
     const check = join(root, "check");
@@ -155,7 +158,7 @@ async function headGeneration(store: import("../../src/store/object-store.ts").O
   return (await pull(L.engineDepsFor(store, loc, join(root, "gen-private")), { path: join(root, "gen") })).generation;
 }
 
-function rowOf(loc: L.Location, r: RaceResult, scenario: string, how: string, limit: number, bar: { p99Ms: number; minRate: number } | null): Row {
+export function rowOf(loc: L.Location, r: RaceResult, scenario: string, how: string, limit: number, bar: { p99Ms: number; minRate: number } | null): Row {
   const total = r.writers * r.commits;
   const throughput = (r.accepted * 1000) / r.wallMs;
   const p99 = L.percentile(r.latencies, 99);

@@ -6,6 +6,8 @@
  * stage profile of each row that misses its bar.
  *
  * `--only CLI` runs the 16-file CLI rows alone (S1 cli, S4 cli; also run with S1 or S4).
+ * `--only LATENCY` runs S1, S2 and S6 on S3 behind a proxy adding 20 ms a round
+ * trip (latency.bench.ts) alone; they are not run by S1, S2 or S6.
  *
  *   bun test/bench/run.ts [--only S1,S3,…,CLI] [--store sqlite|s3] [--quick] [--curve 1,16] [--team 8x15x200] [--out FILE.json]
  *
@@ -17,6 +19,7 @@ import { writeFileSync } from "node:fs";
 import { cliScenarios } from "./cli.bench.ts";
 import { coldScenarios } from "./cold.bench.ts";
 import { historyScenario } from "./history.bench.ts";
+import { LATENCY_MS, LATENCY_ROWS, latencyScenarios } from "./latency.bench.ts";
 import * as L from "./lib.ts";
 import { CURVE, raceScenario } from "./race.bench.ts";
 import { renderProfiles, renderTable, type Row } from "./report.ts";
@@ -29,7 +32,7 @@ function flag(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-const only = new Set((flag("--only") ?? "S1,S2,S3,S4,S5,S6,S7,S8,S9").split(",").map((s) => s.trim().toUpperCase()));
+const only = new Set((flag("--only") ?? "S1,S2,S3,S4,S5,S6,S7,S8,S9,LATENCY").split(",").map((s) => s.trim().toUpperCase()));
 const quick = process.argv.includes("--quick");
 const storeFilter = flag("--store");
 const out = flag("--out");
@@ -85,6 +88,9 @@ try {
   for (const kind of stores) {
     if (only.has("S6")) await stage(`S6 race (${kind})`, () => raceScenario(location(kind, "race"), curveFlag === undefined ? REPS.curve : curveFlag.split(",").map(Number), REPS.raceCommits));
   }
+  if (only.has("LATENCY") && stores.includes("s3")) {
+    await stage(`S1/S2/S6 at +${LATENCY_MS} ms a round trip (s3)`, () => latencyScenarios(s3!, REPS.warm, REPS.raceCommits));
+  }
   for (const kind of stores) {
     if (only.has("S3") || only.has("S4") || only.has("S7")) {
       await stage(`S3/S4/S7 10,000 files (${kind})`, () => coldScenarios(location(kind, "cold"), REPS.cold, REPS.noop));
@@ -102,7 +108,7 @@ try {
   L.removeDir(root);
 }
 
-const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S5", "S5 +compact", "S6", "S6 cli", ...CURVE.map((n) => `S6 ×${n}`), "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli"];
+const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S5", "S5 +compact", "S6", "S6 cli", ...CURVE.map((n) => `S6 ×${n}`), ...LATENCY_ROWS, "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;

@@ -14,7 +14,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { type BlackHoleProxy, startBlackHoleProxy } from "../support/black-hole-proxy.ts";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { read, write } from "../support/fixture.ts";
 import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
 import { removePrefixes, testBucket, testEndpoint } from "../support/s3-test-store.ts";
@@ -29,7 +29,7 @@ const MARGIN_MS = 4_000;
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-hung-"));
 const runId = crypto.randomUUID().slice(0, 8);
 const prefixes: string[] = [];
-let proxy: BlackHoleProxy;
+let proxy: TcpProxy;
 
 function freshPrefix(name: string): string {
   const prefix = `slivingdoc-test/hung-${runId}-${name}`;
@@ -80,7 +80,7 @@ if (!testBucket) {
   });
 } else {
   beforeAll(async () => {
-    proxy = await startBlackHoleProxy(testEndpoint!);
+    proxy = await startTcpProxy(testEndpoint!);
   });
   afterAll(async () => {
     await proxy.close();

@@ -18,6 +18,7 @@ import { type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { createS3Store, normaliseS3Prefix } from "../../src/store/s3.ts";
 import { STORES } from "../../src/surfaces/stores.ts";
 import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
+import { startTcpProxy } from "../support/tcp-proxy.ts";
 import { waitFor } from "../support/wait.ts";
 import { describeStoreConformance } from "./conformance.ts";
 
@@ -97,6 +98,26 @@ if (!testBucket) {
       expect(await b.get("packs/x")).toBeNull();
       expect((await a.list("")).map((o) => o.key)).toEqual(["packs/x"]);
       expect(await b.list("")).toEqual([]);
+    });
+
+    test("a write after a read goes on the connection the read left open: no second handshake", async () => {
+      // Counted at a proxy in front of the server: against AWS each
+      // connection opened is a TCP and a TLS handshake, one to three round
+      // trips before the request.
+      const proxy = await startTcpProxy(testEndpoint!);
+      const prefix = `slivingdoc-test/${runId}-${prefixes++}/`;
+      usedPrefixes.push(prefix);
+      const store = testS3Store(prefix, { endpoint: proxy.url });
+      try {
+        expect(await store.get("current")).toBeNull();
+        expect((await store.putIfAbsent("packs/x", text("pack"))).ok).toBe(true);
+        expect((await store.putIfAbsent("current", text("manifest"))).ok).toBe(true);
+        expect(await store.list("")).toHaveLength(2);
+        expect(proxy.counts()).toEqual({ requests: 4, sequential: 4, connections: 1 });
+      } finally {
+        await store.close();
+        await proxy.close();
+      }
     });
 
     test("a race's losers get { ok: false } or StoreError 'unknown' (Ceph: 500), never anything else", async () => {
