@@ -196,6 +196,27 @@ test("a proposal that conflicts with what landed meanwhile is withdrawn, and the
   expect(read(fresh, "shared.md")).toBe("one\nTWO by c\nthree\n");
 });
 
+test("a waiting proposer whose proposal no longer merges with what landed answers the conflict at its next look, not after more publications", async () => {
+  const { a, b, c } = await threeWriters();
+  write(a, "shared.md", "one\nTWO by a\nthree\n");
+  write(b, "b.md", "from b\n");
+  write(c, "shared.md", "one\nTWO by c\nthree\n");
+  // Each look at `current` while A waits to be carried follows one sleep;
+  // C's conflicting publication lands during the first.
+  let looks = 0;
+  const e = await refusal(() =>
+    loseThen(a, b, async () => {}, {
+      sleep: async () => {
+        if (looks++ === 0) await commit(processDeps(world), { path: c, message: "c" });
+      },
+    }),
+  );
+  expect(e.reason).toBe("MERGE_CONFLICT");
+  expect(looks).toBe(1);
+  expect(read(a, "shared.md")).toContain("<<<<<<<");
+  expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
+});
+
 test("a carried proposal is merged under the accepted state's .gitattributes: three appends to a union log all land", async () => {
   world = makeWorld();
   const [a, b, c] = ["a", "b", "c"].map((n) => world.checkout(n)) as [string, string, string];

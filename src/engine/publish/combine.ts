@@ -203,18 +203,29 @@ async function readProposal(store: ObjectStore, publication: string): Promise<Pr
   }
 }
 
-/** The proposal's commit moved onto `state`: null when it does not merge cleanly or adds nothing. */
-async function moveProposal(git: ObjectCache, state: AcceptedState, proposal: Proposal): Promise<{ head: string; read: ReadTree } | null> {
+/** The proposal's files merged onto `state`'s: null when they do not merge cleanly or add nothing — then no combiner carries it. */
+async function mergedOnto(git: ObjectCache, state: AcceptedState, proposal: Pick<Proposal, "head">): Promise<FlatTree | null> {
   const parent = await git.commitParent(proposal.head);
   const base: FlatTree = parent === null ? new Map() : (await git.readFlatTree(await git.commitTree(parent))).files;
   const theirs = (await git.readFlatTree(await git.commitTree(proposal.head))).files;
   const merge = await mergeTrees(git, base, theirs, state.files);
-  if (merge.conflicts.length > 0 || sameTree(merge.result, state.files)) return null;
+  return merge.conflicts.length > 0 || sameTree(merge.result, state.files) ? null : merge.result;
+}
+
+/** Whether a combiner building on `state` would carry the proposal: it merges cleanly and adds something. */
+export async function carriable(git: ObjectCache, state: AcceptedState, proposal: Pick<Proposal, "head">): Promise<boolean> {
+  return (await mergedOnto(git, state, proposal)) !== null;
+}
+
+/** The proposal's commit moved onto `state`: null when it does not merge cleanly or adds nothing. */
+async function moveProposal(git: ObjectCache, state: AcceptedState, proposal: Proposal): Promise<{ head: string; read: ReadTree } | null> {
+  const merged = await mergedOnto(git, state, proposal);
+  if (merged === null) return null;
   const from = state.tree === null ? undefined : { tree: state.tree, files: state.files, trees: state.trees, dirs: state.dirs };
-  const built = await git.writeFlatTree(merge.result, from);
+  const built = await git.writeFlatTree(merged, from);
   const head = await git.rebaseCommit(proposal.head, built.tree, state.head);
   if (head === null) return null;
-  return { head, read: { ...built, files: merge.result } };
+  return { head, read: { ...built, files: merged } };
 }
 
 export type Withdrawn = { landed: CombinedPublication | null | "unknown" };

@@ -7,8 +7,8 @@
 import { DomainError } from "../../contract/errors.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { mergeTrees, sameTree } from "../merge/tree-merge.ts";
-import { type AcceptedState, readManifest } from "./accepted-state.ts";
-import { type Carried, combine, fateOf, type Listed, PROPOSAL_GENERATIONS, type Proposal, postProposal } from "./combine.ts";
+import { type AcceptedState, loadAcceptedState, readManifest } from "./accepted-state.ts";
+import { carriable, type Carried, combine, fateOf, type Listed, PROPOSAL_GENERATIONS, type Proposal, postProposal } from "./combine.ts";
 import type { CombinedPublication } from "./manifest.ts";
 import type { Publisher } from "./publisher.ts";
 import { type Current, importOwnPack, type LostAttempt } from "./write.ts";
@@ -41,8 +41,11 @@ const MAX_LOOK_MS = 2_000;
  * writers on a busy machine must not poll faster than the store publishes.
  * Landed when a manifest lists it in `combined`; otherwise `current` to
  * build on ourselves, once it stood still for STILL_LOOKS looks (nobody is
- * publishing) or moved PATIENCE times without us (a writer that lists no
- * proposals, or ours no longer merges), or when the proposal expired.
+ * publishing) or moved PATIENCE times without us (writers that list no
+ * proposals), or when the proposal expired — or at once when it moved to a
+ * state ours no longer merges onto: every combiner skips it from then on,
+ * and the commit must merge afresh (and answer a conflict) itself. The
+ * state is downloaded for that: the next commit would download it anyway.
  */
 export async function awaitCarried(
   p: Publisher,
@@ -65,9 +68,19 @@ export async function awaitCarried(
       gap = (gap + (at - movedAt)) / 2;
       movedAt = at;
       still = 0;
-      if (++moved >= PATIENCE) return { current: now };
+      if (++moved >= PATIENCE || !(await stillCarriable(p, now, mine))) return { current: now };
     }
     last = now;
+  }
+}
+
+/** Whether a combiner building on `now` would still carry our proposal; when that cannot be told, it may. */
+async function stillCarriable(p: Publisher, now: Current, mine: OwnProposal): Promise<boolean> {
+  try {
+    return await carriable(p.git, await loadAcceptedState(p.store, p.git, now), mine.proposal);
+  } catch {
+    // A pack unreadable now, say: the wait goes on, and what follows it reads `current` again.
+    return true;
   }
 }
 
