@@ -148,11 +148,9 @@ export async function combine(
 /** The proposals worth trying on `accepted`, `own` first, then oldest first; their packs imported. */
 async function waitingProposals(store: ObjectStore, git: ObjectCache, accepted: AcceptedState, own: Proposal | null, listed: Listed): Promise<Proposal[]> {
   const done = new Set((accepted.manifest?.combined ?? []).map((c) => c.publication));
-  const others = listed
-    .filter((o) => o.key !== (own && proposalKey(own.publication)))
-    .sort((a, b) => a.modified.getTime() - b.modified.getTime() || (a.key < b.key ? -1 : 1))
-    .map((o) => o.key.slice(PROPOSALS_PREFIX.length))
-    .filter((publication) => !done.has(publication))
+  const others = waitingInOrder(listed, accepted.manifest)
+    .filter((key) => key !== (own && proposalKey(own.publication)))
+    .map((key) => key.slice(PROPOSALS_PREFIX.length))
     .slice(0, MOST_COMBINED - (own ? 1 : 0));
   const read = await Promise.all(others.map((publication) => readProposal(store, publication)));
   const candidates = [...(own ? [own] : []), ...read.filter((p): p is Proposal => p !== null)].filter(
@@ -174,6 +172,15 @@ async function waitingProposals(store: ObjectStore, git: ObjectCache, accepted: 
   return candidates.filter((p) => usable.includes(p));
 }
 
+/** The keys of the listed proposals `manifest` has not published, in the order a combiner takes them: oldest first. */
+export function waitingInOrder(listed: Listed, manifest: Manifest | null): string[] {
+  const done = new Set((manifest?.combined ?? []).map((c) => c.publication));
+  return listed
+    .filter((o) => !done.has(o.key.slice(PROPOSALS_PREFIX.length)))
+    .sort((a, b) => a.modified.getTime() - b.modified.getTime() || (a.key < b.key ? -1 : 1))
+    .map((o) => o.key);
+}
+
 /** The proposals in the store, as listed. */
 export type Listed = Array<{ key: string; modified: Date }>;
 
@@ -188,8 +195,7 @@ export async function listProposals(store: ObjectStore): Promise<Listed> {
 
 /** Whether `listed` holds a proposal that `accepted` has not published yet. */
 export function othersWaiting(listed: Listed, accepted: AcceptedState): boolean {
-  const done = new Set((accepted.manifest?.combined ?? []).map((c) => c.publication));
-  return listed.some((o) => !done.has(o.key.slice(PROPOSALS_PREFIX.length)));
+  return waitingInOrder(listed, accepted.manifest).length > 0;
 }
 
 async function readProposal(store: ObjectStore, publication: string): Promise<Proposal | null> {
