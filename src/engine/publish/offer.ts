@@ -41,13 +41,14 @@ const MAX_LOOK_MS = 2_000;
  * writers on a busy machine must not poll faster than the store publishes.
  * Landed when a manifest lists it in `combined`; otherwise `current` to
  * build on ourselves, once it stood still for STILL_LOOKS looks (nobody is
- * publishing) and a look more for each proposal that waits before ours
- * (its proposer publishes first, carrying ours: of a crowd of proposers,
- * one combines, not each of them, to see all but one lose), or moved PATIENCE times without us (writers that list no
- * proposals), or when the proposal expired — or at once when it moved to a
- * state ours no longer merges onto: every combiner skips it from then on,
- * and the commit must merge afresh (and answer a conflict) itself. The
- * state is downloaded for that: the next commit would download it anyway.
+ * publishing) and a look more for each proposal that waits before ours,
+ * up to PATIENCE (its proposer publishes first, carrying ours: of a crowd
+ * of proposers one combines, not each of them for all but one to lose),
+ * or moved PATIENCE times without us (writers that list no proposals), or
+ * when the proposal expired — or at once when it moved to a state ours no
+ * longer merges onto: every combiner skips it from then on, and the commit
+ * must merge afresh (and answer a conflict) itself. That state is
+ * downloaded to tell: the next commit would download it anyway.
  */
 export async function awaitCarried(
   p: Publisher,
