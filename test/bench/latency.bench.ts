@@ -33,7 +33,7 @@ export const LATENCY_ROWS = [`S1 ${LABEL}`, `S2 ${LABEL}`, `S6 ${LABEL}`, `S6 ${
 /** A race through serve (race.bench.ts), and the requests per accepted commit the proxy counted from its writers' first commit to their last. */
 async function countedRace(proxy: TcpProxy, loc: L.Location, writers: number, commits: number): Promise<{ result: RaceResult; perCommit: string }> {
   const seen: { counts?: ProxyCounts } = {};
-  const result = await race(loc, writers, commits, "serve", { open: () => proxy.resetCounts(), close: () => (seen.counts = proxy.counts()) });
+  const result = await race(loc, writers, commits, "serve", "at once", { open: () => proxy.resetCounts(), close: () => (seen.counts = proxy.counts()) });
   return { result, perCommit: (seen.counts!.requests / result.accepted).toFixed(1) };
 }
 

@@ -9,7 +9,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -434,8 +434,8 @@ export interface Server {
 }
 
 /** Start `dist/slivingdoc serve` with the SDK's Client over stdio, as a host does. */
-/** What one tool call or CLI process answered: whether it was OK, and its structured result. */
-export type CallOutcome = { ok: boolean; data: Record<string, unknown> };
+/** What one tool call or CLI process answered: whether it was OK, and its structured result; a CLI process's CPU time (ms, the OS's accounting). */
+export type CallOutcome = { ok: boolean; data: Record<string, unknown>; cpuMs?: number };
 
 /** N `serve` processes on `loc`, server i with workspace `w<i>` and private root `p<i>` under `root`, one HOME. */
 export function startServers(loc: Location, root: string, n: number): Promise<Server[]> {
@@ -458,8 +458,9 @@ export function cliRunner(loc: Location, root: string): (i: number, ...args: str
       stderr: "pipe",
     });
     const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    const cpuMs = Number(p.resourceUsage()?.cpuTime.total ?? 0n) / 1000;
     try {
-      return { ok: code === 0, data: JSON.parse(out) as Record<string, unknown> };
+      return { ok: code === 0, data: JSON.parse(out) as Record<string, unknown>, cpuMs };
     } catch {
       throw new Error(`slivingdoc ${args[0]} exited ${code} without a JSON result: ${err.slice(0, 2000)}`);
     }
@@ -545,6 +546,41 @@ export function stageMedians(records: Completion[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const n of names) out[n] = Math.round(median(records.map((r) => r.stages[n] ?? 0)) * 10) / 10;
   return out;
+}
+
+// ------------------------------------------------------------------ CPU --
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux this runs on). */
+const TICKS_PER_S = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+
+/** The CPU time a running process has used so far (ms, user + system, the OS's accounting); 0 once it is gone. */
+export function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name may hold spaces: the fields after it are counted from its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The processes of the S3 server the bench talks to, when it runs on this
+ * machine (Ceph: the gateway and the object store daemon), by command name;
+ * none elsewhere. Their CPU is the store's share of a scenario's cost.
+ */
+export function storeServerPids(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (["radosgw", "ceph-osd"].includes(readFileSync(`/proc/${entry}/comm`, "utf8").trim())) pids.push(Number(entry));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return pids;
 }
 
 export function removeDir(dir: string): void {

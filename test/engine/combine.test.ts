@@ -196,6 +196,53 @@ test("a proposal that conflicts with what landed meanwhile is withdrawn, and the
   expect(read(fresh, "shared.md")).toBe("one\nTWO by c\nthree\n");
 });
 
+test("a waiting proposer whose proposal no longer merges with what landed answers the conflict at its next look, not after more publications", async () => {
+  const { a, b, c } = await threeWriters();
+  write(a, "shared.md", "one\nTWO by a\nthree\n");
+  write(b, "b.md", "from b\n");
+  write(c, "shared.md", "one\nTWO by c\nthree\n");
+  // Each look at `current` while A waits to be carried follows one sleep;
+  // C's conflicting publication lands during the first.
+  let looks = 0;
+  const e = await refusal(() =>
+    loseThen(a, b, async () => {}, {
+      sleep: async () => {
+        if (looks++ === 0) await commit(processDeps(world), { path: c, message: "c" });
+      },
+    }),
+  );
+  expect(e.reason).toBe("MERGE_CONFLICT");
+  expect(looks).toBe(1);
+  expect(read(a, "shared.md")).toContain("<<<<<<<");
+  expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
+});
+
+test("with nobody publishing, a waiting proposer leaves a look to each older proposal's proposer before publishing itself", async () => {
+  const { a, b, c } = await threeWriters();
+  const d = world.checkout("d");
+  await pull(processDeps(world), { path: d });
+  for (const [dir, name] of [[a, "a"], [b, "b"], [c, "c"], [d, "d"]] as const) write(dir, `${name}.md`, `from ${name}\n`);
+  // A loses to B and dies: its proposal waits, the oldest.
+  await loseThenDie(a, b);
+  // C loses to D, which lists no proposals (so carries none): C's proposal waits behind A's.
+  const unlisted: ObjectStore = { ...racing(world), list: async () => [] };
+  let looks = 0;
+  const out = await commit(
+    processDeps(world, {
+      onStage: atFirstPublish(() => commit(processDeps(world, { store: unlisted }), { path: d, message: "d" })),
+      sleep: async () => void looks++,
+    }),
+    { path: c, message: "c" },
+  );
+  // Three still looks, and one more for A's proposal; then C publishes its own, and A's with it.
+  expect(looks).toBe(4);
+  expect(out.generation).toBe(4);
+  expect((await readCurrent(world.store)).manifest.combined?.map((x) => x.generation)).toEqual([4, 5]);
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), { path: fresh });
+  for (const name of ["a", "b", "c", "d"]) expect(read(fresh, `${name}.md`)).toBe(`from ${name}\n`);
+});
+
 test("a carried proposal is merged under the accepted state's .gitattributes: three appends to a union log all land", async () => {
   world = makeWorld();
   const [a, b, c] = ["a", "b", "c"].map((n) => world.checkout(n)) as [string, string, string];

@@ -147,11 +147,9 @@ export async function combine(
 /** The proposals worth trying on `accepted`, `own` first, then oldest first; their packs imported. */
 async function waitingProposals(store: ObjectStore, git: ObjectCache, accepted: AcceptedState, own: Proposal | null, listed: Listed): Promise<Proposal[]> {
   const done = new Set((accepted.manifest?.combined ?? []).map((c) => c.publication));
-  const others = listed
-    .filter((o) => o.key !== (own && proposalKey(own.publication)))
-    .sort((a, b) => a.modified.getTime() - b.modified.getTime() || (a.key < b.key ? -1 : 1))
-    .map((o) => o.key.slice(PROPOSALS_PREFIX.length))
-    .filter((publication) => !done.has(publication))
+  const others = waitingInOrder(listed, accepted.manifest)
+    .filter((key) => key !== (own && proposalKey(own.publication)))
+    .map((key) => key.slice(PROPOSALS_PREFIX.length))
     .slice(0, MOST_COMBINED - (own ? 1 : 0));
   const read = await Promise.all(others.map((publication) => readProposal(store, publication)));
   const candidates = [...(own ? [own] : []), ...read.filter((p): p is Proposal => p !== null)].filter(
@@ -173,6 +171,15 @@ async function waitingProposals(store: ObjectStore, git: ObjectCache, accepted: 
   return candidates.filter((p) => usable.includes(p));
 }
 
+/** The keys of the listed proposals `manifest` has not published, in the order a combiner takes them: oldest first. */
+export function waitingInOrder(listed: Listed, manifest: Manifest | null): string[] {
+  const done = new Set((manifest?.combined ?? []).map((c) => c.publication));
+  return listed
+    .filter((o) => !done.has(o.key.slice(PROPOSALS_PREFIX.length)))
+    .sort((a, b) => a.modified.getTime() - b.modified.getTime() || (a.key < b.key ? -1 : 1))
+    .map((o) => o.key);
+}
+
 /** The proposals in the store, as listed. */
 export type Listed = Array<{ key: string; modified: Date }>;
 
@@ -187,8 +194,7 @@ export async function listProposals(store: ObjectStore): Promise<Listed> {
 
 /** Whether `listed` holds a proposal that `accepted` has not published yet. */
 export function othersWaiting(listed: Listed, accepted: AcceptedState): boolean {
-  const done = new Set((accepted.manifest?.combined ?? []).map((c) => c.publication));
-  return listed.some((o) => !done.has(o.key.slice(PROPOSALS_PREFIX.length)));
+  return waitingInOrder(listed, accepted.manifest).length > 0;
 }
 
 async function readProposal(store: ObjectStore, publication: string): Promise<Proposal | null> {
@@ -202,18 +208,29 @@ async function readProposal(store: ObjectStore, publication: string): Promise<Pr
   }
 }
 
-/** The proposal's commit moved onto `state`: null when it does not merge cleanly or adds nothing. */
-async function moveProposal(git: ObjectCache, state: AcceptedState, proposal: Proposal): Promise<{ head: string; read: ReadTree } | null> {
+/** The proposal's files merged onto `state`'s: null when they do not merge cleanly or add nothing — then no combiner carries it. */
+async function mergedOnto(git: ObjectCache, state: AcceptedState, proposal: Pick<Proposal, "head">): Promise<FlatTree | null> {
   const parent = await git.commitParent(proposal.head);
   const base: FlatTree = parent === null ? new Map() : (await git.readFlatTree(await git.commitTree(parent))).files;
   const theirs = (await git.readFlatTree(await git.commitTree(proposal.head))).files;
   const merge = await mergeTrees(git, base, theirs, state.files);
-  if (merge.conflicts.length > 0 || sameTree(merge.result, state.files)) return null;
+  return merge.conflicts.length > 0 || sameTree(merge.result, state.files) ? null : merge.result;
+}
+
+/** Whether a combiner building on `state` would carry the proposal: it merges cleanly and adds something. */
+export async function carriable(git: ObjectCache, state: AcceptedState, proposal: Pick<Proposal, "head">): Promise<boolean> {
+  return (await mergedOnto(git, state, proposal)) !== null;
+}
+
+/** The proposal's commit moved onto `state`: null when it does not merge cleanly or adds nothing. */
+async function moveProposal(git: ObjectCache, state: AcceptedState, proposal: Proposal): Promise<{ head: string; read: ReadTree } | null> {
+  const merged = await mergedOnto(git, state, proposal);
+  if (merged === null) return null;
   const from = state.tree === null ? undefined : { tree: state.tree, files: state.files, trees: state.trees, dirs: state.dirs };
-  const built = await git.writeFlatTree(merge.result, from);
+  const built = await git.writeFlatTree(merged, from);
   const head = await git.rebaseCommit(proposal.head, built.tree, state.head);
   if (head === null) return null;
-  return { head, read: { ...built, files: merge.result } };
+  return { head, read: { ...built, files: merged } };
 }
 
 export type Withdrawn = { landed: CombinedPublication | null | "unknown" };

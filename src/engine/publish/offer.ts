@@ -7,8 +7,8 @@
 import { DomainError } from "../../contract/errors.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { mergeTrees, sameTree } from "../merge/tree-merge.ts";
-import { type AcceptedState, readManifest } from "./accepted-state.ts";
-import { type Carried, combine, fateOf, type Listed, PROPOSAL_GENERATIONS, type Proposal, postProposal } from "./combine.ts";
+import { type AcceptedState, loadAcceptedState, readManifest } from "./accepted-state.ts";
+import { carriable, type Carried, combine, fateOf, type Listed, listProposals, PROPOSAL_GENERATIONS, type Proposal, postProposal, proposalKey, waitingInOrder } from "./combine.ts";
 import type { CombinedPublication } from "./manifest.ts";
 import type { Publisher } from "./publisher.ts";
 import { type Current, importOwnPack, type LostAttempt } from "./write.ts";
@@ -41,8 +41,14 @@ const MAX_LOOK_MS = 2_000;
  * writers on a busy machine must not poll faster than the store publishes.
  * Landed when a manifest lists it in `combined`; otherwise `current` to
  * build on ourselves, once it stood still for STILL_LOOKS looks (nobody is
- * publishing) or moved PATIENCE times without us (a writer that lists no
- * proposals, or ours no longer merges), or when the proposal expired.
+ * publishing) and a look more for each proposal that waits before ours,
+ * up to PATIENCE (its proposer publishes first, carrying ours: of a crowd
+ * of proposers one combines, not each of them for all but one to lose),
+ * or moved PATIENCE times without us (writers that list no proposals), or
+ * when the proposal expired — or at once when it moved to a state ours no
+ * longer merges onto: every combiner skips it from then on, and the commit
+ * must merge afresh (and answer a conflict) itself. That state is
+ * downloaded to tell: the next commit would download it anyway.
  */
 export async function awaitCarried(
   p: Publisher,
@@ -52,22 +58,40 @@ export async function awaitCarried(
 ): Promise<{ landed: CombinedPublication } | { current: Current }> {
   let gap = Math.min(windowMs, FIRST_GAP_CAP_MS);
   let movedAt = p.monotonic();
-  for (let moved = 0, still = 0; ; ) {
+  for (let moved = 0, still = 0, before = 0; ; ) {
     await p.sleep(Math.min(MAX_LOOK_MS, Math.max(MIN_LOOK_MS, gap)) * (0.5 + p.random()));
     const now = await readManifest(p.store);
     const fate = fateOf(now.manifest, mine.proposal);
     if (typeof fate === "object") return fate;
     if (fate !== "waiting") return { current: now };
     if (now.etag === last?.etag) {
-      if (++still >= STILL_LOOKS) return { current: now };
+      if (++still === STILL_LOOKS) before = Math.min(PATIENCE, await waitingBefore(p.store, now, mine.proposal));
+      if (still >= STILL_LOOKS + before) return { current: now };
     } else {
       const at = p.monotonic();
       gap = (gap + (at - movedAt)) / 2;
       movedAt = at;
       still = 0;
-      if (++moved >= PATIENCE) return { current: now };
+      if (++moved >= PATIENCE || !(await stillCarriable(p, now, mine))) return { current: now };
     }
     last = now;
+  }
+}
+
+/** How many proposals not yet published on `now` a combiner takes before ours (combine.ts order); none when the listing fails. */
+async function waitingBefore(store: Publisher["store"], now: Current, proposal: Proposal): Promise<number> {
+  const waiting = waitingInOrder(await listProposals(store), now.manifest);
+  const at = waiting.indexOf(proposalKey(proposal.publication));
+  return at < 0 ? 0 : at;
+}
+
+/** Whether a combiner building on `now` would still carry our proposal; when that cannot be told, it may. */
+async function stillCarriable(p: Publisher, now: Current, mine: OwnProposal): Promise<boolean> {
+  try {
+    return await carriable(p.git, await loadAcceptedState(p.store, p.git, now), mine.proposal);
+  } catch {
+    // A pack unreadable now, say: the wait goes on, and what follows it reads `current` again.
+    return true;
   }
 }
 
