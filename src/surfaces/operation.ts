@@ -103,8 +103,17 @@ export interface Operation<I = any, R = any> {
   tool?: { name: ToolName; description: string };
   input: InputSchema<I>;
   run(ctx: RunContext, input: I): Promise<R>;
-  /** The human output of a success (the CLI's, on stderr). */
+  /** The human output of a success, without `--json`. */
   render(result: R): string;
+  /**
+   * Where `render`'s text goes. "stdout" when it is the command's answer,
+   * what `| grep` or `$(…)` wants (log, status, generation…), as in git and
+   * the AWS CLI; "stderr" when it reports on work done (pull's and commit's
+   * summaries) or is a note beside data on stdout (show's entry before its
+   * patch). Every operation decides, so a new one cannot fall to stderr
+   * unnoticed.
+   */
+  renderTo: "stdout" | "stderr" | ((result: R) => "stdout" | "stderr");
   /**
    * What a success writes on stdout without `--json`: data meant for a pipe
    * (diff's patch), not a report. `--json` prints the result object instead.

@@ -71,6 +71,7 @@ export const OPERATIONS: readonly Operation[] = [
       const path = ctx.notebookPath(input.path);
       return withIgnored(await pull(ctx.engine(), { path }), ctx.sets);
     },
+    renderTo: "stderr",
     render: (r) => cli().renderDiffstat(r, PULLED) + ignoredLine(r),
   }),
 
@@ -89,6 +90,7 @@ export const OPERATIONS: readonly Operation[] = [
       const { outcome, attached } = await attach(ctx.engine(), { path: ctx.notebookPath(input.path) });
       return { ...successResult(outcome, ctx.sets), attached };
     },
+    renderTo: "stderr",
     render(r) {
       const { quotePath, renderDiffstat } = cli();
       if (!r.attached) return `the store holds what this checkout was brought to: nothing to attach; pulled as usual\n${renderDiffstat(r, PULLED)}`;
@@ -127,6 +129,7 @@ export const OPERATIONS: readonly Operation[] = [
       const path = ctx.notebookPath(input.path);
       return withIgnored(await commit(ctx.engine(), { path, message: input.message }), ctx.sets);
     },
+    renderTo: "stderr",
     render: (r) =>
       cli().renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }) + ignoredLine(r),
   }),
@@ -172,6 +175,7 @@ export const OPERATIONS: readonly Operation[] = [
         ...(report.reason !== undefined ? { reason: report.reason } : {}),
       };
     },
+    renderTo: "stdout",
     render(s) {
       if (s.generation === null) return "gc: the store holds no notebook; nothing to do\n";
       const verb = s.dryRun ? "would remove" : "removed";
@@ -196,6 +200,7 @@ export const OPERATIONS: readonly Operation[] = [
       const { acceptedGeneration } = await import("../engine/generation.ts");
       return { generation: await acceptedGeneration({ store: ctx.store }) };
     },
+    renderTo: "stdout",
     render: (r) => `generation ${r.generation}\n`,
   }),
 
@@ -225,6 +230,7 @@ export const OPERATIONS: readonly Operation[] = [
         ...(input.paths !== undefined ? { paths: input.paths } : {}),
       });
     },
+    renderTo: "stdout",
     render: (r) => cli().renderLog(r),
   }),
 
@@ -244,6 +250,7 @@ export const OPERATIONS: readonly Operation[] = [
       const { historyAgents } = await import("../engine/history/agents.ts");
       return await historyAgents(ctx.engine(), input.sinceMs !== undefined ? { since: new Date(input.sinceMs) } : {});
     },
+    renderTo: "stdout",
     render: (r) => cli().renderAgents(r),
   }),
 
@@ -275,6 +282,8 @@ export const OPERATIONS: readonly Operation[] = [
       return { ...entry, patch } as ShownEntry;
     },
     // The patch is data for a pipe, as diff's is (`show 12 > x.patch`); the entry stays on stderr.
+    // With --stat there is no patch: the entry is the answer.
+    renderTo: (r) => (r.patch === undefined ? "stdout" : "stderr"),
     renderStdout: (r) => r.patch ?? "",
     render: (r) => cli().renderShow(r),
   }),
@@ -304,6 +313,7 @@ export const OPERATIONS: readonly Operation[] = [
         );
       });
     },
+    renderTo: "stdout",
     render: (r) => {
       const { quotePath } = cli();
       return r.generation === 0
@@ -341,6 +351,7 @@ export const OPERATIONS: readonly Operation[] = [
         interrupted: r.interrupted,
       };
     },
+    renderTo: "stdout",
     render(r) {
       const { plural, quotePath } = cli();
       const lines = [`status of ${quotePath(r.path)}: ${behindLine(r)}`];
@@ -401,6 +412,8 @@ export const OPERATIONS: readonly Operation[] = [
       const patch = input.stat ? renderStat(files) : files.map(filePatch).join("");
       return Object.assign(result, { [PATCH]: patch });
     },
+    // stdout is the patch alone; "no changes" is a note beside it, as an empty patch says nothing.
+    renderTo: "stderr",
     renderStdout: (r) => r[PATCH],
     render(r) {
       if (r.files.length === 0) return `no changes in ${cli().quotePath(r.path)}: ${behindLine(r)}\n`;
@@ -445,6 +458,7 @@ export const OPERATIONS: readonly Operation[] = [
       for (const f of r.files) (insertions += f.insertions), (deletions += f.deletions);
       return { ...r, filesChanged: r.files.length, insertions, deletions };
     },
+    renderTo: "stdout",
     render(r) {
       const { fileStatLines, plural, quotePath } = cli();
       const lines: string[] = [];
