@@ -88,6 +88,12 @@ export interface CliForm {
    * conditional writes such a command never makes — so it runs offline.
    */
   readsStoreOnly?: boolean;
+  /**
+   * Writes nothing to the store (pull, log, show, export…): credentials
+   * that may only read it are enough, where a start-up probe's writes are
+   * refused for access (verified-store.ts). Absent: it writes (commit, gc).
+   */
+  writesNothing?: boolean;
   /** The operation's input from the parsed flags and positionals (a start-up refusal for a bad flag value). */
   toInput(flags: Record<string, string | boolean>, path: string | undefined, positionals: string[]): Record<string, unknown>;
 }

@@ -54,6 +54,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "pull",
+      writesNothing: true,
       summary: "Write the accepted notebook into PATH, merging your unpublished edits",
       usage: "pull [PATH]",
       flags: {},
@@ -78,6 +79,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "attach",
+      writesNothing: true,
       summary: "After the store went backwards: attach PATH to the store as it is, keeping its files as local edits to publish (operators)",
       usage: "attach [PATH]",
       flags: {},
@@ -189,6 +191,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "generation",
+      writesNothing: true,
       summary: "Print the accepted generation of the notebook (reads the store only)",
       usage: "generation",
       flags: {},
@@ -207,6 +210,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "log",
+      writesNothing: true,
       summary: "List the retained publications, newest first: generation, time, agent, message, files changed",
       usage: "log [--limit N] [--since DATE|DURATION] [--path a,b]",
       flags: {
@@ -237,6 +241,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "agents",
+      writesNothing: true,
       summary: "List the agents of the retained history: publications, first and last, files touched",
       usage: "agents [--since DATE|DURATION]",
       flags: {
@@ -257,6 +262,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "show",
+      writesNothing: true,
       summary: "Show what one publication changed, as git's unified diff",
       usage: "show GENERATION [--stat] [--path a,b]",
       flags: {
@@ -291,6 +297,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "export",
+      writesNothing: true,
       summary: "Write the retained history into DIR as a bare git repository (updated incrementally when run again)",
       usage: "export DIR",
       flags: {},
@@ -424,6 +431,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "restore",
+      writesNothing: true,
       summary: "Write a retained generation's version of files into a checkout, as local edits to review and commit",
       usage: "restore --from GENERATION [PATH…]",
       flags: {

@@ -25,7 +25,7 @@ import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeS
 import { engineDeps, processMemory } from "../engine-deps.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { openStore, storeKind } from "../stores.ts";
-import { openStoreOrRefuse, openVerifiedStore } from "../verified-store.ts";
+import { openStoreOrRefuse, openVerifiedStore, type StoreAccess } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
 import { rootCommand, subCommands } from "./definitions.ts";
@@ -123,7 +123,12 @@ export async function runCli(io: CliIo): Promise<number> {
  * use, so an unreachable store does not refuse the start — except a store
  * in a local file, which is opened at once.
  */
-async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
+async function startUp(
+  parsed: Parsed,
+  io: CliIo,
+  readOnly = false,
+  access: StoreAccess = "write",
+): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
     // One deadline for the process: its start (the probe) and its call.
@@ -137,7 +142,7 @@ async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ c
           : new DeferredStore(config.store.kind, storeKind(config.store).capabilities, () => openToRead(config.store));
       return { config, store, deadline };
     }
-    return { config, store: await openVerifiedStore(config, deadline), deadline };
+    return { config, store: await openVerifiedStore(config, deadline, Date.now, access), deadline };
   } catch (e) {
     return refused(e, io);
   }
@@ -196,7 +201,7 @@ function causeLog(io: CliIo): Log {
 /** One operation of the registry, from the command line. */
 async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo): Promise<number> {
   const json = parsed.flags.json === true;
-  const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true);
+  const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true, operation.cli.writesNothing === true ? "read" : "write");
   if (typeof started === "number") return started;
   const { config, store, deadline } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
