@@ -31,7 +31,12 @@ import { randomHex } from "../contract/random-hex.ts";
 import { DeadlinePassed, deadlineText } from "./deadline.ts";
 import { type ConditionalWrite, type ObjectStore, StoreError } from "./object-store.ts";
 
-export type ProbeResult = { ok: true } | { ok: false; cause: string };
+/**
+ * `writeDenied`: the store refused the probe's first write for access
+ * (AccessDenied and the like) — these credentials may still read it
+ * (probeReads).
+ */
+export type ProbeResult = { ok: true } | { ok: false; cause: string; writeDenied?: true };
 
 export interface ProbeOptions {
   /** How many writers race for one key in the concurrency checks (default 8). */
@@ -96,10 +101,38 @@ export async function probeStore(store: ObjectStore, options: ProbeOptions = {})
     return { ok: true };
   } catch (e) {
     if (e instanceof Incompatible) return { ok: false, cause: e.message };
-    return { ok: false, cause: operationalCause(e) };
+    return { ok: false, cause: operationalCause(e), ...(isAccessDenial(e) && written.size === 0 ? { writeDenied: true as const } : {}) };
   } finally {
     await cleanUp(store, written);
   }
+}
+
+/**
+ * What read access alone can prove, for the commands that only read the
+ * store (a reader's pull, log, show, export): the credentials, the bucket
+ * and the permission to read and list under the prefix. A read of a key no
+ * notebook uses answers "absent" only with list permission (S3 answers 403
+ * for a missing key without it), and the listing of its directory is
+ * empty. Nothing is written, so the conditional writes are not proved:
+ * these commands make none.
+ */
+export async function probeReads(store: ObjectStore, options: Pick<ProbeOptions, "random"> = {}): Promise<ProbeResult> {
+  const base = `probe/${probeId(options.random)}/`;
+  try {
+    if ((await store.get(`${base}read`)) !== null) throw new Incompatible("the store answered a read of a key no one wrote with an object");
+    await store.list(base);
+    return { ok: true };
+  } catch (e) {
+    if (e instanceof Incompatible) return { ok: false, cause: e.message };
+    return { ok: false, cause: operationalCause(e) };
+  }
+}
+
+/** An answer refusing access (not a bad key or an expired login): the permissions are the matter. */
+function isAccessDenial(error: unknown): boolean {
+  if (!(error instanceof StoreError)) return false;
+  const code = /^\S+ \w+: ([^\s;(]+)/.exec(error.message)?.[1];
+  return code === "AccessDenied" || code === "AllAccessDisabled";
 }
 
 /**

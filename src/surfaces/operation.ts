@@ -88,6 +88,12 @@ export interface CliForm {
    * conditional writes such a command never makes — so it runs offline.
    */
   readsStoreOnly?: boolean;
+  /**
+   * Writes nothing to the store (pull, log, show, export…): credentials
+   * that may only read it are enough, where a start-up probe's writes are
+   * refused for access (verified-store.ts). Absent: it writes (commit, gc).
+   */
+  writesNothing?: boolean;
   /** The operation's input from the parsed flags and positionals (a start-up refusal for a bad flag value). */
   toInput(flags: Record<string, string | boolean>, path: string | undefined, positionals: string[]): Record<string, unknown>;
 }
@@ -103,8 +109,17 @@ export interface Operation<I = any, R = any> {
   tool?: { name: ToolName; description: string };
   input: InputSchema<I>;
   run(ctx: RunContext, input: I): Promise<R>;
-  /** The human output of a success (the CLI's, on stderr). */
+  /** The human output of a success, without `--json`. */
   render(result: R): string;
+  /**
+   * Where `render`'s text goes. "stdout" when it is the command's answer,
+   * what `| grep` or `$(…)` wants (log, status, generation…), as in git and
+   * the AWS CLI; "stderr" when it reports on work done (pull's and commit's
+   * summaries) or is a note beside data on stdout (show's entry before its
+   * patch). Every operation decides, so a new one cannot fall to stderr
+   * unnoticed.
+   */
+  renderTo: "stdout" | "stderr" | ((result: R) => "stdout" | "stderr");
   /**
    * What a success writes on stdout without `--json`: data meant for a pipe
    * (diff's patch), not a report. `--json` prints the result object instead.

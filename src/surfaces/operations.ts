@@ -54,6 +54,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "pull",
+      writesNothing: true,
       summary: "Write the accepted notebook into PATH, merging your unpublished edits",
       usage: "pull [PATH]",
       flags: {},
@@ -71,12 +72,14 @@ export const OPERATIONS: readonly Operation[] = [
       const path = ctx.notebookPath(input.path);
       return withIgnored(await pull(ctx.engine(), { path }), ctx.sets);
     },
+    renderTo: "stderr",
     render: (r) => cli().renderDiffstat(r, PULLED) + ignoredLine(r),
   }),
 
   defineOperation({
     cli: {
       name: "attach",
+      writesNothing: true,
       summary: "After the store went backwards: attach PATH to the store as it is, keeping its files as local edits to publish (operators)",
       usage: "attach [PATH]",
       flags: {},
@@ -89,6 +92,7 @@ export const OPERATIONS: readonly Operation[] = [
       const { outcome, attached } = await attach(ctx.engine(), { path: ctx.notebookPath(input.path) });
       return { ...successResult(outcome, ctx.sets), attached };
     },
+    renderTo: "stderr",
     render(r) {
       const { quotePath, renderDiffstat } = cli();
       if (!r.attached) return `the store holds what this checkout was brought to: nothing to attach; pulled as usual\n${renderDiffstat(r, PULLED)}`;
@@ -127,6 +131,7 @@ export const OPERATIONS: readonly Operation[] = [
       const path = ctx.notebookPath(input.path);
       return withIgnored(await commit(ctx.engine(), { path, message: input.message }), ctx.sets);
     },
+    renderTo: "stderr",
     render: (r) =>
       cli().renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }) + ignoredLine(r),
   }),
@@ -172,6 +177,7 @@ export const OPERATIONS: readonly Operation[] = [
         ...(report.reason !== undefined ? { reason: report.reason } : {}),
       };
     },
+    renderTo: "stdout",
     render(s) {
       if (s.generation === null) return "gc: the store holds no notebook; nothing to do\n";
       const verb = s.dryRun ? "would remove" : "removed";
@@ -185,6 +191,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "generation",
+      writesNothing: true,
       summary: "Print the accepted generation of the notebook (reads the store only)",
       usage: "generation",
       flags: {},
@@ -196,12 +203,14 @@ export const OPERATIONS: readonly Operation[] = [
       const { acceptedGeneration } = await import("../engine/generation.ts");
       return { generation: await acceptedGeneration({ store: ctx.store }) };
     },
+    renderTo: "stdout",
     render: (r) => `generation ${r.generation}\n`,
   }),
 
   defineOperation({
     cli: {
       name: "log",
+      writesNothing: true,
       summary: "List the retained publications, newest first: generation, time, agent, message, files changed",
       usage: "log [--limit N] [--since DATE|DURATION] [--path a,b]",
       flags: {
@@ -225,12 +234,14 @@ export const OPERATIONS: readonly Operation[] = [
         ...(input.paths !== undefined ? { paths: input.paths } : {}),
       });
     },
+    renderTo: "stdout",
     render: (r) => cli().renderLog(r),
   }),
 
   defineOperation({
     cli: {
       name: "agents",
+      writesNothing: true,
       summary: "List the agents of the retained history: publications, first and last, files touched",
       usage: "agents [--since DATE|DURATION]",
       flags: {
@@ -244,12 +255,14 @@ export const OPERATIONS: readonly Operation[] = [
       const { historyAgents } = await import("../engine/history/agents.ts");
       return await historyAgents(ctx.engine(), input.sinceMs !== undefined ? { since: new Date(input.sinceMs) } : {});
     },
+    renderTo: "stdout",
     render: (r) => cli().renderAgents(r),
   }),
 
   defineOperation({
     cli: {
       name: "show",
+      writesNothing: true,
       summary: "Show what one publication changed, as git's unified diff",
       usage: "show GENERATION [--stat] [--path a,b]",
       flags: {
@@ -275,6 +288,8 @@ export const OPERATIONS: readonly Operation[] = [
       return { ...entry, patch } as ShownEntry;
     },
     // The patch is data for a pipe, as diff's is (`show 12 > x.patch`); the entry stays on stderr.
+    // With --stat there is no patch: the entry is the answer.
+    renderTo: (r) => (r.patch === undefined ? "stdout" : "stderr"),
     renderStdout: (r) => r.patch ?? "",
     render: (r) => cli().renderShow(r),
   }),
@@ -282,6 +297,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "export",
+      writesNothing: true,
       summary: "Write the retained history into DIR as a bare git repository (updated incrementally when run again)",
       usage: "export DIR",
       flags: {},
@@ -304,6 +320,7 @@ export const OPERATIONS: readonly Operation[] = [
         );
       });
     },
+    renderTo: "stdout",
     render: (r) => {
       const { quotePath } = cli();
       return r.generation === 0
@@ -341,6 +358,7 @@ export const OPERATIONS: readonly Operation[] = [
         interrupted: r.interrupted,
       };
     },
+    renderTo: "stdout",
     render(r) {
       const { plural, quotePath } = cli();
       const lines = [`status of ${quotePath(r.path)}: ${behindLine(r)}`];
@@ -401,6 +419,8 @@ export const OPERATIONS: readonly Operation[] = [
       const patch = input.stat ? renderStat(files) : files.map(filePatch).join("");
       return Object.assign(result, { [PATCH]: patch });
     },
+    // stdout is the patch alone; "no changes" is a note beside it, as an empty patch says nothing.
+    renderTo: "stderr",
     renderStdout: (r) => r[PATCH],
     render(r) {
       if (r.files.length === 0) return `no changes in ${cli().quotePath(r.path)}: ${behindLine(r)}\n`;
@@ -411,6 +431,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "restore",
+      writesNothing: true,
       summary: "Write a retained generation's version of files into a checkout, as local edits to review and commit",
       usage: "restore --from GENERATION [PATH…]",
       flags: {
@@ -445,6 +466,7 @@ export const OPERATIONS: readonly Operation[] = [
       for (const f of r.files) (insertions += f.insertions), (deletions += f.deletions);
       return { ...r, filesChanged: r.files.length, insertions, deletions };
     },
+    renderTo: "stdout",
     render(r) {
       const { fileStatLines, plural, quotePath } = cli();
       const lines: string[] = [];

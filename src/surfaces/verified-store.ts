@@ -13,6 +13,13 @@ import type { RuntimeConfig } from "./config.ts";
 import { DeferredStore } from "./deferred-store.ts";
 import { openStore, type StoreSpec, storeIdentity, storeKind } from "./stores.ts";
 
+/**
+ * What a command does to the store: "read" (pull, log, show, export…) is
+ * served by credentials that may only read it; "write" (commit, gc, serve,
+ * whose tools publish) needs the conditional writes the probe proves.
+ */
+export type StoreAccess = "read" | "write";
+
 /** How long a passed compatibility probe is trusted for one store location. */
 export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
 
@@ -31,7 +38,12 @@ export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
  * The probe's requests end with `deadline` (the start's call deadline): an
  * endpoint that does not answer is refused by then, naming the deadline.
  */
-export async function openVerifiedStore(config: RuntimeConfig, deadline: Deadline, now: () => number = Date.now): Promise<ObjectStore> {
+export async function openVerifiedStore(
+  config: RuntimeConfig,
+  deadline: Deadline,
+  now: () => number = Date.now,
+  access: StoreAccess = "write",
+): Promise<ObjectStore> {
   const kind = storeKind(config.store);
   if (!kind.probe) return openStoreOrRefuse(config.store);
   // Bun's hasher, not node:crypto's createHash, which costs ~2 ms to load; the same digest.
@@ -47,11 +59,15 @@ export async function openVerifiedStore(config: RuntimeConfig, deadline: Deadlin
     /* no marker, or an unreadable one: probe */
   }
   const store = await openStoreOrRefuse(config.store);
-  const { probeStore } = await import("../store/probe.ts");
+  const { probeReads, probeStore } = await import("../store/probe.ts");
   const result = await probeStore(boundedStore(store, deadline));
   if (!result.ok) {
+    // Credentials that may read but not write: enough for a command that only reads.
+    const reads = result.writeDenied ? await probeReads(boundedStore(store, deadline)) : null;
+    if (reads?.ok && access === "read") return store;
     await store.close();
-    throw new StartupRefusal("INCOMPATIBLE_STORE", `the ${kind.label} compatibility probe failed: ${result.cause}`);
+    const reader = reads?.ok ? "; these credentials may read the notebook but not write it, and this command writes: give them the writer's least-privilege policy" : "";
+    throw new StartupRefusal("INCOMPATIBLE_STORE", `the ${kind.label} compatibility probe failed: ${result.cause}${reader}`);
   }
   try {
     mkdirSync(dirname(marker), { recursive: true, mode: 0o700 });

@@ -56,6 +56,18 @@ test("docs/cli.md's synopsis lists every command as the registry calls it", () =
   for (const op of OPERATIONS) expect(synopsis.some((line) => line.startsWith(`slivingdoc ${op.cli.usage}`))).toBe(true);
 });
 
+/**
+ * docs/cli.md's Output section says where each command's output goes, in
+ * the same places the registry sends it (Operation.renderTo, pipes.test.ts):
+ * a command added to the registry fails here until the section names it.
+ */
+test("docs/cli.md's Output section places every command of the registry", () => {
+  const cliDoc = readFileSync(join(import.meta.dir, "../../docs/cli.md"), "utf8");
+  const output = cliDoc.slice(cliDoc.indexOf("\n## Output\n"), cliDoc.indexOf("\n```\nerror: "));
+  const named = new Set([...output.matchAll(/`(\w+)[` ]/g)].map((m) => m[1]!));
+  expect(OPERATIONS.map((op) => op.cli.name).filter((name) => !named.has(name))).toEqual([]);
+});
+
 /** The parameters a function declares, as its source names them. */
 function parameters(fn: (...args: never[]) => unknown): string[] {
   const list = /^[^(]*\(([^)]*)\)/.exec(fn.toString())![1]!;

@@ -36,7 +36,7 @@ async function json(args: string[]) {
 
 test("log marks the publication merged onto one its agent had not seen; agents counts each agent's; export keeps the record for C git", async () => {
   requireBinary();
-  expect((await ok(["agents", ...store])).stderr).toBe("agents: the store holds no notebook yet\n");
+  expect((await ok(["agents", ...store])).stdout).toBe("agents: the store holds no notebook yet\n");
   const [a, b] = [join(root, "a"), join(root, "b")];
   await ok(["pull", ...store, a]);
   writeFileSync(join(a, "plan.md"), "plan\n");
@@ -55,11 +55,11 @@ test("log marks the publication merged onto one its agent had not seen; agents c
     [1, 0, [], 0],
   ]);
   const human = await ok(["log", ...store]);
-  expect(human.stdout).toBe("");
-  expect(human.stderr).toContain("generation 3 · ");
-  expect(human.stderr).toContain(" · bo\n    bo's\n    built on generation 1; crossed generation 2 by ann (2)\n    1 file changed");
-  expect(human.stderr.match(/crossed/g)).toHaveLength(1);
-  expect((await ok(["show", "3", "--stat", ...store])).stderr).toContain("    built on generation 1; crossed generation 2 by ann (2)\n");
+  expect(human.stderr).toBe("");
+  expect(human.stdout).toContain("generation 3 · ");
+  expect(human.stdout).toContain(" · bo\n    bo's\n    built on generation 1; crossed generation 2 by ann (2)\n    1 file changed");
+  expect(human.stdout.match(/crossed/g)).toHaveLength(1);
+  expect((await ok(["show", "3", "--stat", ...store])).stdout).toContain("    built on generation 1; crossed generation 2 by ann (2)\n");
 
   const agents = await json(["agents", ...store]);
   const time = (g: number) => log.entries.find((e: { generation: number }) => e.generation === g).time;
@@ -72,8 +72,8 @@ test("log marks the publication merged onto one its agent had not seen; agents c
     ],
   });
   const words = await ok(["agents", ...store]);
-  expect(words.stdout).toBe("");
-  expect(words.stderr).toBe(
+  expect(words.stderr).toBe("");
+  expect(words.stdout).toBe(
     "2 agents published in the retained history (generations 1–3 are retained), the latest first:\n\n" +
       `bo · 1 publication · first generation 3 at ${time(3)} · last generation 3 at ${time(3)}\n    1 file touched\n    log-bo.md\n\n` +
       `ann · 2 publications · first generation 1 at ${time(1)} · last generation 2 at ${time(2)}\n    2 files touched\n    log-ann.md\n    plan.md\n`,

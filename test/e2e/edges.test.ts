@@ -56,12 +56,12 @@ describe("names in human output are quoted as git quotes them", () => {
     expect((await cli("pull", dir)).code).toBe(0);
     const names = [`evil${ESC}[31mred${BEL}.md`, "two\nlines.md", 'say "hi"\\.md', "naïve ünïcode.md", "tab\there.md", "c1\u009bx.md", "plain.md"];
     for (const name of names) writeFileSync(join(dir, name), "x\n");
-    const r = await cli("commit", "-m", "names", "--json", dir);
+    const r = await cli("commit", "-m", "names", dir);
     expect(r.code).toBe(0);
     // --json is exact: the names as they are on disk.
-    const result = JSON.parse(r.stdout);
-    expect(result.path).toBe(dir);
-    expect(result.files.map((f: { path: string }) => f.path).sort()).toEqual([...names].sort());
+    const result = JSON.parse((await cli("log", "--json")).stdout);
+    expect(result.entries[0].files.map((f: { path: string }) => f.path).sort()).toEqual([...names].sort());
+    expect(JSON.parse((await cli("pull", "--json", dir)).stdout).path).toBe(dir);
     // Human output: one line per file, control characters escaped, readable UTF-8 kept.
     expect(r.stderr).not.toMatch(TERMINAL_CONTROL);
     const quotedDir = `"${dir.replace(`${ESC}[31m${BEL}`, "\\033[31m\\a")}"`;
@@ -137,9 +137,9 @@ describe("names in human output are quoted as git quotes them", () => {
     );
     const log = await run([BINARY, "log"], root, own);
     expect(log.code).toBe(0);
-    expect(log.stderr).not.toMatch(INVISIBLE);
-    expect(log.stderr.split("\n")[0]).toMatch(/^generation 1 · \S+ · ann\\342\\200\\256evil$/);
-    expect(log.stderr).toContain('\n    "evil\\342\\200\\256txt.md" | +1 -0 (added)\n');
+    expect(log.stdout).not.toMatch(INVISIBLE);
+    expect(log.stdout.split("\n")[0]).toMatch(/^generation 1 · \S+ · ann\\342\\200\\256evil$/);
+    expect(log.stdout).toContain('\n    "evil\\342\\200\\256txt.md" | +1 -0 (added)\n');
     // --json carries them as they are.
     const json = JSON.parse((await run([BINARY, "log", "--json"], root, own)).stdout);
     expect(json.entries[0].agent).toBe(agent);
@@ -300,7 +300,9 @@ describe("files and directories that cannot be read are refused by name", () => 
     expect([e.code, e.reason, e.action, e.retryable]).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES", false]);
     expect(e.files).toEqual([{ path: "secret.md", reason: "INVALID_CONTENT", ranges: [] }]);
     expect(e.message).toBe("These cannot be read: secret.md. Make them readable (chmod u+rX) or delete them, then call again.");
-    expect(r.stderr).toContain("\n  secret.md · INVALID_CONTENT\n");
+    // --json: the envelope alone; in words without it.
+    expect(r.stderr).toBe("");
+    expect((await user("commit", "-m", "unreadable", dir)).stderr).toContain("\n  secret.md · INVALID_CONTENT\n");
     // Made readable, it is published with the rest.
     chmodSync(join(dir, "secret.md"), 0o644);
     const after = await user("commit", "-m", "readable", "--json", dir);
@@ -359,8 +361,12 @@ describe("a commit message that is not UTF-8 is refused, never stored as U+FFFD"
       const e = JSON.parse(r.stdout);
       expect([e.code, e.reason, e.action]).toEqual(["INVALID_REQUEST", "MESSAGE_INVALID", "FIX_INPUT"]);
       expect(e.message).toContain("not UTF-8");
-      expect(r.stderr).toContain("error: INVALID_REQUEST · MESSAGE_INVALID\n");
+      expect(r.stderr).toBe("");
     }
+    // Without --json, the refusal in words.
+    const words = await cliBytes(`exec "$0" commit -m "$(printf 'bad \\377 bytes')" "$1"`, dir);
+    expect(words.code).toBe(EXIT_CODES.INVALID_REQUEST);
+    expect(words.stderr).toContain("error: INVALID_REQUEST · MESSAGE_INVALID\n");
     // Nothing was published by the refusals.
     expect(await generation()).toBe(before);
     // U+FFFD typed on purpose (its UTF-8 bytes), next to valid non-ASCII: published, byte for byte.

@@ -1,6 +1,6 @@
 /**
  * `slivingdoc generation`, through the binary: the accepted generation on
- * stderr, `{ "generation": N }` with --json, the store flags pull takes,
+ * stdout, `{ "generation": N }` with --json, the store flags pull takes,
  * and refusals like every command's.
  */
 import { afterAll, expect, test } from "bun:test";
@@ -23,14 +23,14 @@ async function run(...args: string[]) {
 
 test("generation prints the accepted generation, 0 before the first commit", async () => {
   requireBinary();
-  expect(await run("generation", ...store)).toEqual({ stdout: "", stderr: "generation 0\n", code: 0 });
+  expect(await run("generation", ...store)).toEqual({ stdout: "generation 0\n", stderr: "", code: 0 });
   const notebook = join(root, "notebook");
   expect((await run("pull", ...store, notebook)).code).toBe(0);
   writeFileSync(join(notebook, "a.md"), "one\n");
   expect((await run("commit", "-m", "one", ...store, notebook)).code).toBe(0);
   writeFileSync(join(notebook, "a.md"), "two\n");
   expect((await run("commit", "-m", "two", ...store, notebook)).code).toBe(0);
-  expect(await run("generation", ...store)).toEqual({ stdout: "", stderr: "generation 2\n", code: 0 });
+  expect(await run("generation", ...store)).toEqual({ stdout: "generation 2\n", stderr: "", code: 0 });
   const json = await run("generation", "--json", ...store);
   expect(JSON.parse(json.stdout)).toEqual({ generation: 2 });
   expect(json.code).toBe(0);

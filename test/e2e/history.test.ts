@@ -101,7 +101,7 @@ test("under serve, the MCP client's name and version with user@host; the tool re
 test("log: newest first, with files and counts; --limit, --since, --path; from the store alone", async () => {
   requireBinary();
   const store = freshStore();
-  expect((await run(["log", ...store])).stderr).toBe("log: the store holds no notebook yet\n");
+  expect((await run(["log", ...store])).stdout).toBe("log: the store holds no notebook yet\n");
   const commit = await notebook(store);
   await commit({ "a.md": "one\ntwo\n", "d/b.md": "b\n" }, "first");
   await commit({ "a.md": "one\n2\n" }, "second\n\nwith a body");
@@ -124,10 +124,11 @@ test("log: newest first, with files and counts; --limit, --since, --path; from t
   expect((await json(["log", ...store, "--path", "d/b.md"])).entries[1].files).toEqual([{ path: "d/b.md", status: "added", insertions: 1, deletions: 0 }]);
   expect((await json(["log", ...store, "--since", "1h"])).entries).toHaveLength(3);
   expect((await json(["log", ...store, "--since", "2999-01-01"])).entries).toHaveLength(0);
+  // The log is the answer: on stdout, for `| grep` and `| head`.
   const human = await ok(["log", ...store, "--limit", "1"]);
-  expect(human.stdout).toBe("");
-  expect(human.stderr).toContain("generation 3 · ");
-  expect(human.stderr).toContain("    d/b.md | +0 -1 (deleted)");
+  expect(human.stderr).toBe("");
+  expect(human.stdout).toContain("generation 3 · ");
+  expect(human.stdout).toContain("    d/b.md | +0 -1 (deleted)");
   // Refusals like every command's.
   for (const args of [["--limit", "x"], ["--since", "yesterday"], ["--path", "/abs"], ["--frobnicate"], ["somewhere"]]) {
     expect((await run(["log", ...store, ...args])).code).toBe(EXIT_CODES.STARTUP);
@@ -187,7 +188,10 @@ test("show: git's unified diff, byte for byte as C git prints it; --stat; genera
   expect(human.stdout).toBe(cgit.out);
   expect(human.stderr).toStartWith("generation 2 · ");
   expect(human.stderr).not.toContain("diff --git");
-  expect((await ok(["show", "2", ...store, "--stat"])).stdout).toBe("");
+  // With --stat there is no patch: the entry is the answer, on stdout.
+  const statOnly = await ok(["show", "2", ...store, "--stat"]);
+  expect(statOnly.stderr).toBe("");
+  expect(statOnly.stdout).toStartWith("generation 2 · ");
   for (const [g, words] of [["3", "does not exist yet; the newest is 2"], ["0", "older than the retained history; the oldest retained generation is 1"]] as const) {
     const r = await run(["show", g, ...store, "--json"]);
     expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);

@@ -175,16 +175,20 @@ test("status lists what a commit would publish, markers, read-only changes and h
     ignored: [],
     interrupted: false,
   });
-  expect(status.stderr).toContain("at generation 1, 2 generations behind the accepted 3");
-  expect(status.stderr).toContain("  deleted  gone.md | +0 -1");
-  expect(status.stderr).toContain("  new.md · lines 1-5");
+  // --json is the object alone; the answer in words goes to stdout without it.
+  expect(status.stderr).toBe("");
+  const words = await ok("status", "--read-only-paths", "ro", ...store, a);
+  expect(words.stderr).toBe("");
+  expect(words.stdout).toContain("at generation 1, 2 generations behind the accepted 3");
+  expect(words.stdout).toContain("  deleted  gone.md | +0 -1");
+  expect(words.stdout).toContain("  new.md · lines 1-5");
   await ok("diff", ...store, a);
   await ok("diff", "--stat", ...store, a);
   // Neither the checkout nor the private state changed (no baseline, stat cache, blob or lock left).
   expect({ ...snapshot(a), ...snapshot(join(root, "state")) }).toEqual(before);
 
   const clean = await ok("status", ...store, b);
-  expect(clean.stderr).toBe(`status of ${b}: at generation 3, the accepted one\nnothing to publish: the files agree with the baseline\n`);
+  expect(clean.stdout).toBe(`status of ${b}: at generation 3, the accepted one\nnothing to publish: the files agree with the baseline\n`);
   const none = await ok("diff", ...store, b);
   expect(none.stdout).toBe("");
 });
@@ -203,7 +207,7 @@ test("offline: status and diff still answer, without the behind count, and say s
   const result = JSON.parse(status.stdout);
   expect([result.behind, result.accepted, result.behindUnknown]).toEqual([null, null, "the store could not be reached"]);
   expect(result.files).toEqual([{ path: "a.md", change: "modified", insertions: 1, deletions: 0 }]);
-  expect(status.stderr).toContain("behind: unknown (the store could not be reached)");
+  expect((await ok("status", ...store, nb)).stdout).toContain("behind: unknown (the store could not be reached)");
   const diff = await ok("diff", ...store, nb);
   expect(diff.stdout).toContain("+b\n");
   // Reading did not make a new, empty store in its place.
@@ -222,12 +226,12 @@ test("restore brings a deleted directory back as local edits, refuses to overwri
   await ok("commit", "-m", "agent wipes docs", ...store, nb);
 
   const restored = await ok("restore", "--from", "1", "--dir", nb, ...store, "docs/");
-  expect(restored.stderr).toContain("restored 2 files from generation 1");
+  expect(restored.stdout).toContain("restored 2 files from generation 1");
   expect(readFileSync(join(nb, "docs/deep/b.md"), "utf8")).toBe("b\n");
   // Local edits: the baseline did not move, and nothing was published.
   const status = JSON.parse((await ok("status", "--json", ...store, nb)).stdout);
   expect([status.generation, status.behind, status.files.map((f: { path: string }) => f.path)]).toEqual([2, 0, ["docs/a.md", "docs/deep/b.md"]]);
-  expect((await ok("generation", ...store)).stderr).toBe("generation 2\n");
+  expect((await ok("generation", ...store)).stdout).toBe("generation 2\n");
 
   // An unpublished edit is named, and nothing is written.
   write(nb, { "plan.md": "p\nmine\n" });
@@ -245,7 +249,7 @@ test("restore brings a deleted directory back as local edits, refuses to overwri
   const other = join(root, "restore-other");
   await ok("pull", ...store, other);
   expect(readFileSync(join(other, "docs/a.md"), "utf8")).toBe("a\n");
-  expect((await ok("generation", ...store)).stderr).toBe("generation 3\n");
+  expect((await ok("generation", ...store)).stdout).toBe("generation 3\n");
 });
 
 test("restore refuses generations it cannot have, paths it cannot mean, read-only paths, and unknown flags", async () => {
@@ -272,7 +276,7 @@ test("restore refuses generations it cannot have, paths it cannot mean, read-onl
   expect([ro.reason, ro.files]).toEqual(["READ_ONLY_PATH", [{ path: "ro/a.md", reason: "READ_ONLY", ranges: [] }]]);
   expect(readFileSync(join(nb, "ro/a.md"), "utf8")).toBe("a2\n");
   const whole = await ok("restore", "--from", "1", "--dir", nb, "--read-only-paths", "ro", ...store);
-  expect(whole.stderr).toContain("left as they are (paths this process may not change): ro/a.md");
+  expect(whole.stdout).toContain("left as they are (paths this process may not change): ro/a.md");
 
   for (const args of [["--from", "0"], ["--from", "x"], [], ["--from", "1", "--bogus"]]) {
     const r = await run("restore", ...args, "--dir", nb, ...store);
@@ -320,7 +324,7 @@ test("an interrupted pull or commit is reported, not repaired: the journal stays
   writeFileSync(journal, `${JSON.stringify({ version: 1, target: { generation: 9, head: null, tree: null }, writes: [] })}\n`);
   const status = await ok("status", "--json", ...store, nb);
   expect(JSON.parse(status.stdout).interrupted).toBe(true);
-  expect(status.stderr).toContain("an interrupted pull or commit is not yet repaired");
+  expect((await ok("status", ...store, nb)).stdout).toContain("an interrupted pull or commit is not yet repaired");
   expect(existsSync(journal)).toBe(true);
   await ok("pull", ...store, nb);
   expect(existsSync(journal)).toBe(false);
@@ -352,7 +356,7 @@ test("editor and OS files and .gitignore'd ones: pull and commit OK through the 
   const status = await ok("status", "--json", ...store, b);
   expect(JSON.parse(status.stdout).ignored).toEqual([".DS_Store", ".notes.md.swp", "scratch/"]);
   const human = await ok("status", ...store, b);
-  expect(human.stderr).toContain("ignored, never published (.gitignore or the built-in list): 3 entries\n  .DS_Store\n  .notes.md.swp\n  scratch/\n");
+  expect(human.stdout).toContain("ignored, never published (.gitignore or the built-in list): 3 entries\n  .DS_Store\n  .notes.md.swp\n  scratch/\n");
   const c = join(root, "ig-c");
   await ok("pull", ...store, c);
   expect(readdirSync(c).sort()).toEqual([".gitignore", "notes.md"]);

@@ -12,7 +12,9 @@
 # DIR/env holds KEY=VALUE lines for the S3 suites (load them with
 # `set -a; . DIR/env; set +a`): AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID,
 # AWS_SECRET_ACCESS_KEY, AWS_REGION, S3_FORCE_PATH_STYLE,
-# SLIVINGDOC_TEST_S3_BUCKET.
+# SLIVINGDOC_TEST_S3_BUCKET, and SLIVINGDOC_TEST_S3_WRITER and
+# SLIVINGDOC_TEST_S3_READER (ACCESS_KEY_ID:SECRET of two users who own
+# nothing, arn:aws:iam:::user/slivingdoc-writer and …-reader).
 #
 # Environment:
 #   SLIVINGDOC_CEPH_CACHE  unpacked packages (default
@@ -438,6 +440,18 @@ cmd_start() {
     --access-key="$ACCESS_KEY" --secret-key="$SECRET_KEY" >/dev/null 2>"$DIR/log/radosgw-admin.log" ||
     fail_with_log "radosgw-admin user create failed" "$DIR/log/radosgw-admin.log"
   create_bucket 2>"$DIR/log/create-bucket.log" || fail_with_log "creating bucket $BUCKET failed" "$DIR/log/create-bucket.log"
+  # Two users who own nothing: the least-privilege tests (test/e2e/least-privilege.test.ts)
+  # give them exactly docs/s3.md's writer and reader policies on a bucket of their own.
+  local role
+  for role in WRITER READER; do
+    local ak sk
+    ak="$(hex 10 | tr a-f A-F)"
+    sk="$(hex 20)"
+    timeout 60 "$bin/radosgw-admin" -c "$conf" user create --uid="slivingdoc-$(echo "$role" | tr A-Z a-z)" \
+      --display-name="slivingdoc $role" --access-key="$ak" --secret-key="$sk" >/dev/null 2>>"$DIR/log/radosgw-admin.log" ||
+      fail_with_log "radosgw-admin user create failed" "$DIR/log/radosgw-admin.log"
+    printf -v "${role}_KEYS" '%s:%s' "$ak" "$sk"
+  done
 
   umask 077 # the env file holds the secret key
   cat >"$DIR/env.tmp" <<EOF
@@ -447,6 +461,8 @@ AWS_SECRET_ACCESS_KEY=$SECRET_KEY
 AWS_REGION=us-east-1
 S3_FORCE_PATH_STYLE=1
 SLIVINGDOC_TEST_S3_BUCKET=$BUCKET
+SLIVINGDOC_TEST_S3_WRITER=$WRITER_KEYS
+SLIVINGDOC_TEST_S3_READER=$READER_KEYS
 EOF
   mv "$DIR/env.tmp" "$DIR/env"
   STARTED=1

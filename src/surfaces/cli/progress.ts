@@ -3,14 +3,14 @@
  * (docs/decisions/0015-the-cli-refuses-what-it-does-not-know.md): never in
  * --json output, a pipe, or over MCP.
  */
-export function terminalProgress(io: { stderrIsTTY?: boolean; stderr: (text: string) => void }): {
+export function terminalProgress(io: { stderrIsTTY?: boolean; stderr: (text: string) => void }, json: boolean): {
   hooks: { afterWrite?: () => void; progress?: (what: string, done: number, total: number) => void };
   done: () => void;
 } {
   // Asked only once there is progress to show: finding out loads node:tty,
   // which a short call (a no-change pull) would otherwise pay for every time.
   let terminal: boolean | undefined;
-  const onTerminal = () => (terminal ??= io.stderrIsTTY === true);
+  const onTerminal = () => (terminal ??= !json && io.stderrIsTTY === true);
   let written = 0;
   let shown = false;
   let last = 0;

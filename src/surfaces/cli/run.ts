@@ -3,13 +3,14 @@
  * (docs/decisions/0001-two-tools-one-entry-per-operation.md,
  * docs/decisions/0015-the-cli-refuses-what-it-does-not-know.md): help and
  * version, `serve`, and every operation of the registry (operations.ts) —
- * parse strictly, start up, run the operation, print its human output on
- * stderr and, with `--json`, its result object on stdout.
+ * parse strictly, start up, run the operation, and print its human output
+ * where the operation says (its answer on stdout, a report or a note on
+ * stderr) or, with `--json`, its result object alone on stdout.
  */
 import { existsSync } from "node:fs";
 import type { ArgsDef } from "citty";
 import { renderUsage } from "citty";
-import { errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
+import { type ErrorEnvelope, errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
 import { scrubCredentials } from "../../contract/scrub.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { EXIT_CODES, exitCodeFor } from "../../contract/tokens.ts";
@@ -24,7 +25,7 @@ import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeS
 import { engineDeps, processMemory } from "../engine-deps.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { openStore, storeKind } from "../stores.ts";
-import { openStoreOrRefuse, openVerifiedStore } from "../verified-store.ts";
+import { openStoreOrRefuse, openVerifiedStore, type StoreAccess } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
 import { rootCommand, subCommands } from "./definitions.ts";
@@ -122,7 +123,12 @@ export async function runCli(io: CliIo): Promise<number> {
  * use, so an unreachable store does not refuse the start — except a store
  * in a local file, which is opened at once.
  */
-async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
+async function startUp(
+  parsed: Parsed,
+  io: CliIo,
+  readOnly = false,
+  access: StoreAccess = "write",
+): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
     // One deadline for the process: its start (the probe) and its call.
@@ -136,7 +142,7 @@ async function startUp(parsed: Parsed, io: CliIo, readOnly = false): Promise<{ c
           : new DeferredStore(config.store.kind, storeKind(config.store).capabilities, () => openToRead(config.store));
       return { config, store, deadline };
     }
-    return { config, store: await openVerifiedStore(config, deadline), deadline };
+    return { config, store: await openVerifiedStore(config, deadline, Date.now, access), deadline };
   } catch (e) {
     return refused(e, io);
   }
@@ -195,19 +201,16 @@ function causeLog(io: CliIo): Log {
 /** One operation of the registry, from the command line. */
 async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo): Promise<number> {
   const json = parsed.flags.json === true;
-  const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true);
+  const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true, operation.cli.writesNothing === true ? "read" : "write");
   if (typeof started === "number") return started;
   const { config, store, deadline } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
     const refused = flag.exactBytes ? messageRefusal(parsed, name, io.rawArgv) : null;
     if (refused === null) continue;
     await store.close();
-    const envelope = errorEnvelope(refused, newDiagnosticId(), config.pathSets);
-    if (json) io.stdout(`${JSON.stringify(envelope, null, 2)}\n`);
-    io.stderr(renderError(envelope));
-    return exitCodeFor(envelope.code);
+    return failed(errorEnvelope(refused, newDiagnosticId(), config.pathSets), json, io);
   }
-  const progress = terminalProgress(io);
+  const progress = terminalProgress(io, json);
   // Made only for an operation that runs the engine or reads the private root (generation does not): it makes the private root and loads the engine.
   let deps: EngineDeps | undefined;
   const memory = processMemory();
@@ -235,18 +238,31 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     if (typeof outcome === "number") return outcome;
     progress.done();
     if (outcome.ok) {
-      if (json) io.stdout(`${JSON.stringify(outcome.result, null, 2)}\n`);
-      // The summary before the data, so `2>&1 | less` reads like git show.
-      io.stderr(operation.render(outcome.result));
-      if (!json && operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
+      if (json) io.stdout(jsonDocument(outcome.result));
+      else {
+        const to = typeof operation.renderTo === "function" ? operation.renderTo(outcome.result) : operation.renderTo;
+        // A note before the data, so `2>&1 | less` reads like git show.
+        io[to](operation.render(outcome.result));
+        if (operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
+      }
       return EXIT_CODES.OK;
     }
-    if (json) io.stdout(`${JSON.stringify(outcome.envelope, null, 2)}\n`);
-    io.stderr(renderError(outcome.envelope));
-    return exitCodeFor(outcome.envelope.code);
+    return failed(outcome.envelope, json, io);
   } finally {
     await store.close();
     // This process ends here: what only its process memory holds goes to disk for the next one.
     memory.flush();
   }
+}
+
+/** `--json`'s output: exactly one JSON document, and a newline. */
+function jsonDocument(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** An operation's failure: its envelope on stdout under `--json`, else in words on stderr; the exit code. */
+function failed(envelope: ErrorEnvelope, json: boolean, io: CliIo): number {
+  if (json) io.stdout(jsonDocument(envelope));
+  else io.stderr(renderError(envelope));
+  return exitCodeFor(envelope.code);
 }
