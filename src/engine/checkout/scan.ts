@@ -16,7 +16,7 @@
  */
 import { lstatSync, readdirSync, readFileSync, type Stats } from "node:fs";
 import { DomainError, type ErrorFile } from "../../contract/errors.ts";
-import { decodeText } from "../merge/text.ts";
+import { isText } from "../merge/text.ts";
 import { IGNORE_FILE, type IgnoreRules } from "../patterns/ignore.ts";
 import { builtInRules, type HeldPaths, isRuleFile, NOTHING_HELD } from "./ignored.ts";
 
@@ -287,7 +287,7 @@ function scanFile(scan: Scan, abs: string, rel: string, st: Stats): void {
     if (why !== null) bad(scan, rel, why);
     return;
   }
-  if (decodeText(bytes) === null) bad(scan, rel);
+  if (!isText(bytes)) bad(scan, rel);
   else scan.files.set(rel, { stamp, oid: null, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
 }
 
