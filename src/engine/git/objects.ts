@@ -36,8 +36,9 @@ export function sha1Hex(data: Uint8Array): string {
   return createHash("sha1").update(data).digest("hex");
 }
 
+/** The id, hashed from the header and the content in turn: no copy of a big content. */
 export function objectId(type: string, content: Uint8Array): string {
-  return sha1Hex(wrapObject(type, content));
+  return createHash("sha1").update(`${type} ${content.byteLength}\0`).update(content).digest("hex");
 }
 
 /** A loose object, inflated: split its header from its content; null when malformed. */

@@ -29,7 +29,7 @@ export interface Records {
 export interface XdFile {
   recs: Records;
   nrec: number;
-  /* Equivalence class of each record between the trimmed ends (dstart..dend), like `rec->ha` after classification. */
+  /* Equivalence class of each record between the trimmed ends, like `rec->ha` after classification: record i at ha[i - dstart]. */
   ha: Int32Array;
   /* Change marks with one guard slot on each side: record i is rchg[i + 1]. */
   rchg: Uint8Array;
@@ -71,19 +71,14 @@ const XDL_K_HEUR = 4;
  */
 export function splitRecords(buf: Uint8Array): Records {
   const len = buf.length;
-  let start = new Uint32Array(Math.max(16, Math.ceil(len / 32)));
-  let hash = new Int32Array(start.length);
+  let lines = 0;
+  for (let nl = buf.indexOf(10); nl >= 0; nl = buf.indexOf(10, nl + 1)) lines++;
+  if (len > 0 && buf[len - 1] !== 10) lines++;
+  const start = new Uint32Array(lines + 1);
+  const hash = new Int32Array(lines);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   let n = 0;
   for (let pos = 0; pos < len; n++) {
-    if (n + 1 >= start.length) {
-      const grownStart = new Uint32Array(start.length * 2);
-      grownStart.set(start);
-      start = grownStart;
-      const grownHash = new Int32Array(start.length);
-      grownHash.set(hash);
-      hash = grownHash;
-    }
     const nl = buf.indexOf(10, pos);
     const end = nl < 0 ? len : nl + 1;
     // MurmurHash3's 32-bit body and finish.
@@ -97,7 +92,8 @@ export function splitRecords(buf: Uint8Array): Records {
     }
     let k = 0;
     for (let shift = 0; i < end; i++, shift += 8) k |= (buf[i] as number) << shift;
-    h ^= Math.imul(Math.imul(k, 0xcc9e2d51) << 15 | Math.imul(k, 0xcc9e2d51) >>> 17, 0x1b873593);
+    k = Math.imul(k, 0xcc9e2d51);
+    h ^= Math.imul((k << 15) | (k >>> 17), 0x1b873593);
     h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
     h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
     start[n] = pos;
@@ -105,7 +101,7 @@ export function splitRecords(buf: Uint8Array): Records {
     pos = end;
   }
   start[n] = len;
-  return { buf, start: start.subarray(0, n + 1), hash: hash.subarray(0, n), n };
+  return { buf, start, hash, n };
 }
 
 /* Records [i, i + count) of `r`, as records of their own (views, no copy). */
@@ -156,10 +152,11 @@ function newFile(recs: Records): XdFile {
   return {
     recs,
     nrec,
-    ha: new Int32Array(nrec),
+    // Sized to the records between the trimmed ends, once they are known (prepareEnv).
+    ha: new Int32Array(0),
     rchg: new Uint8Array(nrec + 2),
-    rindex: new Int32Array(nrec + 1),
-    hae: new Int32Array(nrec + 1),
+    rindex: new Int32Array(0),
+    hae: new Int32Array(0),
     nreff: 0,
     dstart: 0,
     dend: nrec - 1,
@@ -296,6 +293,12 @@ export function prepareEnv(recs1: Records, recs2: Records): XdEnv {
   xdf1.dstart = xdf2.dstart = head;
   xdf1.dend = xdf1.nrec - tail - 1;
   xdf2.dend = xdf2.nrec - tail - 1;
+  for (const xdf of [xdf1, xdf2]) {
+    const middle = xdf.dend - xdf.dstart + 1;
+    xdf.ha = new Int32Array(middle);
+    xdf.rindex = new Int32Array(middle + 1);
+    xdf.hae = new Int32Array(middle + 1);
+  }
 
   // Open addressing on the records' hashes: each slot holds a hash and its
   // class + 1, side by side, so a probe reads one place; a class keeps the
@@ -330,12 +333,12 @@ export function prepareEnv(recs1: Records, recs2: Records): XdEnv {
   for (let i = head; i <= xdf1.dend; i++) {
     const c = classOf(recs1, i, 1, true);
     len1[c] = (len1[c] as number) + 1;
-    xdf1.ha[i] = c;
+    xdf1.ha[i - head] = c;
   }
   for (let i = head; i <= xdf2.dend; i++) {
     const c = classOf(recs2, i, 2, true);
     len2[c] = (len2[c] as number) + 1;
-    xdf2.ha[i] = c;
+    xdf2.ha[i - head] = c;
   }
   // Both files hold every record of the shared ends.
   const countShared = (i: number): void => {
@@ -355,12 +358,12 @@ export function prepareEnv(recs1: Records, recs2: Records): XdEnv {
   const dis2 = new Uint8Array(xdf2.nrec + 1);
   let mlim = Math.min(bogosqrt(xdf1.nrec), XDL_MAX_EQLIMIT);
   for (i = xdf1.dstart; i <= xdf1.dend; i++) {
-    const nm = len2[at(xdf1.ha, i)] as number;
+    const nm = len2[at(xdf1.ha, i - head)] as number;
     dis1[i] = nm === 0 ? 0 : nm >= mlim ? 2 : 1;
   }
   mlim = Math.min(bogosqrt(xdf2.nrec), XDL_MAX_EQLIMIT);
   for (i = xdf2.dstart; i <= xdf2.dend; i++) {
-    const nm = len1[at(xdf2.ha, i)] as number;
+    const nm = len1[at(xdf2.ha, i - head)] as number;
     dis2[i] = nm === 0 ? 0 : nm >= mlim ? 2 : 1;
   }
   const keep = (xdf: XdFile, dis: Uint8Array): void => {
@@ -369,7 +372,7 @@ export function prepareEnv(recs1: Records, recs2: Records): XdEnv {
       const d = at(dis, j);
       if (d === 1 || (d === 2 && !cleanMmatch(dis, j, xdf.dstart, xdf.dend))) {
         xdf.rindex[nreff] = j;
-        xdf.hae[nreff] = at(xdf.ha, j);
+        xdf.hae[nreff] = at(xdf.ha, j - xdf.dstart);
         nreff++;
       } else {
         xdf.rchg[j + 1] = 1;
