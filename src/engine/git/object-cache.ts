@@ -102,10 +102,15 @@ export class ObjectCache {
    * kept. Synchronous: these are small, and awaiting each costs more.
    */
   async writeObject(type: "blob" | "tree" | "commit", content: Uint8Array): Promise<string> {
+    return this.writeLoose(type, content).oid;
+  }
+
+  /** writeObject, saying whether it wrote the object (false: it was there already). */
+  private writeLoose(type: "blob" | "tree" | "commit", content: Uint8Array): { oid: string; wrote: boolean } {
     const oid = objectId(type, content);
     const dir = join(this.gitdir, "objects", oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
-    if (fs.existsSync(file)) return oid;
+    if (fs.existsSync(file)) return { oid, wrote: false };
     const wrapped = wrapObject(type, content);
     const tmp = join(dir, `tmp-${this.randomId(8)}`);
     // Git's own level for loose objects (core.looseCompression: best speed):
@@ -119,7 +124,7 @@ export class ObjectCache {
       fs.writeFileSync(tmp, data);
     }
     fs.renameSync(tmp, file);
-    return oid;
+    return { oid, wrote: true };
   }
 
   /**
@@ -131,8 +136,9 @@ export class ObjectCache {
   private readonly written = new Map<string, Uint8Array>();
 
   async writeBlob(bytes: Uint8Array): Promise<string> {
-    const oid = await this.writeObject("blob", bytes);
-    this.written.set(oid, bytes);
+    const { oid, wrote } = this.writeLoose("blob", bytes);
+    // Only what this call wrote: an object that was there may be damaged, which a read must find.
+    if (wrote) this.written.set(oid, bytes);
     return oid;
   }
 
@@ -272,7 +278,10 @@ export class ObjectCache {
     const built = this.built.get(oid);
     if (built) return built;
     const written = this.written.get(oid);
-    if (written) return { type: "blob", object: written };
+    if (written) {
+      this.reader(); // catches up with the packs first, as every read does (forgetting trees they no longer vouch for)
+      return { type: "blob", object: written };
+    }
     if (!retried) {
       try {
         const fast = this.reader().read(oid);
@@ -350,6 +359,13 @@ export class ObjectCache {
       if (e instanceof MissingObjectError) return false;
       throw e;
     }
+  }
+
+  /** Whether a blob is over `limit` bytes: from its pack entry's header when it has one (nothing inflated), else read. */
+  async blobOver(oid: string, limit: number): Promise<boolean> {
+    const written = this.written.get(oid);
+    const size = written?.byteLength ?? this.reader().size(oid, limit + 1) ?? (await this.readBlob(oid)).byteLength;
+    return size > limit;
   }
 
   async readBlob(oid: string): Promise<Uint8Array> {
