@@ -147,5 +147,5 @@ export function decodeCommit(object: Uint8Array): { tree: string; parents: strin
 
 /** A blob's id computed in memory (no copy of the content): equality of content without writing objects. */
 export function blobId(bytes: Uint8Array): string {
-  return createHash("sha1").update(`blob ${bytes.byteLength}\0`).update(bytes).digest("hex");
+  return objectId("blob", bytes);
 }

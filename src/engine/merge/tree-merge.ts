@@ -34,7 +34,7 @@ export type KnownContents = Map<string, Uint8Array>;
 
 const NOTHING = new Uint8Array(0);
 
-async function text(git: ObjectCache, oid: string | undefined, known: KnownContents): Promise<Uint8Array> {
+async function contentOf(git: ObjectCache, oid: string | undefined, known: KnownContents): Promise<Uint8Array> {
   if (oid === undefined) return NOTHING;
   const bytes = known.get(oid) ?? (await git.readBlob(oid));
   // Accepted content was validated when it was committed; anything else is corrupt history.
@@ -77,7 +77,7 @@ export async function mergeTrees(
         merged = l;
         keptBeside.set(path, a);
       } else {
-        const out = mergeFile(how, await text(git, b, known), await text(git, l, known), await text(git, a, known));
+        const out = mergeFile(how, await contentOf(git, b, known), await contentOf(git, l, known), await contentOf(git, a, known));
         if (out.conflicts.length > 0) {
           conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
         }
