@@ -13,7 +13,6 @@ import type { OperationOutcome } from "../contract/results.ts";
 import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localBytes, localFailure, type OpenCheckout, openCheckout, privateStateMissing, pullRequired, scanLocal, withIgnoredCount } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
-import { decodeText } from "./merge/text.ts";
 import { findMarkerBlocks } from "./merge/xdiff/index.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { publishCommit } from "./publish-commit.ts";
@@ -49,8 +48,7 @@ async function refuseMarkers(checkout: OpenCheckout, baselineTree: FlatTree): Pr
   const files: ErrorFile[] = [];
   for (const [path, oid] of checkout.local) {
     if (baselineTree.get(path) === oid) continue;
-    const text = decodeText(await localBytes(checkout, path)) ?? "";
-    const ranges = findMarkerBlocks(text);
+    const ranges = findMarkerBlocks(await localBytes(checkout, path));
     if (ranges.length > 0) files.push({ path, reason: "UNRESOLVED_MARKERS", ranges });
   }
   if (files.length > 0) {

@@ -26,7 +26,7 @@ import { recoverInterrupted } from "./checkout/recovery.ts";
 import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
 import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
-import { scanNotebook } from "./checkout/scan.ts";
+import { MAX_FILE_BYTES, scanNotebook, tooBigAdvice } from "./checkout/scan.ts";
 import { HeldPaths } from "./checkout/ignored.ts";
 import { lineCount } from "./merge/diffstat.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
@@ -69,6 +69,12 @@ export interface EngineDeps extends Clock, RandomSource {
    * tests aimed at that read turn it off.
    */
   guessCurrent?: boolean;
+  /**
+   * The most a notebook file may hold, in bytes (checkout/scan.ts,
+   * MAX_FILE_BYTES, by default). Tests lower it to play a version that
+   * took bigger files than this one.
+   */
+  maxFileBytes?: number;
   /** When a commit compacts the pack list (compact.ts); false never does (tests of compaction itself). */
   compaction?: Partial<CompactionPolicy> | false;
   /**
@@ -187,6 +193,7 @@ export function pullRequired(lost: LostState | null, then: string): DomainError 
 function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
   return {
     pathSets: NO_PATH_SETS,
+    maxFileBytes: MAX_FILE_BYTES,
     compaction: {},
     guessCurrent: true,
     agent: () => DEFAULT_AGENT,
@@ -336,7 +343,7 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
   checkout.held = held ?? checkout.held ?? new HeldPaths(await baselineOrNothing(checkout));
   const takenMs = checkout.deps.now().getTime();
   const cache = useCache ? checkout.state.loadStatCache() : StatCache.empty();
-  const { files: scanned, ignored } = scanNotebook(checkout.dir, { known: cache.known, held: checkout.held });
+  const { files: scanned, ignored } = scanNotebook(checkout.dir, { known: cache.known, held: checkout.held, maxFileBytes: checkout.deps.maxFileBytes });
   checkout.ignored = ignored;
   const local: FlatTree = new Map();
   const contents = new Map<string, Uint8Array>();
@@ -365,6 +372,24 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
   if (!reread && changed === 0) return;
   cache.recordScan(scanned, local, takenMs);
   rememberOrSave(checkout, changed);
+}
+
+/**
+ * Files the accepted state would bring (new or changed since the baseline)
+ * that are over the most a notebook file may hold, which another tool or
+ * version published: refused by name before any is read or written, so
+ * nothing here changes (checkout/scan.ts refuses such a file of one's own).
+ */
+export async function refuseOversizeAccepted(checkout: OpenCheckout, baseline: FlatTree, accepted: FlatTree): Promise<void> {
+  const limit = checkout.deps.maxFileBytes;
+  const files: ErrorFile[] = [];
+  for (const [path, oid] of accepted) {
+    if (baseline.get(path) === oid) continue;
+    if (await checkout.git.blobOver(oid, limit)) files.push({ path, reason: "INVALID_CONTENT", ranges: [] });
+  }
+  if (files.length === 0) return;
+  const names = files.map((f) => f.path).join(", ");
+  throw new DomainError("INVALID_CONTENT", `The notebook holds files this checkout cannot take. ${tooBigAdvice(names, limit)} Nothing here was changed.`, { files });
 }
 
 /** An operation's outcome with how many entries its scan ignored, when any. */

@@ -9,7 +9,7 @@
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import type { Baseline } from "./checkout/state.ts";
-import { bringFiles, deadlinePassed, type OpenCheckout, sleepWithin } from "./engine.ts";
+import { bringFiles, deadlinePassed, type OpenCheckout, refuseOversizeAccepted, sleepWithin } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { conflictError } from "./merge/conflict.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
@@ -217,6 +217,7 @@ class Attempts {
     const { checkout, p } = this;
     const accepted = this.accepted!;
     await checkout.deps.onStage("merge");
+    await refuseOversizeAccepted(checkout, p.baselineTree, accepted.files);
     const merge = await mergeTrees(p.git, p.baselineTree, p.local, accepted.files, p.localContents);
     if (merge.conflicts.length > 0) {
       this.turn.end();

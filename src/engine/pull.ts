@@ -8,7 +8,7 @@ import type { DomainError } from "../contract/errors.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type AcceptedState, loadAcceptedState, readManifest, rememberAccepted } from "./publish/accepted-state.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
-import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, type OpenCheckout, openCheckout, scanLocal, withIgnoredCount } from "./engine.ts";
+import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, type OpenCheckout, openCheckout, refuseOversizeAccepted, scanLocal, withIgnoredCount } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees, type TreeMerge } from "./merge/tree-merge.ts";
@@ -44,6 +44,7 @@ async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean):
     const fetched = await fetchAccepted(checkout, attaching);
     await checkout.deps.onStage("merge");
     const { accepted, baselineTree } = await pullBase(checkout, fetched);
+    await refuseOversizeAccepted(checkout, baselineTree, accepted.files);
     await holdAccepted(checkout, baselineTree, accepted.files);
     const { backwards } = fetched;
     // Protected paths take the remote's side before the merge, so they never

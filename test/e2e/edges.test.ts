@@ -6,7 +6,7 @@
  * exit code, human output on stderr and the `--json` object.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
@@ -199,6 +199,25 @@ function deepTree(dir: string, depth: number, file: string): string {
 function removeDeep(dir: string): void {
   Bun.spawnSync(["rm", "-rf", dir]);
 }
+
+test("a file over 128 MiB is refused by name from its size, before it is read; the rest waits for the next commit", async () => {
+  const dir = join(root, "huge");
+  expect((await cli("pull", dir)).code).toBe(0);
+  // Sparse, so nothing is written; read, its NUL bytes would be refused with other words.
+  writeFileSync(join(dir, "huge.md"), "");
+  truncateSync(join(dir, "huge.md"), 128 * 1024 * 1024 + 1);
+  writeFileSync(join(dir, "small.md"), "small\n");
+  const r = await cli("commit", "-m", "huge", "--json", dir);
+  expect(r.code).toBe(EXIT_CODES.INVALID_REQUEST);
+  const e = JSON.parse(r.stdout);
+  expect([e.code, e.reason, e.action]).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES"]);
+  expect(e.files).toEqual([{ path: "huge.md", reason: "INVALID_CONTENT", ranges: [] }]);
+  expect(e.message).toBe("These files are over 128 MiB, the most a notebook file may hold: huge.md. Split them into smaller files, or delete them, then call again.");
+  rmSync(join(dir, "huge.md"));
+  const after = await cli("commit", "-m", "small", "--json", dir);
+  expect(after.code).toBe(0);
+  expect(JSON.parse(after.stdout).files).toEqual([{ path: "small.md", insertions: 1, deletions: 0 }]);
+});
 
 describe("paths too long for the file system are refused by name, never skipped", () => {
   test("a file whose absolute path is over 4,096 bytes", async () => {

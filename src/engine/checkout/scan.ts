@@ -16,7 +16,7 @@
  */
 import { lstatSync, readdirSync, readFileSync, type Stats } from "node:fs";
 import { DomainError, type ErrorFile } from "../../contract/errors.ts";
-import { decodeText } from "../merge/text.ts";
+import { isText } from "../merge/text.ts";
 import { IGNORE_FILE, type IgnoreRules } from "../patterns/ignore.ts";
 import { builtInRules, type HeldPaths, isRuleFile, NOTHING_HELD } from "./ignored.ts";
 
@@ -63,8 +63,23 @@ function isGitSegment(name: string): boolean {
   return name.length === 4 && name.toLowerCase() === ".git";
 }
 
+/**
+ * The most a notebook file may hold: 128 MiB. Merging one takes several
+ * times its size in memory (docs/performance.md, "Big files"), so a bigger
+ * file is refused by name, from its size, before it is read; and so is one
+ * the store holds (another tool or version wrote it), before it is read or
+ * written out.
+ */
+export const MAX_FILE_BYTES = 128 * 1024 * 1024;
+
+/** The message of a file over the limit (MAX_FILE_BYTES, but for tests), here or in the store. */
+export function tooBigAdvice(names: string, limit = MAX_FILE_BYTES): string {
+  const most = limit % (1024 * 1024) === 0 ? `${limit / (1024 * 1024)} MiB` : `${limit} bytes`;
+  return `These files are over ${most}, the most a notebook file may hold: ${names}. Split them into smaller files, or delete them, then call again.`;
+}
+
 /** Why an entry is refused: each kind has its own advice in the message. */
-type Violation = "content" | "unreadable" | "tooLong" | "reserved";
+type Violation = "content" | "unreadable" | "tooLong" | "reserved" | "tooBig";
 
 /**
  * The violation an errno stands for, or null for an entry that is simply
@@ -86,11 +101,12 @@ function accessViolation(cause: unknown): Violation | null {
   }
 }
 
-const ADVICE: Record<Violation, (names: string) => string> = {
+const ADVICE: Record<Violation, (names: string, maxFileBytes: number) => string> = {
   content: (names) => `The notebook holds UTF-8 text files only; these are not: ${names}. Delete or replace them, then call again.`,
   unreadable: (names) => `These cannot be read: ${names}. Make them readable (chmod u+rX) or delete them, then call again.`,
   tooLong: (names) =>
     `These paths are too long for the file system (over 4,096 bytes from /): ${names}. Move or rename them to a shorter path, or delete them, then call again.`,
+  tooBig: tooBigAdvice,
   reserved: (names) =>
     `These names are reserved for slivingdoc's temporary files (.slivingdoc-partial- and 16 hex digits): ${names}. Rename them, or delete them if they are leftovers, then call again.`,
 };
@@ -98,6 +114,7 @@ const ADVICE: Record<Violation, (names: string) => string> = {
 /** One scan under way: what it may skip reading, the files read so far, those ignored, and every violation, refused together at the end. */
 interface Scan {
   known: KnownFile;
+  maxFileBytes: number;
   ours: ReadonlySet<string>;
   held: HeldPaths;
   files: NotebookFiles;
@@ -116,6 +133,8 @@ export interface ScanOptions {
   ours?: ReadonlySet<string>;
   /** The files the notebook holds (the baseline's; on a pull, the accepted state's too): no ignore rule hides them. */
   held?: HeldPaths;
+  /** The most a file may hold (MAX_FILE_BYTES by default). */
+  maxFileBytes?: number;
 }
 
 export interface Scanned {
@@ -131,6 +150,7 @@ function bad(scan: Scan, path: string, why: Violation = "content"): void {
 export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
   const scan: Scan = {
     known: options.known ?? (() => null),
+    maxFileBytes: options.maxFileBytes ?? MAX_FILE_BYTES,
     ours: options.ours ?? new Set(),
     held: options.held ?? NOTHING_HELD,
     files: new Map(),
@@ -139,7 +159,7 @@ export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
   };
   if (!notebookExists(root)) return { files: scan.files, ignored: [] };
   walk(scan, root, "", builtInRules());
-  if (scan.invalid.length > 0) throw refusal(scan.invalid);
+  if (scan.invalid.length > 0) throw refusal(scan.invalid, scan.maxFileBytes);
   return { files: scan.files, ignored: scan.ignored };
 }
 
@@ -272,6 +292,10 @@ function entriesInPathOrder(scan: Scan, absDir: string, relDir: string, names: s
 
 /** A regular file: its blob id when the stat cache vouches for it, else its bytes, which must be text. */
 function scanFile(scan: Scan, abs: string, rel: string, st: Stats): void {
+  if (st.size > scan.maxFileBytes) {
+    bad(scan, rel, "tooBig");
+    return;
+  }
   const stamp = stampOf(st);
   const oid = scan.known(rel, stamp);
   if (oid !== null) {
@@ -287,14 +311,14 @@ function scanFile(scan: Scan, abs: string, rel: string, st: Stats): void {
     if (why !== null) bad(scan, rel, why);
     return;
   }
-  if (decodeText(bytes) === null) bad(scan, rel);
+  if (!isText(bytes)) bad(scan, rel);
   else scan.files.set(rel, { stamp, oid: null, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
 }
 
 /** Every violation found, by path, each kind once with its advice. */
-function refusal(invalid: Array<ErrorFile & { why: Violation }>): DomainError {
+function refusal(invalid: Array<ErrorFile & { why: Violation }>, maxFileBytes: number): DomainError {
   invalid.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const kinds = (Object.keys(ADVICE) as Violation[]).filter((why) => invalid.some((f) => f.why === why));
-  const message = kinds.map((why) => ADVICE[why](invalid.filter((f) => f.why === why).map((f) => f.path).join(", "))).join(" ");
+  const message = kinds.map((why) => ADVICE[why](invalid.filter((f) => f.why === why).map((f) => f.path).join(", "), maxFileBytes)).join(" ");
   return new DomainError("INVALID_CONTENT", message, { files: invalid.map(({ path, reason, ranges }) => ({ path, reason, ranges })) });
 }

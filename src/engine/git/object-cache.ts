@@ -25,7 +25,7 @@ import { join } from "node:path";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
 import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
-import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, sha1Hex, type TreeEntry, wrapObject } from "./objects.ts";
+import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, type TreeEntry, wrapObject } from "./objects.ts";
 import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
@@ -46,6 +46,9 @@ async function isomorphicGit(): Promise<typeof import("isomorphic-git").default>
 }
 
 export type { BuiltTree, FlatTree, ReadTree };
+
+/** zlib's best speed, git's default for loose objects. */
+const LOOSE_LEVEL = 1;
 
 function copyOf(read: ReadTree): ReadTree {
   return { tree: read.tree, trees: new Set(read.trees), dirs: new Map(read.dirs), files: new Map(read.files) };
@@ -99,13 +102,20 @@ export class ObjectCache {
    * kept. Synchronous: these are small, and awaiting each costs more.
    */
   async writeObject(type: "blob" | "tree" | "commit", content: Uint8Array): Promise<string> {
-    const wrapped = wrapObject(type, content);
-    const oid = sha1Hex(wrapped);
+    return this.writeLoose(type, content).oid;
+  }
+
+  /** writeObject, saying whether it wrote the object (false: it was there already). */
+  private writeLoose(type: "blob" | "tree" | "commit", content: Uint8Array): { oid: string; wrote: boolean } {
+    const oid = objectId(type, content);
     const dir = join(this.gitdir, "objects", oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
-    if (fs.existsSync(file)) return oid;
+    if (fs.existsSync(file)) return { oid, wrote: false };
+    const wrapped = wrapObject(type, content);
     const tmp = join(dir, `tmp-${this.randomId(8)}`);
-    const data = zlib().deflateSync(wrapped);
+    // Git's own level for loose objects (core.looseCompression: best speed):
+    // the default level takes ten times as long on a big file.
+    const data = zlib().deflateSync(wrapped, { level: LOOSE_LEVEL });
     try {
       fs.writeFileSync(tmp, data);
     } catch (e) {
@@ -114,11 +124,22 @@ export class ObjectCache {
       fs.writeFileSync(tmp, data);
     }
     fs.renameSync(tmp, file);
-    return oid;
+    return { oid, wrote: true };
   }
 
-  writeBlob(bytes: Uint8Array): Promise<string> {
-    return this.writeObject("blob", bytes);
+  /**
+   * Blobs written by this open checkout (one call), kept as written: the
+   * merged file a commit writes is packed, written to the visible file and
+   * counted for the diffstat in the same call, and a big one would otherwise
+   * be inflated again for each (a 100 MB file, a second or more each time).
+   */
+  private readonly written = new Map<string, Uint8Array>();
+
+  async writeBlob(bytes: Uint8Array): Promise<string> {
+    const { oid, wrote } = this.writeLoose("blob", bytes);
+    // Only what this call wrote: an object that was there may be damaged, which a read must find.
+    if (wrote) this.written.set(oid, bytes);
+    return oid;
   }
 
   /**
@@ -256,6 +277,11 @@ export class ObjectCache {
   async find(oid: string, retried = false): Promise<GitObject | null> {
     const built = this.built.get(oid);
     if (built) return built;
+    const written = this.written.get(oid);
+    if (written) {
+      this.reader(); // catches up with the packs first, as every read does (forgetting trees they no longer vouch for)
+      return { type: "blob", object: written };
+    }
     if (!retried) {
       try {
         const fast = this.reader().read(oid);
@@ -293,7 +319,7 @@ export class ObjectCache {
    * inflating and deflating again); anything else is read and deflated.
    */
   async packEntry(oid: string): Promise<Buffer | null> {
-    const raw = this.built.has(oid) ? null : this.reader().entry(oid);
+    const raw = this.built.has(oid) || this.written.has(oid) ? null : this.reader().entry(oid);
     if (raw) return raw;
     const object = await this.find(oid);
     return object === null ? null : packEntry(object.type, Buffer.from(object.object));
@@ -333,6 +359,13 @@ export class ObjectCache {
       if (e instanceof MissingObjectError) return false;
       throw e;
     }
+  }
+
+  /** Whether a blob is over `limit` bytes: from its pack entry's header when it has one (nothing inflated), else read. */
+  async blobOver(oid: string, limit: number): Promise<boolean> {
+    const written = this.written.get(oid);
+    const size = written?.byteLength ?? this.reader().size(oid, limit + 1) ?? (await this.readBlob(oid)).byteLength;
+    return size > limit;
   }
 
   async readBlob(oid: string): Promise<Uint8Array> {
@@ -417,6 +450,11 @@ export class ObjectCache {
       const built = this.built.get(oid);
       if (built) {
         entries.push(packEntry(built.type, built.object));
+        continue;
+      }
+      const written = this.written.get(oid);
+      if (written) {
+        entries.push(packEntry("blob", Buffer.from(written.buffer, written.byteOffset, written.byteLength)));
         continue;
       }
       const raw = reader.entry(oid);

@@ -36,8 +36,9 @@ export function sha1Hex(data: Uint8Array): string {
   return createHash("sha1").update(data).digest("hex");
 }
 
+/** The id, hashed from the header and the content in turn: no copy of a big content. */
 export function objectId(type: string, content: Uint8Array): string {
-  return sha1Hex(wrapObject(type, content));
+  return createHash("sha1").update(`${type} ${content.byteLength}\0`).update(content).digest("hex");
 }
 
 /** A loose object, inflated: split its header from its content; null when malformed. */
@@ -146,5 +147,5 @@ export function decodeCommit(object: Uint8Array): { tree: string; parents: strin
 
 /** A blob's id computed in memory (no copy of the content): equality of content without writing objects. */
 export function blobId(bytes: Uint8Array): string {
-  return createHash("sha1").update(`blob ${bytes.byteLength}\0`).update(bytes).digest("hex");
+  return objectId("blob", bytes);
 }

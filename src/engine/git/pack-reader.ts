@@ -107,6 +107,22 @@ export class PackReader {
     return entryHeader(buf, 0).type !== "" ? buf : null;
   }
 
+  /**
+   * The size of a packed, undeltified object from its entry's header,
+   * without inflating it; null otherwise. `atLeast`: below that, an entry
+   * too short to inflate to it (zlib expands at most 1032 to 1) answers 0
+   * unread, so asking about many small files costs no reads.
+   */
+  size(oid: string, atLeast = 0): number | null {
+    const at = this.index().get(oid);
+    if (!at) return null;
+    if ((at.end - at.offset) * 1032 < atLeast) return 0;
+    const head = Buffer.alloc(Math.min(16, at.end - at.offset));
+    fs.readSync(at.fd, head, 0, head.length, at.offset);
+    const { type, size } = entryHeader(head, 0);
+    return type !== "" ? size : null;
+  }
+
   /** The object, from a pack or a loose file; null when absent or deltified. Throws on a corrupt entry. */
   read(oid: string): { type: string; object: Buffer } | null {
     const buf = this.entry(oid);

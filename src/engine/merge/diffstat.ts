@@ -1,7 +1,6 @@
 /** Per-file line counts between two trees, as `git diff --numstat` would count them. */
 import type { FileStat } from "../../contract/results.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
-import { decodeText } from "./text.ts";
 import { diffFlatTrees } from "./tree-diff.ts";
 import { diffStat } from "./xdiff/index.ts";
 
@@ -13,12 +12,14 @@ export function lineCount(bytes: Uint8Array): number {
   return buf.length > 0 && buf[buf.length - 1] !== 10 ? n + 1 : n;
 }
 
+const NOTHING = new Uint8Array(0);
+
 /**
  * `lines`: line counts of blobs already known (a pull counts the files it
  * writes), so a file added on one side is not read back just to count them.
  */
 export async function treeDiffStat(git: ObjectCache, from: FlatTree, to: FlatTree, lines: Map<string, number> = new Map()): Promise<FileStat[]> {
-  const read = async (oid: string | null) => (oid === null ? "" : (decodeText(await git.readBlob(oid)) ?? ""));
+  const read = async (oid: string | null) => (oid === null ? NOTHING : await git.readBlob(oid));
   const stats: FileStat[] = [];
   // Only the paths that differ: most calls change a few files of many.
   for (const { path, before, after } of diffFlatTrees(from, to)) {

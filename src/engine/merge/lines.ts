@@ -34,7 +34,7 @@
  * Either side's line is thus always in the result, applied or inside a
  * conflict block; nothing is dropped.
  */
-import { lineHunks, type LineHunk, type LineRange, MARKER_LABELS, mergeText } from "./xdiff/index.ts";
+import { lineHunks, type LineHunk, type LineRange, MARKER_LABELS, mergeBytes, mergeText } from "./xdiff/index.ts";
 
 interface Change extends LineHunk {
   side: "local" | "accepted" | "both";
@@ -148,6 +148,22 @@ function lineEnding(...texts: string[]): string {
 export function linesMergeText(baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
   const text = mergeText(baseline, local, accepted);
   if (text.conflicts.length === 0) return text;
+  return perLineMerge(baseline, local, accepted);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** linesMergeText on bytes: git's merge where it is clean, which needs no text at all. */
+export function linesMergeBytes(baseline: Uint8Array, local: Uint8Array, accepted: Uint8Array): { bytes: Uint8Array; conflicts: LineRange[] } {
+  const merged = mergeBytes(baseline, local, accepted);
+  if (merged.conflicts.length === 0) return merged;
+  const text = perLineMerge(decoder.decode(baseline), decoder.decode(local), decoder.decode(accepted));
+  return { bytes: encoder.encode(text.text), conflicts: text.conflicts };
+}
+
+/* Rules 2 to 5, where git's text merge conflicts. */
+function perLineMerge(baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
   const ours = lineHunks(baseline, local);
   const theirs = lineHunks(baseline, accepted);
   const base = ours.lines;

@@ -18,11 +18,11 @@
  */
 import type { ErrorFile } from "../../contract/errors.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
-import { linesMergeText } from "./lines.ts";
+import { linesMergeBytes } from "./lines.ts";
 import type { MergePolicy } from "./policy.ts";
-import { decodeText, encodeText } from "./text.ts";
+import { isText } from "./text.ts";
 import { policyOfTree } from "./tree-policy.ts";
-import { type LineRange, mergeText, unionMergeText } from "./xdiff/index.ts";
+import { type LineRange, mergeBytes, unionMergeBytes } from "./xdiff/index.ts";
 
 export interface TreeMerge {
   result: FlatTree;
@@ -32,12 +32,14 @@ export interface TreeMerge {
 /** Blob contents already in memory (the visible files just scanned), by id. */
 export type KnownContents = Map<string, Uint8Array>;
 
-async function text(git: ObjectCache, oid: string | undefined, known: KnownContents): Promise<string> {
-  if (oid === undefined) return "";
-  const decoded = decodeText(known.get(oid) ?? (await git.readBlob(oid)));
+const NOTHING = new Uint8Array(0);
+
+async function contentOf(git: ObjectCache, oid: string | undefined, known: KnownContents): Promise<Uint8Array> {
+  if (oid === undefined) return NOTHING;
+  const bytes = known.get(oid) ?? (await git.readBlob(oid));
   // Accepted content was validated when it was committed; anything else is corrupt history.
-  if (decoded === null) throw new Error("stored blob is not UTF-8 text");
-  return decoded;
+  if (!isText(bytes)) throw new Error("stored blob is not UTF-8 text");
+  return bytes;
 }
 
 /** `policy`: each path's merge policy; by default the one the accepted tree's `.gitattributes` give it (tree-policy.ts). */
@@ -75,12 +77,12 @@ export async function mergeTrees(
         merged = l;
         keptBeside.set(path, a);
       } else {
-        const out = mergeFile(how, await text(git, b, known), await text(git, l, known), await text(git, a, known));
+        const out = mergeFile(how, await contentOf(git, b, known), await contentOf(git, l, known), await contentOf(git, a, known));
         if (out.conflicts.length > 0) {
           conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
         }
         // A clean merge of a deletion with nothing left is a deletion.
-        merged = out.text === "" && !bothPresent && out.conflicts.length === 0 ? undefined : await git.writeBlob(encodeText(out.text));
+        merged = out.bytes.length === 0 && !bothPresent && out.conflicts.length === 0 ? undefined : await git.writeBlob(out.bytes);
       }
     }
     if (merged !== undefined) result.set(path, merged);
@@ -91,10 +93,10 @@ export async function mergeTrees(
   return { result, conflicts: list };
 }
 
-function mergeFile(how: MergePolicy, baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
-  if (how === "union") return { text: unionMergeText(baseline, local, accepted), conflicts: [] };
-  if (how === "lines") return linesMergeText(baseline, local, accepted);
-  return mergeText(baseline, local, accepted);
+function mergeFile(how: MergePolicy, baseline: Uint8Array, local: Uint8Array, accepted: Uint8Array): { bytes: Uint8Array; conflicts: LineRange[] } {
+  if (how === "union") return { bytes: unionMergeBytes(baseline, local, accepted), conflicts: [] };
+  if (how === "lines") return linesMergeBytes(baseline, local, accepted);
+  return mergeBytes(baseline, local, accepted);
 }
 
 export function sameTree(a: FlatTree, b: FlatTree): boolean {

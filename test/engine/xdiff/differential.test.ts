@@ -103,12 +103,14 @@ const KINDS = [
   "code",
   "big",
   "huge",
+  "sharedEnds",
 ] as const;
 
 function makeCase(g: Gen, index: number): Case {
   // Large cases are slow to generate and to diff, so keep them rare.
-  const kind = index % 320 === 159 ? "huge" : index % 40 === 39 ? "big" : g.pick(KINDS.filter((k) => k !== "big" && k !== "huge"));
+  const kind = index % 320 === 159 ? "huge" : index % 40 === 39 ? "big" : index % 8 === 5 ? "sharedEnds" : g.pick(KINDS.filter((k) => k !== "big" && k !== "huge" && k !== "sharedEnds"));
   if (kind === "huge") return hugeCase(g);
+  if (kind === "sharedEnds") return sharedEndsCase(g);
   const alphabet = g.chance(0.5) ? SMALL : WIDE;
   const eol: Eol = kind === "crlf" ? "crlf" : g.pick<Eol>(["lf", "lf", "lf", "crlf", "mixed"]);
   let baseLines = randomLines(g, kind === "big" ? g.range(300, 1500) : g.range(0, 24), alphabet, eol);
@@ -287,6 +289,27 @@ function hugeCase(g: Gen): Case {
   const ours = rewrite(g.range(5, 10) / 100, g.range(22, 40));
   const theirs = rewrite(0.01, g.range(5, 30));
   return { kind: "huge", base: base.join(""), ours: ours.join(""), theirs: theirs.join("") };
+}
+
+/*
+ * Edits only between long ends the three files share, which the diff trims
+ * before it classifies lines: the ends repeat the middle's lines (few
+ * distinct ones), so how often a line occurs over the whole file — which
+ * decides what xdiff discards — depends on the ends too.
+ */
+function sharedEndsCase(g: Gen): Case {
+  const alphabet = g.chance(0.5) ? SMALL : WIDE;
+  const eol: Eol = g.pick<Eol>(["lf", "lf", "crlf", "mixed"]);
+  const head = randomLines(g, g.range(0, 300), alphabet, eol);
+  const tail = randomLines(g, g.range(0, 300), alphabet, eol);
+  const middle = randomLines(g, g.range(0, 30), alphabet, eol);
+  const side = (): string[] => {
+    const doc: Doc = { lines: middle.slice(), eol };
+    for (let k = g.range(0, 5); k > 0; k--) edit(g, doc, alphabet);
+    return [...head, ...doc.lines, ...tail];
+  };
+  const fnl = () => !g.chance(0.15);
+  return { kind: "sharedEnds", base: render([...head, ...middle, ...tail], fnl()), ours: render(side(), fnl()), theirs: render(side(), fnl()) };
 }
 
 async function gitMergeFile(dir: string, env: Record<string, string>): Promise<{ out: string; code: number }> {

@@ -11,7 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { diffScript, splitLines, type XdChange } from "../../../src/engine/merge/xdiff/diff.ts";
+import { diffScript, splitRecords, type XdChange } from "../../../src/engine/merge/xdiff/diff.ts";
 import { mulberry32, isolatedGitEnv } from "../../support/seeded.ts";
 
 const SEED = Number(process.env.XDIFF_SEED ?? 0x5eed2390);
@@ -116,7 +116,7 @@ describe("diff script agrees with git diff -U0", () => {
         writeFileSync(join(root, "a"), a);
         writeFileSync(join(root, "b"), b);
         const want = gitScript(root, env);
-        const got = diffScript(splitLines(a), splitLines(b)).script.map(({ i1, i2, chg1, chg2 }) => ({ i1, i2, chg1, chg2 }));
+        const got = diffScript(splitRecords(Buffer.from(a)), splitRecords(Buffer.from(b))).script.map(({ i1, i2, chg1, chg2 }) => ({ i1, i2, chg1, chg2 }));
         if (JSON.stringify(got) !== JSON.stringify(want)) {
           const small = a.length + b.length < 4000;
           failures.push({ seed: SEED, pair: i, kind: p.kind, ...(small ? { a, b, want, got } : { hunks: [want.length, got.length] }) });

@@ -11,15 +11,25 @@
  * (whitespace flags, patience/histogram, the indent heuristic).
  *
  * Records are the file's lines including their "\n" (a last line may lack
- * it). Two records are equal exactly when their text is equal, which is what
- * xdl_recmatch does with no whitespace flags; a JS string compares equal iff
- * its UTF-8 bytes do.
+ * it), kept as git keeps them: offsets into the file's one buffer, each
+ * hashed once, never copied into strings of their own — a 100 MB file is
+ * over a million lines. Two records are equal exactly when their bytes are,
+ * which is what xdl_recmatch does with no whitespace flags.
  */
 
+/** A file's records: record i is buf[start[i], start[i + 1]); hash[i] a hash of its bytes. */
+export interface Records {
+  buf: Uint8Array;
+  /** n + 1 offsets into buf. */
+  start: Uint32Array;
+  hash: Int32Array;
+  n: number;
+}
+
 export interface XdFile {
-  recs: string[];
+  recs: Records;
   nrec: number;
-  /* Equivalence class of each record, like `rec->ha` after classification. */
+  /* Equivalence class of each record between the trimmed ends, like `rec->ha` after classification: record i at ha[i - dstart]. */
   ha: Int32Array;
   /* Change marks with one guard slot on each side: record i is rchg[i + 1]. */
   rchg: Uint8Array;
@@ -54,21 +64,81 @@ const XDL_LINE_MAX = 0x7fffffff;
 const XDL_SNAKE_CNT = 20;
 const XDL_K_HEUR = 4;
 
-/* Splits like xdl_hash_record: each record runs up to and including "\n". */
-export function splitLines(text: string): string[] {
-  const out: string[] = [];
-  const n = text.length;
-  let start = 0;
-  while (start < n) {
-    const nl = text.indexOf("\n", start);
-    if (nl < 0) {
-      out.push(text.slice(start));
-      break;
+/*
+ * Splits like xdl_hash_record: each record runs up to and including "\n".
+ * Finding each end is the runtime's search; the hash reads the record four
+ * bytes at a time. Any hash will do: equal hashes are confirmed byte by byte.
+ */
+export function splitRecords(buf: Uint8Array): Records {
+  const len = buf.length;
+  let lines = 0;
+  for (let nl = buf.indexOf(10); nl >= 0; nl = buf.indexOf(10, nl + 1)) lines++;
+  if (len > 0 && buf[len - 1] !== 10) lines++;
+  const start = new Uint32Array(lines + 1);
+  const hash = new Int32Array(lines);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  let n = 0;
+  for (let pos = 0; pos < len; n++) {
+    const nl = buf.indexOf(10, pos);
+    const end = nl < 0 ? len : nl + 1;
+    // MurmurHash3's 32-bit body and finish.
+    let h = end - pos;
+    let i = pos;
+    for (; i + 4 <= end; i += 4) {
+      let k = Math.imul(view.getInt32(i, true), 0xcc9e2d51);
+      k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
+      h ^= k;
+      h = (Math.imul((h << 13) | (h >>> 19), 5) + 0xe6546b64) | 0;
     }
-    out.push(text.slice(start, nl + 1));
-    start = nl + 1;
+    let k = 0;
+    for (let shift = 0; i < end; i++, shift += 8) k |= (buf[i] as number) << shift;
+    k = Math.imul(k, 0xcc9e2d51);
+    h ^= Math.imul((k << 15) | (k >>> 17), 0x1b873593);
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    start[n] = pos;
+    hash[n] = h ^ (h >>> 16);
+    pos = end;
   }
-  return out;
+  start[n] = len;
+  return { buf, start, hash, n };
+}
+
+/* Records [i, i + count) of `r`, as records of their own (views, no copy). */
+export function subRecords(r: Records, i: number, count: number): Records {
+  return { buf: r.buf, start: r.start.subarray(i, i + count + 1), hash: r.hash.subarray(i, i + count), n: count };
+}
+
+/* Whether record i of `a` and record j of `b` hold the same bytes. */
+export function recEqual(a: Records, i: number, b: Records, j: number): boolean {
+  if (a.hash[i] !== b.hash[j]) return false;
+  const as = a.start[i] as number;
+  const bs = b.start[j] as number;
+  const size = (a.start[i + 1] as number) - as;
+  if ((b.start[j + 1] as number) - bs !== size) return false;
+  const x = a.buf;
+  const y = b.buf;
+  if (x === y && as === bs) return true;
+  for (let k = 0; k < size; k++) if (x[as + k] !== y[bs + k]) return false;
+  return true;
+}
+
+/* The bytes of records [i, i + count), a view. */
+export function recBytes(r: Records, i: number, count = 1): Uint8Array {
+  return r.buf.subarray(r.start[i], r.start[i + count]);
+}
+
+/* Whether record i ends in "\n" (only a file's last record may not). */
+export function recEndsInNewline(r: Records, i: number): boolean {
+  const end = r.start[i + 1] as number;
+  return end > (r.start[i] as number) && r.buf[end - 1] === 10;
+}
+
+const textDecoder = new TextDecoder();
+
+/* Record i as text, for the few callers that print records one by one. */
+export function recText(r: Records, i: number): string {
+  return textDecoder.decode(recBytes(r, i));
 }
 
 export function bogosqrt(n: number): number {
@@ -77,15 +147,16 @@ export function bogosqrt(n: number): number {
   return i;
 }
 
-function newFile(recs: string[]): XdFile {
-  const nrec = recs.length;
+function newFile(recs: Records): XdFile {
+  const nrec = recs.n;
   return {
     recs,
     nrec,
-    ha: new Int32Array(nrec),
+    // Sized to the records between the trimmed ends, once they are known (prepareEnv).
+    ha: new Int32Array(0),
     rchg: new Uint8Array(nrec + 2),
-    rindex: new Int32Array(nrec + 1),
-    hae: new Int32Array(nrec + 1),
+    rindex: new Int32Array(0),
+    hae: new Int32Array(0),
     nreff: 0,
     dstart: 0,
     dend: nrec - 1,
@@ -128,57 +199,171 @@ function cleanMmatch(dis: Uint8Array, i: number, s: number, e: number): boolean 
   return rpdis1 * XDL_KPDIS_RUN < rpdis1 + rdis1;
 }
 
-/* xdl_prepare_env: classify records, trim common ends, discard unmatched lines. */
-export function prepareEnv(recs1: string[], recs2: string[]): XdEnv {
+/*
+ * xdl_trim_ends: how many records the files share at their start, and then
+ * at their end. Found on bytes by the runtime's comparison, then mapped to
+ * records: below the first differing byte the files split into the same
+ * records, and so do they above the last one, counted from the end.
+ */
+function commonEnds(recs1: Records, recs2: Records): { head: number; tail: number } {
+  // The records' span of their buffers (a part of a file, when refining a conflict).
+  const a = recBytes(recs1, 0, recs1.n);
+  const b = recBytes(recs2, 0, recs2.n);
+  const min = Math.min(a.length, b.length);
+  const d = firstDifference(a, b, min);
+  let head: number;
+  if (d === min && a.length === b.length) {
+    head = recs1.n;
+  } else {
+    // The records that end by d, less a last one without its "\n" (the other file's goes on).
+    head = recordsEndingBy(recs1, (recs1.start[0] as number) + d);
+    if (head > 0 && !recEndsInNewline(recs1, head - 1)) head--;
+  }
+  const same = commonSuffix(a, b, min);
+  const lim = Math.min(recs1.n, recs2.n) - head;
+  const end1 = recs1.start[recs1.n] as number;
+  const end2 = recs2.start[recs2.n] as number;
+  let tail = 0;
+  for (; tail < lim; tail++) {
+    const from1 = end1 - (recs1.start[recs1.n - 1 - tail] as number);
+    if (from1 > same || from1 !== end2 - (recs2.start[recs2.n - 1 - tail] as number)) break;
+  }
+  return { head, tail };
+}
+
+const CHUNK = 1 << 16;
+
+function asBuffer(x: Uint8Array): Buffer {
+  return Buffer.from(x.buffer, x.byteOffset, x.byteLength);
+}
+
+/* The offset of the first byte where `a` and `b` differ, or `min` (the shorter length). */
+function firstDifference(a: Uint8Array, b: Uint8Array, min: number): number {
+  const A = asBuffer(a);
+  const B = asBuffer(b);
+  for (let lo = 0; lo < min; lo += CHUNK) {
+    const hi = Math.min(min, lo + CHUNK);
+    if (A.compare(B, lo, hi, lo, hi) === 0) continue;
+    for (let i = lo; i < hi; i++) if (a[i] !== b[i]) return i;
+  }
+  return min;
+}
+
+/* How many bytes `a` and `b` share at their end, at most `min`. */
+function commonSuffix(a: Uint8Array, b: Uint8Array, min: number): number {
+  const A = asBuffer(a);
+  const B = asBuffer(b);
+  const da = a.length - min;
+  const db = b.length - min;
+  for (let hi = min; hi > 0; hi -= CHUNK) {
+    const lo = Math.max(0, hi - CHUNK);
+    if (A.compare(B, db + lo, db + hi, da + lo, da + hi) === 0) continue;
+    for (let i = hi - 1; i >= lo; i--) if (a[da + i] !== b[db + i]) return min - 1 - i;
+  }
+  return min;
+}
+
+/* How many records end at or before offset `d` of their buffer. */
+function recordsEndingBy(recs: Records, d: number): number {
+  let lo = 0;
+  let hi = recs.n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((recs.start[mid + 1] as number) <= d) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/*
+ * xdl_prepare_env: classify records, trim common ends, discard unmatched
+ * lines. The ends are trimmed first (git trims after classifying every
+ * record), so only the records between them get classes: a big file with a
+ * small change classifies a few records, not a million. What git's
+ * classification gives the rest is kept exactly: the counts of each class
+ * over the whole of each file (xdl_classify_record's len1/len2), which
+ * decide what xdl_cleanup_records discards, add the occurrences in the
+ * shared ends, and records outside the middle are compared by their bytes
+ * where git compares their classes (the sliding of groups).
+ */
+export function prepareEnv(recs1: Records, recs2: Records): XdEnv {
   const xdf1 = newFile(recs1);
   const xdf2 = newFile(recs2);
-
-  // The classifier counts occurrences over the whole of each file, before
-  // trimming, exactly as xdl_classify_record's len1/len2 do.
-  const classes = new Map<string, number>();
-  const len1: number[] = [];
-  const len2: number[] = [];
-  const classify = (xdf: XdFile, pass: 1 | 2): void => {
-    for (let i = 0; i < xdf.nrec; i++) {
-      const line = xdf.recs[i] as string;
-      let idx = classes.get(line);
-      if (idx === undefined) {
-        idx = len1.length;
-        classes.set(line, idx);
-        len1.push(0);
-        len2.push(0);
-      }
-      if (pass === 1) len1[idx] = (len1[idx] as number) + 1;
-      else len2[idx] = (len2[idx] as number) + 1;
-      xdf.ha[i] = idx;
-    }
-  };
-  classify(xdf1, 1);
-  classify(xdf2, 2);
-
-  // xdl_trim_ends
-  const lim0 = Math.min(xdf1.nrec, xdf2.nrec);
-  let i = 0;
-  for (; i < lim0; i++) if (at(xdf1.ha, i) !== at(xdf2.ha, i)) break;
-  xdf1.dstart = xdf2.dstart = i;
-  const lim = lim0 - i;
-  for (i = 0; i < lim; i++) {
-    if (at(xdf1.ha, xdf1.nrec - 1 - i) !== at(xdf2.ha, xdf2.nrec - 1 - i)) break;
+  const { head, tail } = commonEnds(recs1, recs2);
+  xdf1.dstart = xdf2.dstart = head;
+  xdf1.dend = xdf1.nrec - tail - 1;
+  xdf2.dend = xdf2.nrec - tail - 1;
+  for (const xdf of [xdf1, xdf2]) {
+    const middle = xdf.dend - xdf.dstart + 1;
+    xdf.ha = new Int32Array(middle);
+    xdf.rindex = new Int32Array(middle + 1);
+    xdf.hae = new Int32Array(middle + 1);
   }
-  xdf1.dend = xdf1.nrec - i - 1;
-  xdf2.dend = xdf2.nrec - i - 1;
+
+  // Open addressing on the records' hashes: each slot holds a hash and its
+  // class + 1, side by side, so a probe reads one place; a class keeps the
+  // record that opened it, to confirm a matching hash byte for byte.
+  const most = xdf1.dend - head + 1 + (xdf2.dend - head + 1);
+  let size = 16;
+  while (size < 2 * most) size *= 2;
+  const mask = size - 1;
+  const slots = new Int32Array(2 * size);
+  const firstFile = new Uint8Array(most);
+  const firstRec = new Int32Array(most);
+  const len1 = new Int32Array(most);
+  const len2 = new Int32Array(most);
+  let classes = 0;
+  /* The class of record i of `recs`, or -1; `open` adds a new one. */
+  const classOf = (recs: Records, i: number, pass: 1 | 2, open: boolean): number => {
+    const h = recs.hash[i] as number;
+    let slot = h & mask;
+    for (;;) {
+      const c = slots[2 * slot + 1] as number;
+      if (c === 0) break;
+      if (slots[2 * slot] === h && recEqual(firstFile[c - 1] === 1 ? recs1 : recs2, firstRec[c - 1] as number, recs, i)) return c - 1;
+      slot = (slot + 1) & mask;
+    }
+    if (!open) return -1;
+    slots[2 * slot] = h;
+    slots[2 * slot + 1] = classes + 1;
+    firstFile[classes] = pass;
+    firstRec[classes] = i;
+    return classes++;
+  };
+  for (let i = head; i <= xdf1.dend; i++) {
+    const c = classOf(recs1, i, 1, true);
+    len1[c] = (len1[c] as number) + 1;
+    xdf1.ha[i - head] = c;
+  }
+  for (let i = head; i <= xdf2.dend; i++) {
+    const c = classOf(recs2, i, 2, true);
+    len2[c] = (len2[c] as number) + 1;
+    xdf2.ha[i - head] = c;
+  }
+  // Both files hold every record of the shared ends.
+  const countShared = (i: number): void => {
+    const c = classOf(recs1, i, 1, false);
+    if (c < 0) return;
+    len1[c] = (len1[c] as number) + 1;
+    len2[c] = (len2[c] as number) + 1;
+  };
+  if (classes > 0) {
+    for (let i = 0; i < head; i++) countShared(i);
+    for (let i = xdf1.dend + 1; i < xdf1.nrec; i++) countShared(i);
+  }
+  let i: number;
 
   // xdl_cleanup_records
   const dis1 = new Uint8Array(xdf1.nrec + 1);
   const dis2 = new Uint8Array(xdf2.nrec + 1);
   let mlim = Math.min(bogosqrt(xdf1.nrec), XDL_MAX_EQLIMIT);
   for (i = xdf1.dstart; i <= xdf1.dend; i++) {
-    const nm = len2[at(xdf1.ha, i)] as number;
+    const nm = len2[at(xdf1.ha, i - head)] as number;
     dis1[i] = nm === 0 ? 0 : nm >= mlim ? 2 : 1;
   }
   mlim = Math.min(bogosqrt(xdf2.nrec), XDL_MAX_EQLIMIT);
   for (i = xdf2.dstart; i <= xdf2.dend; i++) {
-    const nm = len1[at(xdf2.ha, i)] as number;
+    const nm = len1[at(xdf2.ha, i - head)] as number;
     dis2[i] = nm === 0 ? 0 : nm >= mlim ? 2 : 1;
   }
   const keep = (xdf: XdFile, dis: Uint8Array): void => {
@@ -187,7 +372,7 @@ export function prepareEnv(recs1: string[], recs2: string[]): XdEnv {
       const d = at(dis, j);
       if (d === 1 || (d === 2 && !cleanMmatch(dis, j, xdf.dstart, xdf.dend))) {
         xdf.rindex[nreff] = j;
-        xdf.hae[nreff] = at(xdf.ha, j);
+        xdf.hae[nreff] = at(xdf.ha, j - xdf.dstart);
         nreff++;
       } else {
         xdf.rchg[j + 1] = 1;
@@ -438,7 +623,7 @@ function recsCmp(env: XdEnv, kvd: Int32Array, fo: number, bo: number, mxcost: nu
 }
 
 /* xdl_do_diff for the Myers algorithm without XDF_NEED_MINIMAL. */
-export function doDiff(recs1: string[], recs2: string[]): XdEnv {
+export function doDiff(recs1: Records, recs2: Records): XdEnv {
   const env = prepareEnv(recs1, recs2);
   const ndiags = env.xdf1.nreff + env.xdf2.nreff + 3;
   const kvd = new Int32Array(2 * ndiags + 2);
@@ -478,7 +663,7 @@ function groupPrevious(xdf: XdFile, g: Group): boolean {
 }
 
 function groupSlideDown(xdf: XdFile, g: Group): boolean {
-  if (g.end < xdf.nrec && at(xdf.ha, g.start) === at(xdf.ha, g.end)) {
+  if (g.end < xdf.nrec && recEqual(xdf.recs, g.start, xdf.recs, g.end)) {
     xdf.rchg[g.start++ + 1] = 0;
     xdf.rchg[g.end++ + 1] = 1;
     while (xdf.rchg[g.end + 1]) g.end++;
@@ -488,7 +673,7 @@ function groupSlideDown(xdf: XdFile, g: Group): boolean {
 }
 
 function groupSlideUp(xdf: XdFile, g: Group): boolean {
-  if (g.start > 0 && at(xdf.ha, g.start - 1) === at(xdf.ha, g.end - 1)) {
+  if (g.start > 0 && recEqual(xdf.recs, g.start - 1, xdf.recs, g.end - 1)) {
     xdf.rchg[--g.start + 1] = 1;
     xdf.rchg[--g.end + 1] = 0;
     while (xdf.rchg[g.start]) g.start--;
@@ -522,11 +707,12 @@ const RELATIVE_DEDENT_WITH_BLANK_PENALTY = 17;
 const INDENT_WEIGHT = 60;
 const INDENT_HEURISTIC_MAX_SLIDING = 100;
 
-/* get_indent: the width of a line's leading white space (tabs to 8), or -1 for a blank line. */
-function getIndent(rec: string): number {
+/* get_indent: the width of record i's leading white space (tabs to 8), or -1 for a blank line. */
+function getIndent(recs: Records, r: number): number {
   let ret = 0;
-  for (let i = 0; i < rec.length; i++) {
-    const c = rec.charCodeAt(i);
+  const { buf } = recs;
+  for (let i = recs.start[r] as number, end = recs.start[r + 1] as number; i < end; i++) {
+    const c = buf[i] as number;
     // XDL_ISSPACE: space, \t, \n, \v, \f, \r
     if (!(c === 32 || (c >= 9 && c <= 13))) return ret;
     if (c === 32) ret += 1;
@@ -548,9 +734,9 @@ interface SplitMeasurement {
 function measureSplit(xdf: XdFile, split: number): SplitMeasurement {
   const m: SplitMeasurement = { endOfFile: false, indent: -1, preBlank: 0, preIndent: -1, postBlank: 0, postIndent: -1 };
   if (split >= xdf.nrec) m.endOfFile = true;
-  else m.indent = getIndent(xdf.recs[split]!);
+  else m.indent = getIndent(xdf.recs, split);
   for (let i = split - 1; i >= 0; i--) {
-    m.preIndent = getIndent(xdf.recs[i]!);
+    m.preIndent = getIndent(xdf.recs, i);
     if (m.preIndent !== -1) break;
     m.preBlank += 1;
     if (m.preBlank === MAX_BLANKS) {
@@ -559,7 +745,7 @@ function measureSplit(xdf: XdFile, split: number): SplitMeasurement {
     }
   }
   for (let i = split + 1; i < xdf.nrec; i++) {
-    m.postIndent = getIndent(xdf.recs[i]!);
+    m.postIndent = getIndent(xdf.recs, i);
     if (m.postIndent !== -1) break;
     m.postBlank += 1;
     if (m.postBlank === MAX_BLANKS) {
@@ -693,7 +879,7 @@ export function buildScript(env: XdEnv): XdChange[] {
 }
 
 /* Diff, compact both ways, and build the script, as xdl_merge does for each side. */
-export function diffScript(recs1: string[], recs2: string[]): { env: XdEnv; script: XdChange[] } {
+export function diffScript(recs1: Records, recs2: Records): { env: XdEnv; script: XdChange[] } {
   const env = doDiff(recs1, recs2);
   changeCompact(env.xdf1, env.xdf2);
   changeCompact(env.xdf2, env.xdf1);

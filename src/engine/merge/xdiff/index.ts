@@ -4,7 +4,7 @@
  * See diff.ts and merge.ts for the details of the port.
  */
 
-import { diffScript, doDiff, splitLines } from "./diff.ts";
+import { diffScript, doDiff, recText, splitRecords } from "./diff.ts";
 import { xdlMerge, type LineRange } from "./merge.ts";
 
 export type { LineRange } from "./merge.ts";
@@ -12,13 +12,22 @@ export { findMarkerBlocks } from "./markers.ts";
 
 export const MARKER_LABELS: { ours: "local"; theirs: "accepted" } = { ours: "local", theirs: "accepted" };
 
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function bytesOf(text: string | Uint8Array): Uint8Array {
+  return typeof text === "string" ? encoder.encode(text) : text;
+}
+
 /*
  * What `git merge-file -p -L local -L baseline -L accepted LOCAL BASELINE ACCEPTED`
  * prints, plus one range (one-based, inclusive, from the "<<<<<<<" line to
  * the ">>>>>>>" line) per conflict block. xdiff's own names (merge.ts, a
- * port of C git's) call local "ours" and accepted "theirs".
+ * port of C git's) call local "ours" and accepted "theirs". Bytes in, bytes
+ * out, as git: a big file is never a string. The result may be one of the
+ * inputs, when the other side changed nothing.
  */
-export function mergeText(baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
+export function mergeBytes(baseline: Uint8Array, local: Uint8Array, accepted: Uint8Array): { bytes: Uint8Array; conflicts: LineRange[] } {
   return xdlMerge(baseline, local, accepted, MARKER_LABELS);
 }
 
@@ -27,8 +36,19 @@ export function mergeText(baseline: string, local: string, accepted: string): { 
  * text merge would write a conflict block, both sides' lines, local's first.
  * It never reports a conflict.
  */
+export function unionMergeBytes(baseline: Uint8Array, local: Uint8Array, accepted: Uint8Array): Uint8Array {
+  return xdlMerge(baseline, local, accepted, MARKER_LABELS, "union").bytes;
+}
+
+/* mergeBytes on text (UTF-8 in, UTF-8 out). */
+export function mergeText(baseline: string, local: string, accepted: string): { text: string; conflicts: LineRange[] } {
+  const { bytes, conflicts } = mergeBytes(bytesOf(baseline), bytesOf(local), bytesOf(accepted));
+  return { text: decoder.decode(bytes), conflicts };
+}
+
+/* unionMergeBytes on text. */
 export function unionMergeText(baseline: string, local: string, accepted: string): string {
-  return xdlMerge(baseline, local, accepted, MARKER_LABELS, "union").text;
+  return decoder.decode(unionMergeBytes(bytesOf(baseline), bytesOf(local), bytesOf(accepted)));
 }
 
 /*
@@ -36,12 +56,14 @@ export function unionMergeText(baseline: string, local: string, accepted: string
  * how many lines are marked, so no compaction (and no indent heuristic) is
  * needed to get them.
  */
-export function diffStat(a: string, b: string): { insertions: number; deletions: number } {
+export function diffStat(before: string | Uint8Array, after: string | Uint8Array): { insertions: number; deletions: number } {
+  const a = bytesOf(before);
+  const b = bytesOf(after);
   // Against nothing, every line counts: a file added or removed, which is
   // every file of a cold pull, needs no diff.
-  if (a === "") return { insertions: countLines(b), deletions: 0 };
-  if (b === "") return { insertions: 0, deletions: countLines(a) };
-  const env = doDiff(splitLines(a), splitLines(b));
+  if (a.length === 0) return { insertions: countLines(b), deletions: 0 };
+  if (b.length === 0) return { insertions: 0, deletions: countLines(a) };
+  const env = doDiff(splitRecords(a), splitRecords(b));
   let deletions = 0;
   let insertions = 0;
   for (let i = 0; i < env.xdf1.nrec; i++) if (env.xdf1.rchg[i + 1]) deletions++;
@@ -49,11 +71,11 @@ export function diffStat(a: string, b: string): { insertions: number; deletions:
   return { insertions, deletions };
 }
 
-/* How many records splitLines would make of `text`, without making them. */
-function countLines(text: string): number {
+/* How many records splitRecords would make of `bytes`, without making them. */
+function countLines(bytes: Uint8Array): number {
   let n = 0;
-  for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", nl + 1)) n++;
-  return text.length > 0 && !text.endsWith("\n") ? n + 1 : n;
+  for (let nl = bytes.indexOf(10); nl >= 0; nl = bytes.indexOf(10, nl + 1)) n++;
+  return bytes.length > 0 && bytes[bytes.length - 1] !== 10 ? n + 1 : n;
 }
 
 /** One hunk of a line diff: lines [start, end) of the old text became `lines` (terminators kept). */
@@ -68,8 +90,13 @@ export interface LineHunk {
  * compacts it), with `a` split into lines as the hunks count them.
  */
 export function lineHunks(a: string, b: string): { lines: string[]; hunks: LineHunk[] } {
-  const lines = splitLines(a);
-  const after = splitLines(b);
-  const hunks = diffScript(lines, after).script.map((x) => ({ start: x.i1, end: x.i1 + x.chg1, lines: after.slice(x.i2, x.i2 + x.chg2) }));
+  const before = splitRecords(bytesOf(a));
+  const after = splitRecords(bytesOf(b));
+  const lines = Array.from({ length: before.n }, (_, i) => recText(before, i));
+  const hunks = diffScript(before, after).script.map((x) => ({
+    start: x.i1,
+    end: x.i1 + x.chg1,
+    lines: Array.from({ length: x.chg2 }, (_, k) => recText(after, x.i2 + k)),
+  }));
   return { lines, hunks };
 }

@@ -15,7 +15,7 @@
  * have produced from the same three files.
  */
 
-import { diffScript, splitLines, type XdChange, type XdEnv } from "./diff.ts";
+import { diffScript, recBytes, recEndsInNewline, recEqual, type Records, splitRecords, subRecords, type XdChange, type XdEnv } from "./diff.ts";
 
 export interface LineRange {
   start: number;
@@ -78,8 +78,8 @@ function appendMerge(
   return n;
 }
 
-function linesEqual(a: string[], ai: number, b: string[], bi: number, count: number): boolean {
-  for (let k = 0; k < count; k++) if (a[ai + k] !== b[bi + k]) return false;
+function linesEqual(a: Records, ai: number, b: Records, bi: number, count: number): boolean {
+  for (let k = 0; k < count; k++) if (!recEqual(a, ai + k, b, bi + k)) return false;
   return true;
 }
 
@@ -87,16 +87,18 @@ function linesEqual(a: string[], ai: number, b: string[], bi: number, count: num
  * Returns 1 if line i ends in CR/LF (for an unterminated last line, the line
  * before it decides), 0 if LF only, -1 if it cannot be told. As is_eol_crlf.
  */
-function isEolCrlf(recs: string[], i: number): number {
-  const nrec = recs.length;
-  const endsCrlf = (r: string): number =>
-    r.length > 1 && r.charCodeAt(r.length - 2) === 13 ? 1 : 0;
-  if (i < nrec - 1) return endsCrlf(recs[i] as string);
+function isEolCrlf(recs: Records, i: number): number {
+  const nrec = recs.n;
+  const endsCrlf = (r: number): number => {
+    const s = recs.start[r] as number;
+    const e = recs.start[r + 1] as number;
+    return e - s > 1 && recs.buf[e - 2] === 13 ? 1 : 0;
+  };
+  if (i < nrec - 1) return endsCrlf(i);
   if (!nrec) return -1;
-  const last = recs[i] as string;
-  if (last.length && last.charCodeAt(last.length - 1) === 10) return endsCrlf(last);
+  if (recEndsInNewline(recs, i)) return endsCrlf(i);
   if (!i) return -1;
-  return endsCrlf(recs[i - 1] as string);
+  return endsCrlf(i - 1);
 }
 
 /* is_cr_needed: conflict markers follow the line endings around the conflict. */
@@ -112,11 +114,9 @@ function isAsciiAlnum(c: number): boolean {
 }
 
 /* git's isalnum is its own ASCII-only table, so non-ASCII text never counts. */
-function linesContainAlnum(recs: string[], i: number, chg: number): boolean {
-  for (; chg; chg--, i++) {
-    const r = recs[i] as string;
-    for (let k = 0; k < r.length; k++) if (isAsciiAlnum(r.charCodeAt(k))) return true;
-  }
+function linesContainAlnum(recs: Records, i: number, chg: number): boolean {
+  const { buf } = recs;
+  for (let k = recs.start[i] as number, end = recs.start[i + chg] as number; k < end; k++) if (isAsciiAlnum(buf[k] as number)) return true;
   return false;
 }
 
@@ -135,7 +135,7 @@ function refineConflicts(xe1: XdEnv, xe2: XdEnv, head: XdMerge | null): void {
 
     // The C code diffs the byte span of these records; splitting that span
     // again yields exactly the same records.
-    const { script } = diffScript(r1.slice(i1, i1 + m.chg1), r2.slice(i2, i2 + m.chg2));
+    const { script } = diffScript(subRecords(r1, i1, m.chg1), subRecords(r2, i2, m.chg2));
     const first = script[0];
     if (!first) {
       m.mode = 4;
@@ -190,30 +190,50 @@ function simplifyNonConflicts(xe1: XdEnv, head: XdMerge | null): void {
   }
 }
 
-/* Collects output and tracks how many "\n" have been written, for line numbers. */
+const encoder = new TextEncoder();
+const LF = encoder.encode("\n");
+const CRLF = encoder.encode("\r\n");
+
+/*
+ * Collects output and tracks how many "\n" have been written, for line
+ * numbers. Consecutive records are one span of their file's buffer, kept as
+ * a view and copied once, into the result.
+ */
 class Output {
-  readonly parts: string[] = [];
+  readonly parts: Uint8Array[] = [];
+  size = 0;
   newlines = 0;
 
-  recs(recs: string[], i: number, count: number, needsCr: boolean, addNl: boolean): void {
+  private push(bytes: Uint8Array): void {
+    this.parts.push(bytes);
+    this.size += bytes.length;
+  }
+
+  recs(recs: Records, i: number, count: number, needsCr: boolean, addNl: boolean): void {
     if (count < 1) return;
-    for (let k = 0; k < count; k++) {
-      const r = recs[i + k] as string;
-      this.parts.push(r);
-      if (r.charCodeAt(r.length - 1) === 10) this.newlines++;
-    }
-    if (addNl) {
-      const last = recs[i + count - 1] as string;
-      if (last.length === 0 || last.charCodeAt(last.length - 1) !== 10) {
-        this.parts.push(needsCr ? "\r\n" : "\n");
-        this.newlines++;
-      }
+    this.push(recBytes(recs, i, count));
+    // Only a file's last record can lack its "\n".
+    const lastEnds = recEndsInNewline(recs, i + count - 1);
+    this.newlines += lastEnds ? count : count - 1;
+    if (addNl && !lastEnds) {
+      this.push(needsCr ? CRLF : LF);
+      this.newlines++;
     }
   }
 
   marker(ch: string, label: string | null, needsCr: boolean): void {
-    this.parts.push(ch.repeat(MARKER_SIZE) + (label !== null ? " " + label : "") + (needsCr ? "\r\n" : "\n"));
+    this.push(encoder.encode(ch.repeat(MARKER_SIZE) + (label !== null ? " " + label : "") + (needsCr ? "\r\n" : "\n")));
     this.newlines++;
+  }
+
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.size);
+    let at = 0;
+    for (const part of this.parts) {
+      out.set(part, at);
+      at += part.length;
+    }
+    return out;
   }
 }
 
@@ -243,7 +263,7 @@ function fillMergeBuffer(
   labels: MergeLabels,
   favor: number,
   head: XdMerge | null,
-): { text: string; conflicts: LineRange[] } {
+): { bytes: Uint8Array; conflicts: LineRange[] } {
   const out = new Output();
   const conflicts: LineRange[] = [];
   let i = 0;
@@ -263,7 +283,7 @@ function fillMergeBuffer(
     i = m.i1 + m.chg1;
   }
   out.recs(xe1.xdf2.recs, i, xe1.xdf2.nrec - i, false, false);
-  return { text: out.parts.join(""), conflicts };
+  return { bytes: out.bytes(), conflicts };
 }
 
 /* xdl_do_merge for level XDL_MERGE_ZEALOUS_ALNUM and style "merge". */
@@ -274,7 +294,7 @@ function doMerge(
   xscr2: XdChange[],
   labels: MergeLabels,
   favor: number,
-): { text: string; conflicts: LineRange[] } {
+): { bytes: Uint8Array; conflicts: LineRange[] } {
   let head: XdMerge | null = null;
   let c: XdMerge | null = null;
   const append = (
@@ -353,18 +373,18 @@ function doMerge(
   return fillMergeBuffer(xe1, xe2, labels, favor, head);
 }
 
-/* xdl_merge: side #1 is "ours", side #2 "theirs", both diffed against base. */
+/* xdl_merge: side #1 is "ours", side #2 "theirs", both diffed against base (split and hashed once for both). */
 export function xdlMerge(
-  base: string,
-  ours: string,
-  theirs: string,
+  base: Uint8Array,
+  ours: Uint8Array,
+  theirs: Uint8Array,
   labels: MergeLabels,
   favor: MergeFavor = "none",
-): { text: string; conflicts: LineRange[] } {
-  const recs0 = splitLines(base);
-  const d1 = diffScript(recs0, splitLines(ours));
-  const d2 = diffScript(recs0, splitLines(theirs));
-  if (d1.script.length === 0) return { text: theirs, conflicts: [] };
-  if (d2.script.length === 0) return { text: ours, conflicts: [] };
+): { bytes: Uint8Array; conflicts: LineRange[] } {
+  const recs0 = splitRecords(base);
+  const d1 = diffScript(recs0, splitRecords(ours));
+  if (d1.script.length === 0) return { bytes: theirs, conflicts: [] };
+  const d2 = diffScript(recs0, splitRecords(theirs));
+  if (d2.script.length === 0) return { bytes: ours, conflicts: [] };
   return doMerge(d1.env, d1.script, d2.env, d2.script, labels, favor === "union" ? FAVOR_UNION : 0);
 }

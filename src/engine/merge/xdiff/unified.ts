@@ -9,8 +9,9 @@
  * very long lines; and the function name is cut at 80 characters here, at
  * 80 bytes in git (the same for ASCII).
  */
-import { buildScript, changeCompact, doDiff, splitLines, type XdChange } from "./diff.ts";
+import { buildScript, changeCompact, doDiff, type Records, recText, splitRecords, type XdChange } from "./diff.ts";
 
+const encoder = new TextEncoder();
 const CONTEXT = 3;
 /* xdl_get_hunk: changes this close share a hunk. */
 const MAX_COMMON = 2 * CONTEXT;
@@ -24,7 +25,7 @@ function funcName(rec: string): string | null {
 }
 
 /* The script of `git diff`: Myers with git's heuristics, compacted with the indent heuristic. */
-function diffChanges(recs1: string[], recs2: string[]): XdChange[] {
+function diffChanges(recs1: Records, recs2: Records): XdChange[] {
   const env = doDiff(recs1, recs2);
   changeCompact(env.xdf1, env.xdf2, true);
   changeCompact(env.xdf2, env.xdf1, true);
@@ -42,9 +43,9 @@ function range(start: number, count: number): string {
 
 /** The hunks of `git diff` between two texts (empty when they are equal). */
 export function unifiedHunks(a: string, b: string): string {
-  const recs1 = splitLines(a);
-  const recs2 = splitLines(b);
-  const script = diffChanges(recs1, recs2);
+  const r1 = splitRecords(encoder.encode(a));
+  const r2 = splitRecords(encoder.encode(b));
+  const script = diffChanges(r1, r2);
   const out: string[] = [];
   let funcLine = "";
   let funcLinePrev = -1;
@@ -62,13 +63,13 @@ export function unifiedHunks(a: string, b: string): string {
     let s1 = Math.max(xch.i1 - CONTEXT, 0);
     let s2 = Math.max(xch.i2 - CONTEXT, 0);
     let lctx = CONTEXT;
-    lctx = Math.min(lctx, recs1.length - (xche.i1 + xche.chg1));
-    lctx = Math.min(lctx, recs2.length - (xche.i2 + xche.chg2));
+    lctx = Math.min(lctx, r1.n - (xche.i1 + xche.chg1));
+    lctx = Math.min(lctx, r2.n - (xche.i2 + xche.chg2));
     const e1 = xche.i1 + xche.chg1 + lctx;
     const e2 = xche.i2 + xche.chg2 + lctx;
     // get_func_line: the nearest function line above the hunk, not looking past the last search.
-    for (let l = s1 - 1; l !== funcLinePrev && l >= 0 && l < recs1.length; l--) {
-      const name = funcName(recs1[l]!);
+    for (let l = s1 - 1; l !== funcLinePrev && l >= 0 && l < r1.n; l--) {
+      const name = funcName(recText(r1, l));
       if (name !== null) {
         funcLine = name;
         break;
@@ -76,17 +77,17 @@ export function unifiedHunks(a: string, b: string): string {
     }
     funcLinePrev = s1 - 1;
     out.push(`@@ -${range(s1 + 1, e1 - s1)} +${range(s2 + 1, e2 - s2)} @@${funcLine ? ` ${funcLine}` : ""}\n`);
-    for (; s2 < xch.i2; s2++) out.push(record(" ", recs2[s2]!));
+    for (; s2 < xch.i2; s2++) out.push(record(" ", recText(r2, s2)));
     for (let k = first; k <= last; k++) {
       const c = script[k]!;
       if (k > first) {
         const p = script[k - 1]!;
-        for (let a1 = p.i1 + p.chg1, a2 = p.i2 + p.chg2; a1 < c.i1 && a2 < c.i2; a1++, a2++) out.push(record(" ", recs2[a2]!));
+        for (let a1 = p.i1 + p.chg1, a2 = p.i2 + p.chg2; a1 < c.i1 && a2 < c.i2; a1++, a2++) out.push(record(" ", recText(r2, a2)));
       }
-      for (let i = c.i1; i < c.i1 + c.chg1; i++) out.push(record("-", recs1[i]!));
-      for (let i = c.i2; i < c.i2 + c.chg2; i++) out.push(record("+", recs2[i]!));
+      for (let i = c.i1; i < c.i1 + c.chg1; i++) out.push(record("-", recText(r1, i)));
+      for (let i = c.i2; i < c.i2 + c.chg2; i++) out.push(record("+", recText(r2, i)));
     }
-    for (s2 = xche.i2 + xche.chg2; s2 < e2; s2++) out.push(record(" ", recs2[s2]!));
+    for (s2 = xche.i2 + xche.chg2; s2 < e2; s2++) out.push(record(" ", recText(r2, s2)));
     first = last + 1;
   }
   return out.join("");
