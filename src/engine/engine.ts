@@ -147,7 +147,7 @@ export interface OpenCheckout {
   held: HeldPaths | null;
   /** What the last scan left out by the ignore rules (checkout/scan.ts). */
   ignored: string[];
-  /** Line counts of the blobs this call's scans read and materialize wrote, by id, for the diffstat. */
+  /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
   lineCounts: Map<string, number>;
   baseline: Baseline | null;
   /** Why `baseline` is null, when the directory was pulled before (pullRequired). */
@@ -338,14 +338,13 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
   const cache = useCache ? checkout.state.loadStatCache() : StatCache.empty();
   const contents = new Map<string, Uint8Array>();
   let kept = 0;
-  // Each file read is stored (a file that still hashes to its recorded blob
-  // already is) and counted as it is read, and its bytes kept for the merge
+  // Each file read is stored as it is read (a file that still hashes to its
+  // recorded blob already is), and its bytes kept for the merge
   // and the marker check only up to a bound: the rest are read back from
   // the object cache, so a notebook is never in memory all at once.
   const absorb = (path: string, bytes: Uint8Array): string => {
     let oid = blobId(bytes);
     if (oid !== cache.recorded(path)) oid = checkout.git.writeBlobNow(bytes);
-    checkout.lineCounts.set(oid, lineCount(bytes));
     if (kept + bytes.byteLength <= SCAN_KEEPS_BYTES && !contents.has(oid)) {
       contents.set(oid, bytes);
       kept += bytes.byteLength;
