@@ -6,6 +6,9 @@
  * stage profile of each row that misses its bar.
  *
  * `--only CLI` runs the 16-file CLI rows alone (S1 cli, S4 cli; also run with S1 or S4).
+ * `--only BULK` runs the 50,000-file rows (first commit and cold pull, peak
+ * memory; bulk.bench.ts), which the default run leaves out: writing the
+ * files alone takes a minute or more, and each rep several.
  *
  *   bun test/bench/run.ts [--only S1,S3,…,CLI] [--store sqlite|s3] [--quick] [--curve 1,16] [--team 8x15x200] [--out FILE.json]
  *
@@ -15,6 +18,7 @@ import { spawnSync } from "node:child_process";
 import { cpus, loadavg, totalmem } from "node:os";
 import { writeFileSync } from "node:fs";
 import { cliScenarios } from "./cli.bench.ts";
+import { bulkScenario } from "./bulk.bench.ts";
 import { coldScenarios } from "./cold.bench.ts";
 import { historyScenario } from "./history.bench.ts";
 import * as L from "./lib.ts";
@@ -40,8 +44,8 @@ const teamFlag = flag("--team");
 
 /** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
 const REPS = quick
-  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, cli: 5, curve: [1, 4, 16], raceCommits: 5, team: { ...TEAM, rounds: 5 } }
-  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, cli: 15, curve: CURVE, raceCommits: 20, team: TEAM };
+  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, cli: 5, curve: [1, 4, 16], raceCommits: 5, team: { ...TEAM, rounds: 5 }, bulk: 1 }
+  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, cli: 15, curve: CURVE, raceCommits: 20, team: TEAM, bulk: 3 };
 const team: TeamSizes = teamFlag === undefined ? REPS.team : teamSizes(teamFlag);
 
 function teamSizes(text: string): TeamSizes {
@@ -96,13 +100,16 @@ try {
     }
   }
   for (const kind of stores) {
+    if (only.has("BULK")) await stage(`BULK 50,000 files (${kind})`, () => bulkScenario(kind, (name) => location(kind, name), REPS.bulk));
+  }
+  for (const kind of stores) {
     if (only.has("S9")) await stage(`S9 team (${kind})`, () => teamScenario(kind, (name) => location(kind, name), team));
   }
 } finally {
   L.removeDir(root);
 }
 
-const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S5", "S5 +compact", "S6", "S6 cli", ...CURVE.map((n) => `S6 ×${n}`), "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli"];
+const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S5", "S5 +compact", "S6", "S6 cli", ...CURVE.map((n) => `S6 ×${n}`), "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;
