@@ -13,6 +13,7 @@ import { closeCheckout, openCheckout, SCAN_KEEPS_BYTES, scanLocal } from "../../
 import { blobId } from "../../src/engine/git/objects.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { DomainError } from "../../src/contract/errors.ts";
+import { git, withPacksInGit } from "../support/cgit.ts";
 import { mulberry32 } from "../support/seeded.ts";
 import { makeWorld, read, write } from "../support/fixture.ts";
 
@@ -75,6 +76,10 @@ test("a commit keeps a bounded amount of the files it read in memory, and publis
   const b = world.checkout("b");
   await pull(world.deps(), { path: b });
   texts.forEach((t, i) => expect(read(b, `big/f${String(i).padStart(2, "0")}.md`)).toBe(t));
+  // The pack, written to a file a megabyte at a time, is one C git reads.
+  await withPacksInGit(world.store, ({ repo }) => {
+    expect(git(repo, "ls-tree", "-r", "--name-only", "main").out.trim().split("\n")).toHaveLength(FILES);
+  });
 });
 
 test("a marker block in a file whose bytes the scan did not keep is still refused", async () => {
