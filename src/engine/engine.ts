@@ -339,9 +339,9 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
   const contents = new Map<string, Uint8Array>();
   let kept = 0;
   // Each file read is stored as it is read (a file that still hashes to its
-  // recorded blob already is), and its bytes kept for the merge
-  // and the marker check only up to a bound: the rest are read back from
-  // the object cache, so a notebook is never in memory all at once.
+  // recorded blob already is), and its bytes kept for the merge and the
+  // marker check only up to a bound: the rest are read back from the object
+  // cache, so a notebook is never in memory all at once.
   const absorb = (path: string, bytes: Uint8Array): string => {
     let oid = blobId(bytes);
     if (oid !== cache.recorded(path)) oid = checkout.git.writeBlobNow(bytes);
@@ -360,7 +360,7 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
   let reread = false;
   let changed = Math.abs(cache.size - scanned.size);
   for (const [path, file] of scanned) {
-    // Without a stat cache's word, `absorb` had it: always, given `absorb`.
+    // Every file has its id: from the stat cache, or from `absorb` (`read`).
     const oid = file.oid!;
     local.set(path, oid);
     if (!("read" in file)) continue;

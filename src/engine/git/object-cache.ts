@@ -517,12 +517,13 @@ class PackFile {
     this.sha1.update(bytes);
     this.pending.push(bytes);
     this.pendingBytes += bytes.length;
-    // Writes of about a megabyte: one system call per entry cost more than the copy.
+    // Writes of about a megabyte rather than a system call per entry.
     if (this.pendingBytes >= 1 << 20) this.flush();
   }
 
   private flush(): void {
-    if (this.pending.length > 0) fs.writeSync(this.fd, Buffer.concat(this.pending, this.pendingBytes));
+    const chunk = Buffer.concat(this.pending, this.pendingBytes);
+    for (let at = 0; at < chunk.length; ) at += fs.writeSync(this.fd, chunk, at);
     this.pending = [];
     this.pendingBytes = 0;
   }
