@@ -145,7 +145,7 @@ export interface OpenCheckout {
   git: ObjectCache;
   /** The visible files, as blob ids (the blobs are in the object cache). */
   local: FlatTree;
-  /** Contents of the visible files read this call, by blob id, so merging reads them from memory. */
+  /** Contents of visible files read this call (up to SCAN_KEEPS_BYTES of them), by blob id, so merging reads them from memory. */
   localContents: Map<string, Uint8Array>;
   /** The stat cache as of the scan; materialize adds the files it writes. */
   statCache: StatCache;
@@ -343,27 +343,36 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
   checkout.held = held ?? checkout.held ?? new HeldPaths(await baselineOrNothing(checkout));
   const takenMs = checkout.deps.now().getTime();
   const cache = useCache ? checkout.state.loadStatCache() : StatCache.empty();
-  const { files: scanned, ignored } = scanNotebook(checkout.dir, { known: cache.known, held: checkout.held, maxFileBytes: checkout.deps.maxFileBytes });
+  const contents = new Map<string, Uint8Array>();
+  let kept = 0;
+  // Each file read is stored as it is read (a file that still hashes to its
+  // recorded blob already is), and its bytes kept for the merge and the
+  // marker check only up to a bound: the rest are read back from the object
+  // cache, so a notebook is never in memory all at once.
+  const absorb = (path: string, bytes: Uint8Array): string => {
+    let oid = blobId(bytes);
+    if (oid !== cache.recorded(path)) oid = checkout.git.writeBlobNow(bytes);
+    if (kept + bytes.byteLength <= SCAN_KEEPS_BYTES && !contents.has(oid)) {
+      contents.set(oid, bytes);
+      kept += bytes.byteLength;
+    }
+    return oid;
+  };
+  const { files: scanned, ignored } = scanNotebook(checkout.dir, { known: cache.known, held: checkout.held, maxFileBytes: checkout.deps.maxFileBytes, absorb });
   checkout.ignored = ignored;
   const local: FlatTree = new Map();
-  const contents = new Map<string, Uint8Array>();
   // Read again: files the cache could not vouch for. Changed: files whose
   // stamp or content differs from what the cache records, or that came or
   // went — what the cache must learn.
   let reread = false;
   let changed = Math.abs(cache.size - scanned.size);
   for (const [path, file] of scanned) {
-    if (file.oid !== null) {
-      local.set(path, file.oid);
-      continue;
-    }
-    reread = true;
-    // A file that still hashes to its recorded blob is already stored.
-    let oid = blobId(file.bytes);
-    if (oid !== cache.recorded(path)) oid = await checkout.git.writeBlob(file.bytes);
-    if (!cache.records(path, file.stamp, oid)) changed++;
+    // Every file has its id: from the stat cache, or from `absorb` (`read`).
+    const oid = file.oid!;
     local.set(path, oid);
-    contents.set(oid, file.bytes);
+    if (!("read" in file)) continue;
+    reread = true;
+    if (!cache.records(path, file.stamp, oid)) changed++;
   }
   checkout.local = local;
   checkout.localContents = contents;
@@ -391,6 +400,9 @@ export async function refuseOversizeAccepted(checkout: OpenCheckout, baseline: F
   const names = files.map((f) => f.path).join(", ");
   throw new DomainError("INVALID_CONTENT", `The notebook holds files this checkout cannot take. ${tooBigAdvice(names, limit)} Nothing here was changed.`, { files });
 }
+
+/** The bytes of files read by one scan kept in memory (localContents), beyond which they are read back from the object cache. */
+export const SCAN_KEEPS_BYTES = 16 << 20;
 
 /** An operation's outcome with how many entries its scan ignored, when any. */
 export function withIgnoredCount(outcome: OperationOutcome, checkout: OpenCheckout): OperationOutcome {

@@ -37,14 +37,20 @@ export function stampOf(st: Stats): FileStamp {
   return { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
 }
 
-/** A scanned file: its blob id when the stat cache vouches for it, else its bytes. */
-export type ScannedFile = { stamp: FileStamp; oid: string; bytes: null } | { stamp: FileStamp; oid: null; bytes: Uint8Array };
+/**
+ * A scanned file: its blob id when the stat cache vouches for it, or when
+ * the scan read it and `absorb` took its bytes (`read`); else its bytes.
+ */
+export type ScannedFile = { stamp: FileStamp; oid: string; bytes: null; read?: true } | { stamp: FileStamp; oid: null; bytes: Uint8Array };
 
 /** Notebook-relative slash path → scanned file, in path order. */
 export type NotebookFiles = Map<string, ScannedFile>;
 
 /** The blob id of an unchanged file, from the stat cache; null when it must be read. */
 export type KnownFile = (path: string, stamp: FileStamp) => string | null;
+
+/** Takes a file's bytes as soon as they are read and validated (to store them), and gives its blob id. */
+export type Absorb = (path: string, bytes: Uint8Array) => string;
 
 /**
  * The names of the temporary files this engine makes beside a visible file
@@ -115,6 +121,7 @@ const ADVICE: Record<Violation, (names: string, maxFileBytes: number) => string>
 interface Scan {
   known: KnownFile;
   maxFileBytes: number;
+  absorb: Absorb | null;
   ours: ReadonlySet<string>;
   held: HeldPaths;
   files: NotebookFiles;
@@ -135,6 +142,12 @@ export interface ScanOptions {
   held?: HeldPaths;
   /** The most a file may hold (MAX_FILE_BYTES by default). */
   maxFileBytes?: number;
+  /**
+   * Where the bytes of each file read go, as it is read: the scan then
+   * keeps its blob id only, so a notebook of any size is never held in
+   * memory all at once. Without it, the bytes are in the result.
+   */
+  absorb?: Absorb;
 }
 
 export interface Scanned {
@@ -151,6 +164,7 @@ export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
   const scan: Scan = {
     known: options.known ?? (() => null),
     maxFileBytes: options.maxFileBytes ?? MAX_FILE_BYTES,
+    absorb: options.absorb ?? null,
     ours: options.ours ?? new Set(),
     held: options.held ?? NOTHING_HELD,
     files: new Map(),
@@ -312,7 +326,11 @@ function scanFile(scan: Scan, abs: string, rel: string, st: Stats): void {
     return;
   }
   if (!isText(bytes)) bad(scan, rel);
-  else scan.files.set(rel, { stamp, oid: null, bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+  else {
+    const read = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (scan.absorb !== null) scan.files.set(rel, { stamp, oid: scan.absorb(rel, read), bytes: null, read: true });
+    else scan.files.set(rel, { stamp, oid: null, bytes: read });
+  }
 }
 
 /** Every violation found, by path, each kind once with its advice. */

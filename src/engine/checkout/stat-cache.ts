@@ -120,7 +120,7 @@ export class StatCache {
     for (const [path, f] of files) {
       const oid = oids.get(path);
       // A trusted entry keeps its original time: its stamp was not taken again.
-      const previous = f.oid !== null ? before.get(path) : undefined;
+      const previous = f.oid !== null && f.read !== true ? before.get(path) : undefined;
       if (oid) this.entries.set(path, { stamp: f.stamp, oid, takenMs: previous?.takenMs ?? takenMs });
     }
   }

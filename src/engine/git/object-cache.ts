@@ -21,12 +21,13 @@
  * module turns them into git trees and back.
  */
 import * as fs from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
 import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
 import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, type TreeEntry, wrapObject } from "./objects.ts";
-import { indexUndeltifiedPack, packEntry, parsePackIndex, writePack } from "./pack.ts";
+import { indexUndeltifiedPack, packEntry, packHeader, parsePackIndex } from "./pack.ts";
+import { createHash } from "./hash.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { walkTree } from "./walk.ts";
 import { zlib } from "./zlib.ts";
@@ -103,6 +104,15 @@ export class ObjectCache {
    */
   async writeObject(type: "blob" | "tree" | "commit", content: Uint8Array): Promise<string> {
     return this.writeLoose(type, content).oid;
+  }
+
+  /**
+   * writeObject, for a caller that cannot await (the scan stores each file
+   * as it reads it). Not kept as written (writeBlob): a notebook's first
+   * commit would then hold every file.
+   */
+  writeBlobNow(bytes: Uint8Array): string {
+    return this.writeLoose("blob", bytes).oid;
   }
 
   /** writeObject, saying whether it wrote the object (false: it was there already). */
@@ -440,40 +450,50 @@ export class ObjectCache {
     return { tree, trees, dirs, files };
   }
 
-  /** A real git packfile holding exactly `oids` (undeltified, which git accepts). */
+  /**
+   * A real git packfile holding exactly `oids` (undeltified, which git
+   * accepts). Its entries go to a file as they are made, so that no more
+   * than a few of them are in memory at once: the pack of a notebook's
+   * first commit is about a quarter of the notebook, and building it from
+   * a list of entries held them, and then the pack, twice over.
+   */
   async packObjects(oids: string[]): Promise<Uint8Array> {
     // Through the fast reader when it has every object; isomorphic-git's
     // packObjects looks each one up by probing (seconds for 10,000 files).
     const reader = this.reader();
-    const entries: Buffer[] = [];
-    for (const oid of oids) {
-      const built = this.built.get(oid);
-      if (built) {
-        entries.push(packEntry(built.type, built.object));
-        continue;
+    const out = new PackFile(join(this.gitdir, "incoming", `out-${this.randomId(8)}.pack`), oids.length);
+    try {
+      for (const oid of oids) {
+        const built = this.built.get(oid);
+        if (built) {
+          out.add(packEntry(built.type, built.object));
+          continue;
+        }
+        const written = this.written.get(oid);
+        if (written) {
+          out.add(packEntry("blob", Buffer.from(written.buffer, written.byteOffset, written.byteLength)));
+          continue;
+        }
+        const raw = reader.entry(oid);
+        if (raw) {
+          out.add(raw);
+          continue;
+        }
+        const object = reader.read(oid);
+        if (object === null) {
+          // A deltified object (a pack from elsewhere): isomorphic-git packs
+          // everything, reading from disk, so what was built here goes there first.
+          for (const b of this.built.values()) await this.writeObject(b.type as "tree" | "commit", b.object);
+          const { packfile } = await (await isomorphicGit()).packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
+          if (!packfile) throw new Error("packObjects returned no pack");
+          return packfile;
+        }
+        out.add(packEntry(object.type, object.object));
       }
-      const written = this.written.get(oid);
-      if (written) {
-        entries.push(packEntry("blob", Buffer.from(written.buffer, written.byteOffset, written.byteLength)));
-        continue;
-      }
-      const raw = reader.entry(oid);
-      if (raw) {
-        entries.push(raw);
-        continue;
-      }
-      const object = reader.read(oid);
-      if (object === null) {
-        // A deltified object (a pack from elsewhere): isomorphic-git packs
-        // everything, reading from disk, so what was built here goes there first.
-        for (const b of this.built.values()) await this.writeObject(b.type as "tree" | "commit", b.object);
-        const { packfile } = await (await isomorphicGit()).packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
-        if (!packfile) throw new Error("packObjects returned no pack");
-        return packfile;
-      }
-      entries.push(packEntry(object.type, object.object));
+      return out.finish();
+    } finally {
+      out.discard();
     }
-    return writePack(entries);
   }
 
   /** Whether the pack published under `name` was already imported. */
@@ -508,5 +528,60 @@ export class ObjectCache {
     fs.renameSync(tmpPack, join(packDir, `pack-${name}.pack`));
     fs.renameSync(tmpIdx, join(packDir, `pack-${name}.idx`));
     this.packAdded = true;
+  }
+}
+
+/**
+ * A pack written to a file entry by entry (pack.ts writePack's bytes,
+ * without holding its entries): the header, the entries through a small
+ * buffer, the SHA-1 trailer; read back whole once finished.
+ */
+class PackFile {
+  private readonly fd: number;
+  private readonly sha1 = createHash("sha1");
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(
+    private readonly file: string,
+    count: number,
+  ) {
+    fs.mkdirSync(dirname(file), { recursive: true });
+    this.fd = fs.openSync(file, "w");
+    this.add(packHeader(count));
+  }
+
+  add(bytes: Buffer): void {
+    this.sha1.update(bytes);
+    this.pending.push(bytes);
+    this.pendingBytes += bytes.length;
+    // Writes of about a megabyte rather than a system call per entry.
+    if (this.pendingBytes >= 1 << 20) this.flush();
+  }
+
+  private flush(): void {
+    const chunk = Buffer.concat(this.pending, this.pendingBytes);
+    for (let at = 0; at < chunk.length; ) at += fs.writeSync(this.fd, chunk, at);
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  finish(): Uint8Array {
+    const trailer = this.sha1.digest();
+    this.pending.push(trailer);
+    this.pendingBytes += trailer.length;
+    this.flush();
+    const bytes = fs.readFileSync(this.file);
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  /** Close and remove the file, finished or not. */
+  discard(): void {
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      /* closed already */
+    }
+    fs.rmSync(this.file, { force: true });
   }
 }
