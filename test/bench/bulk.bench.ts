@@ -14,6 +14,10 @@
  * The times are information, beside C git's on the same files in the same
  * run: `git add -A` and `git commit` of the checkout's files, and `git
  * clone` of them over file://.
+ *
+ * - "S4 cli 50k": on the checkout the first cold pull made, a pull with
+ *   nothing changed, as a whole CLI process, against `git status` (its
+ *   flags pinned) on the same files, alternated (≤ 1.5×).
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, renameSync } from "node:fs";
@@ -87,6 +91,7 @@ export async function bulkScenario(kind: "sqlite" | "s3", location: (name: strin
   const servePulls: Array<{ ms: number; mb: number }> = [];
   const gitCommits: number[] = [];
   const clones: number[] = [];
+  let noChange: { pulls: number[]; versions: number[]; statuses: number[] } | null = null;
   // The notebook's files, written once and moved from checkout to checkout.
   const files = join(root, "files");
   try {
@@ -124,6 +129,7 @@ export async function bulkScenario(kind: "sqlite" | "s3", location: (name: strin
       }
       const reader = L.cliCheckout(L.BINARY, loc, root, `cli-r${i}`);
       pulls.push(await peakProcess(reader.binary, ["pull", reader.dir, ...reader.flags, "--deadline", "30m"], reader.env));
+      if (i === 0) noChange = await noChangePulls(reader, env, join(root, "status.git"), Math.max(3, reps * 3));
       L.removeDir(reader.dir);
       L.removeDir(`${reader.dir}-private`);
       L.removeDir(`${writer.dir}-private`);
@@ -160,7 +166,27 @@ export async function bulkScenario(kind: "sqlite" | "s3", location: (name: strin
     const label = locations[0]!.label;
     const n = BULK_FILES.toLocaleString("en");
     const mb = (bytes / 1e6).toFixed(0);
+    const noop = noChange!;
+    const noopM = L.median(noop.pulls);
+    const statusM = L.median(noop.statuses);
     return [
+      {
+        scenario: "S4 cli 50k",
+        store: label,
+        what: `CLI pull, nothing changed, ${n} files, whole process`,
+        median: noopM,
+        unit: "ms",
+        comparison: "git status --porcelain",
+        comparisonMedian: statusM,
+        ratio: noopM / statusM,
+        bar: "≤ 1.5×",
+        met: noopM / statusM <= 1.5,
+        samples: noop.pulls.length,
+        values: noop.pulls,
+        comparisonValues: noop.statuses,
+        note: `--version ${L.median(noop.versions).toFixed(1)} ms`,
+        profile: L.processProfile(noopM, L.median(noop.versions)),
+      },
       peakRow("BULK commit", label, `first commit, ${n} files / ${mb} MB, CLI, whole-process peak RSS`, commits, "git add -A + git commit", gitCommits),
       peakRow("BULK pull", label, `cold pull of it into an empty directory, CLI, whole-process peak RSS`, pulls, "git clone", clones),
       peakRow("BULK serve commit", label, `first commit, ${n} files, through serve, server VmHWM`, serveCommits, "git add -A + git commit", gitCommits),
@@ -169,5 +195,28 @@ export async function bulkScenario(kind: "sqlite" | "s3", location: (name: strin
   } finally {
     for (const loc of locations) await loc.dispose().catch(() => {});
     L.removeDir(root);
+  }
+}
+
+/**
+ * A pull with nothing changed of the checkout `reader` (just pulled), whole
+ * processes, alternated with `--version` and with `git status` on the same
+ * files (a git directory of their own beside them, flags pinned).
+ */
+async function noChangePulls(reader: L.CliCheckout, env: Record<string, string>, gitDir: string, rounds: number) {
+  const gitArgs = ["--git-dir", gitDir, "--work-tree", reader.dir];
+  L.git(env, reader.dir, "--git-dir", gitDir, "init", "-q", "-b", "main");
+  L.git(env, reader.dir, ...gitArgs, "add", "-A");
+  L.git(env, reader.dir, ...gitArgs, "commit", "-q", "-m", "files");
+  if (L.git(env, reader.dir, ...gitArgs, ...L.GIT_STATUS_ARGS) !== "") throw new Error("git status is not clean");
+  try {
+    const [pulls, versions, statuses] = await L.alternate(rounds, [
+      () => L.timeCli(reader, "pull"),
+      () => L.timeVersion(reader),
+      () => L.timeProcess("git", [...gitArgs, ...L.GIT_STATUS_ARGS], { cwd: reader.dir, env }),
+    ]);
+    return { pulls: pulls!, versions: versions!, statuses: statuses! };
+  } finally {
+    L.removeDir(gitDir);
   }
 }

@@ -119,7 +119,7 @@ try {
   L.removeDir(root);
 }
 
-const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S5", "S5 +compact", "S6", "S6 cpu", "S6 tail", "S6 rate", "S6 cli", "S6 cli cpu", "S6 cli tail", "S6 cli rate", ...CURVE.map((n) => `S6 ×${n}`), ...LATENCY_ROWS, "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull"];
+const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S4 cli 50k", "S5", "S5 +compact", "S6", "S6 cpu", "S6 tail", "S6 rate", "S6 cli", "S6 cli cpu", "S6 cli tail", "S6 cli rate", ...CURVE.map((n) => `S6 ×${n}`), ...LATENCY_ROWS, "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;
