@@ -350,8 +350,8 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
   // marker check only up to a bound: the rest are read back from the object
   // cache, so a notebook is never in memory all at once.
   const absorb = (path: string, bytes: Uint8Array): string => {
-    let oid = blobId(bytes);
-    if (oid !== cache.recorded(path)) oid = checkout.git.writeBlobNow(bytes);
+    const oid = blobId(bytes);
+    if (oid !== cache.recorded(path)) checkout.git.writeBlobNow(bytes, oid);
     if (kept + bytes.byteLength <= SCAN_KEEPS_BYTES && !contents.has(oid)) {
       contents.set(oid, bytes);
       kept += bytes.byteLength;

@@ -109,15 +109,16 @@ export class ObjectCache {
   /**
    * writeObject, for a caller that cannot await (the scan stores each file
    * as it reads it). Not kept as written (writeBlob): a notebook's first
-   * commit would then hold every file.
+   * commit would then hold every file. `oid` is the bytes' blob id, which
+   * the scan has just computed to compare with the stat cache.
    */
-  writeBlobNow(bytes: Uint8Array): string {
-    return this.writeLoose("blob", bytes).oid;
+  writeBlobNow(bytes: Uint8Array, oid: string): string {
+    return this.writeLoose("blob", bytes, oid).oid;
   }
 
   /** writeObject, saying whether it wrote the object (false: it was there already). */
-  private writeLoose(type: "blob" | "tree" | "commit", content: Uint8Array): { oid: string; wrote: boolean } {
-    const oid = objectId(type, content);
+  /** `oid`: the content's id when the caller has just computed it (hashing a big file twice costs seconds). */
+  private writeLoose(type: "blob" | "tree" | "commit", content: Uint8Array, oid: string = objectId(type, content)): { oid: string; wrote: boolean } {
     const dir = join(this.gitdir, "objects", oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
     if (fs.existsSync(file)) return { oid, wrote: false };
