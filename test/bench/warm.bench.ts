@@ -147,46 +147,41 @@ export async function warmScenarios(loc: L.Location, reps: number, through?: War
     }
     const s2Profile = L.stageMedians(server.completions.slice(s2First));
 
-    const s1m = L.median(s1);
-    const s1f = L.median(s1Floor);
-    const s2m = L.median(s2);
-    const s2f = L.median(s2Floor);
     const bar = through?.bar ?? 2;
-    const name = (scenario: string) => (through ? `${scenario} ${through.label}` : scenario);
-    const s1Row: Row = {
-      scenario: name("S1"),
-      store: loc.label,
-      what: "warm commit, 1 of 1,000 files, MCP",
-      median: s1m,
-      unit: "ms",
-      comparison: "commit floor (get + put pack + CAS)",
-      comparisonMedian: s1f,
-      ratio: s1m / s1f,
-      bar: `≤ ${bar}×`,
-      met: s1m / s1f <= bar,
-      samples: reps,
-      values: s1,
-      comparisonValues: s1Floor,
-      ...(through ? { note: `the commit: ${roundTrips(callCounts.s1)}; the floor: ${roundTrips(callCounts.s1Floor)}` } : {}),
-      profile: s1Profile,
+    /** A warm call against its floor, measured in the same rounds (and, through the proxy, the round trips of each). */
+    const againstFloor = (
+      scenario: string,
+      what: string,
+      comparison: string,
+      values: number[],
+      floor: number[],
+      calls: { call: string; counts: ProxyCounts[]; floorCounts: ProxyCounts[] },
+      profile: Record<string, number>,
+    ): Row => {
+      const median = L.median(values);
+      const floorMedian = L.median(floor);
+      return {
+        scenario: through ? `${scenario} ${through.label}` : scenario,
+        store: loc.label,
+        what,
+        median,
+        unit: "ms",
+        comparison,
+        comparisonMedian: floorMedian,
+        ratio: median / floorMedian,
+        bar: `≤ ${bar}×`,
+        met: median / floorMedian <= bar,
+        samples: reps,
+        values,
+        comparisonValues: floor,
+        ...(through ? { note: `the ${calls.call}: ${roundTrips(calls.counts)}; the floor: ${roundTrips(calls.floorCounts)}` } : {}),
+        profile,
+      };
     };
-    const s2Row: Row = {
-      scenario: name("S2"),
-      store: loc.label,
-      what: "warm pull of 1 remote change, MCP",
-      median: s2m,
-      unit: "ms",
-      comparison: "pull floor (get current + pack)",
-      comparisonMedian: s2f,
-      ratio: s2m / s2f,
-      bar: `≤ ${bar}×`,
-      met: s2m / s2f <= bar,
-      samples: reps,
-      values: s2,
-      comparisonValues: s2Floor,
-      ...(through ? { note: `the pull: ${roundTrips(callCounts.s2)}; the floor: ${roundTrips(callCounts.s2Floor)}` } : {}),
-      profile: s2Profile,
-    };
+    const s1m = L.median(s1);
+    const s2m = L.median(s2);
+    const s1Row = againstFloor("S1", "warm commit, 1 of 1,000 files, MCP", "commit floor (get + put pack + CAS)", s1, s1Floor, { call: "commit", counts: callCounts.s1, floorCounts: callCounts.s1Floor }, s1Profile);
+    const s2Row = againstFloor("S2", "warm pull of 1 remote change, MCP", "pull floor (get current + pack)", s2, s2Floor, { call: "pull", counts: callCounts.s2, floorCounts: callCounts.s2Floor }, s2Profile);
     if (refs === null) return [s1Row, s2Row];
     return [
       s1Row,
