@@ -17,7 +17,7 @@ import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { read, write } from "../support/fixture.ts";
 import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
-import { removePrefixes, testBucket, testEndpoint } from "../support/s3-test-store.ts";
+import { removePrefixes, s3ServerMissing, testBucket, testEndpoint } from "../support/s3-test-store.ts";
 
 const env = process.env;
 
@@ -71,14 +71,7 @@ function locksUnder(privateRoot: string): string[] {
   return (readdirSync(join(root, privateRoot), { recursive: true }) as string[]).filter((p) => p.split("/").pop() === "lock");
 }
 
-if (!testBucket) {
-  test("S3 test server is configured", () => {
-    throw new Error(
-      "SLIVINGDOC_TEST_S3_BUCKET is not set, so the S3 tests cannot run. Run `npm test` (it starts a throwaway Ceph RGW), " +
-        "or start one with `bash test/support/ceph-rgw.sh start DIR` and load it with `set -a; . DIR/env; set +a` (see docs/s3.md).",
-    );
-  });
-} else {
+if (!s3ServerMissing()) {
   beforeAll(async () => {
     proxy = await startTcpProxy(testEndpoint!);
   });

@@ -3,6 +3,7 @@
  * `npm test` starts (build/rgw.mjs), or an endpoint of your own (docs/s3.md)
  * — and stores on it under a prefix of the test's choosing.
  */
+import { test } from "bun:test";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
 
@@ -11,6 +12,22 @@ const env = process.env;
 /** The test bucket; undefined when no S3 test server is configured. */
 export const testBucket = env.SLIVINGDOC_TEST_S3_BUCKET;
 export const testEndpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
+
+/**
+ * Whether no S3 test server is configured — and if so, a failing test
+ * saying how to get one, registered in the calling file: a suite that
+ * cannot run on S3 fails rather than skips, since CI runs them all.
+ */
+export function s3ServerMissing(): boolean {
+  if (testBucket) return false;
+  test("S3 test server is configured", () => {
+    throw new Error(
+      "SLIVINGDOC_TEST_S3_BUCKET is not set, so the S3 tests cannot run. Run `npm test` (it starts a throwaway Ceph RGW), " +
+        "or start one with `bash test/support/ceph-rgw.sh start DIR` and load it with `set -a; . DIR/env; set +a` (see docs/s3.md).",
+    );
+  });
+  return true;
+}
 
 /** What a test sets otherwise than the environment: a missing bucket, a dead endpoint, no retries. */
 export interface TestStoreOptions {

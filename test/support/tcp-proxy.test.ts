@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect, createServer, type Server } from "node:net";
 import type { ObjectStore } from "../../src/store/object-store.ts";
-import { removePrefixes, testBucket, testEndpoint, testS3Store } from "./s3-test-store.ts";
+import { removePrefixes, s3ServerMissing, testEndpoint, testS3Store } from "./s3-test-store.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 import { waitFor } from "./wait.ts";
 
@@ -72,14 +72,7 @@ test("a body streams through at its own pace: each chunk is late by half the del
   }
 });
 
-if (!testBucket) {
-  test("S3 test server is configured", () => {
-    throw new Error(
-      "SLIVINGDOC_TEST_S3_BUCKET is not set, so the S3 tests cannot run. Run `npm test` (it starts a throwaway Ceph RGW), " +
-        "or start one with `bash test/support/ceph-rgw.sh start DIR` and load it with `set -a; . DIR/env; set +a` (see docs/s3.md).",
-    );
-  });
-} else {
+if (!s3ServerMissing()) {
   const prefix = `slivingdoc-test/tcp-proxy-${crypto.randomUUID().slice(0, 8)}`;
   let proxy: TcpProxy;
   let store: ObjectStore;
