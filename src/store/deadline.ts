@@ -77,6 +77,7 @@ export function boundedStore(store: ObjectStore, deadline: Deadline): ObjectStor
     delete: (key) => bound("delete", true, (signal) => store.delete(key, signal)),
     // A view: the store is its owner's to close.
     close: async () => {},
+    ...(store.lastAnswer ? { lastAnswer: () => store.lastAnswer!() } : {}),
     ...(queue ? { queue: { enter: (whileWaiting) => queue.enter(whileWaiting, deadline.signal) } } : {}),
     ...(putWith
       ? {

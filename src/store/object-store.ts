@@ -15,6 +15,13 @@ export interface StoredObject {
   etag: string;
 }
 
+/** One answer's times, in milliseconds since the epoch: this machine's when it was sent and answered, and the server's `Date` (whole seconds). */
+export interface ServerAnswer {
+  sentAt: number;
+  answeredAt: number;
+  serverDate: number;
+}
+
 export type ConditionalWrite = { ok: true; etag: string } | { ok: false };
 
 export interface ListedObject {
@@ -60,6 +67,12 @@ export interface ObjectStore {
   delete(key: string, signal?: AbortSignal): Promise<void>;
   /** Release connections and handles. */
   close(): Promise<void>;
+  /**
+   * The last answer from a store behind a server (S3), with the server's
+   * clock as its `Date` header gave it: how `doctor` measures clock skew.
+   * Absent where the store is on this machine.
+   */
+  lastAnswer?(): ServerAnswer | null;
   /**
    * Where a store can order its writers (the embedded store: every writer is
    * on this machine), writers line up here before reading `current` and

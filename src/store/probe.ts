@@ -34,9 +34,10 @@ import { type ConditionalWrite, type ObjectStore, StoreError } from "./object-st
 /**
  * `writeDenied`: the store refused the probe's first write for access
  * (AccessDenied and the like) — these credentials may still read it
- * (probeReads).
+ * (probeReads). `operational`: the cause is not a verdict on the
+ * conditions but a failure to reach or use the store (operationalCause).
  */
-export type ProbeResult = { ok: true } | { ok: false; cause: string; writeDenied?: true };
+export type ProbeResult = { ok: true } | { ok: false; cause: string; writeDenied?: true; operational?: true };
 
 export interface ProbeOptions {
   /** How many writers race for one key in the concurrency checks (default 8). */
@@ -101,7 +102,7 @@ export async function probeStore(store: ObjectStore, options: ProbeOptions = {})
     return { ok: true };
   } catch (e) {
     if (e instanceof Incompatible) return { ok: false, cause: e.message };
-    return { ok: false, cause: operationalCause(e), ...(isAccessDenial(e) && written.size === 0 ? { writeDenied: true as const } : {}) };
+    return { ok: false, cause: operationalCause(e), operational: true, ...(isAccessDenial(e) && written.size === 0 ? { writeDenied: true as const } : {}) };
   } finally {
     await cleanUp(store, written);
   }

@@ -37,6 +37,7 @@ import {
   type ConditionalWrite,
   type ListedObject,
   type ObjectStore,
+  type ServerAnswer,
   StoreError,
   type StoreOperation,
   type StoredObject,
@@ -150,6 +151,22 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
   // the engine proves it by reading back, then retries with jitter itself.
   // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
   const writer = new S3Client({ ...base, maxAttempts: 1 });
+  // The server's clock, from the `Date` header of each answer (`doctor`'s
+  // clock skew): noted beside the request's own send and answer times.
+  let lastAnswer: ServerAnswer | null = null;
+  for (const c of [client, writer]) {
+    c.middlewareStack.add(
+      (next) => async (args) => {
+        const sentAt = Date.now();
+        const out = await next(args);
+        const date = Date.parse(String((out.response as { headers?: Record<string, string> } | undefined)?.headers?.date ?? ""));
+        if (Number.isFinite(date)) lastAnswer = { sentAt, answeredAt: Date.now(), serverDate: date };
+        return out;
+      },
+      // Inside the deserializer: every answer, an error status's too, before it is parsed.
+      { step: "deserialize", priority: "low", name: "slivingdocServerDate" },
+    );
+  }
 
   const full = (key: string) => prefix + key;
 
@@ -235,6 +252,8 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
         throw storeError("delete", error, isAmbiguous(error) ? "unknown" : "failed");
       }
     },
+
+    lastAnswer: () => lastAnswer,
 
     async close(): Promise<void> {
       client.destroy();

@@ -336,7 +336,7 @@ test("an endpoint that stops answering: through a store bounded by the call dead
   const silent: ObjectStore = { ...inner, get: () => hung, putIfAbsent: () => hung, putIfMatch: () => hung, list: () => hung, delete: () => hung };
   const started = performance.now();
   const result = await probeStore(boundedStore(silent, deadlineIn(300)));
-  expect(result).toEqual({ ok: false, cause: "the store did not answer within the call deadline (300 ms; --deadline)" });
+  expect(result).toEqual({ ok: false, cause: "the store did not answer within the call deadline (300 ms; --deadline)", operational: true });
   // Its clean-up is not sent after the deadline either: no wait for CLEANUP_BOUND_MS.
   expect(performance.now() - started).toBeLessThan(3_000);
 });
@@ -376,7 +376,7 @@ if (testBucket) {
       const wrongKeyId = "AKIAWRONGKEYID000TEST";
       const wrongSecret = "wRoNg0secret0key0that0must0never0appear0";
       const result = await withCredentials(wrongKeyId, wrongSecret, () => probeStore(freshS3()));
-      expect(result).toEqual({ ok: false, cause: "the access key id is not known to the store (InvalidAccessKeyId)" });
+      expect(result).toEqual({ ok: false, cause: "the access key id is not known to the store (InvalidAccessKeyId)", operational: true });
       expectClean(result, [wrongKeyId, wrongSecret]);
     });
 
@@ -385,7 +385,7 @@ if (testBucket) {
       const store = testS3Store("x", { bucket: missing });
       opened.push(store);
       const result = await probeStore(store);
-      expect(result).toEqual({ ok: false, cause: "the bucket does not exist (NoSuchBucket)" });
+      expect(result).toEqual({ ok: false, cause: "the bucket does not exist (NoSuchBucket)", operational: true });
       expectClean(result, [missing]);
     });
 
@@ -407,7 +407,7 @@ if (testBucket) {
         close: () => store.close(),
       };
       const result = await probeStore(counted);
-      expect(result).toEqual({ ok: false, cause: "the endpoint cannot be reached (ECONNREFUSED)" });
+      expect(result).toEqual({ ok: false, cause: "the endpoint cannot be reached (ECONNREFUSED)", operational: true });
       // One request, then the answer: the probe goes no further, and a
       // connection that was refused wrote nothing, so there is nothing to delete.
       expect(calls).toEqual(["putIfAbsent"]);
