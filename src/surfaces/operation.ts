@@ -37,6 +37,8 @@ export interface OperationContext {
   privatePaths?: string[];
   /** MCP paths must be absolute after `~/` expansion; the CLI resolves relative ones. */
   requireAbsolute: boolean;
+  /** The commit retry bound configured (--commit-retries); absent: the engine's default. */
+  commitRetries?: number;
 }
 
 /** What an operation's runner gets for one call. */
@@ -44,6 +46,10 @@ export interface RunContext {
   sets: PathSets;
   /** The store, its requests bounded by the call's deadline. */
   store: ObjectStore;
+  /** The call's deadline. */
+  deadline: Deadline;
+  /** The commit retry bound configured; absent: the engine's default. */
+  commitRetries?: number;
   /** The engine's dependencies, with this call's stage timing; made on first use. */
   engine(): EngineDeps;
   /** A caller's notebook path (absent or "": the default directory), resolved and bounded by the workspace root. */
@@ -94,6 +100,12 @@ export interface CliForm {
    * refused for access (verified-store.ts). Absent: it writes (commit, gc).
    */
   writesNothing?: boolean;
+  /**
+   * Examines the store itself, the start-up probe among it (doctor): the
+   * store is opened without the probe, and whatever it answers is the
+   * command's report, not a start-up refusal.
+   */
+  examinesStore?: boolean;
   /** The operation's input from the parsed flags and positionals (a start-up refusal for a bad flag value). */
   toInput(flags: Record<string, string | boolean>, path: string | undefined, positionals: string[]): Record<string, unknown>;
 }
@@ -125,6 +137,8 @@ export interface Operation<I = any, R = any> {
    * (diff's patch), not a report. `--json` prints the result object instead.
    */
   renderStdout?(result: R): string;
+  /** The exit code of a success, where it is not 0 (doctor's verdict that the store is not usable). */
+  exitCode?(result: R): number;
 }
 
 export type OperationResult<R = any> =
@@ -176,6 +190,8 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
     const run: RunContext = {
       sets: ctx.sets,
       store,
+      deadline,
+      ...(ctx.commitRetries !== undefined ? { commitRetries: ctx.commitRetries } : {}),
       engine: () =>
         (deps ??= {
           ...ctx.deps,

@@ -21,6 +21,7 @@ import { parsePathSet } from "../contract/path-sets.ts";
 import { StartupRefusal } from "../contract/startup.ts";
 import { type OperationOutcome, type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
+import { EXIT_CODES } from "../contract/tokens.ts";
 import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import type { ShownEntry } from "./cli/render-history.ts";
 import { parseDuration, parseSince } from "./duration.ts";
@@ -43,6 +44,10 @@ const SINCE_FLAG = { type: "string", description: "Only publications since a dat
 
 /** How a pull's result reads (and an attach's that found the store had not gone backwards). */
 const PULLED = { verb: "pulled", upToDate: (dir: string, g: number) => `pulled ${dir}: up to date at generation ${g}` };
+
+/** Requests of each kind doctor times: enough for a p50, and a p99 that is the slowest of 20. */
+const DOCTOR_SAMPLES = 20;
+const DOCTOR_MAX_SAMPLES = 1_000;
 
 /** An entry, with its input and result types inferred from it. */
 function defineOperation<I, R>(operation: Operation<I, R>): Operation<I, R> {
@@ -482,11 +487,38 @@ export const OPERATIONS: readonly Operation[] = [
       return `${lines.join("\n")}\n`;
     },
   }),
+
+  defineOperation({
+    cli: {
+      name: "doctor",
+      examinesStore: true,
+      summary: "Examine the configured store: permissions, conditional writes, latency, write rate, clock skew, and the settings it calls for (operators)",
+      usage: "doctor [--samples N]",
+      flags: {
+        samples: { type: "string", description: `Requests of each kind timed (default ${DOCTOR_SAMPLES}, at most ${DOCTOR_MAX_SAMPLES})`, valueHint: "N" },
+      },
+      path: false,
+      toInput: (flags) => (typeof flags.samples === "string" ? { samples: parseCount("--samples", flags.samples, 1, `a whole number from 1 to ${DOCTOR_MAX_SAMPLES}`, DOCTOR_MAX_SAMPLES) } : {}),
+    },
+    input: objectInput("doctor", { samples: optional(countField()) }),
+    async run(ctx, input) {
+      const started = performance.now();
+      const { examineStore } = await import("../store/doctor.ts");
+      const { judge } = await import("./doctor.ts");
+      const { DEFAULT_COMMIT_RETRIES } = await import("../engine/engine.ts");
+      const exam = await examineStore(ctx.store, { deadline: ctx.deadline, samples: input.samples ?? DOCTOR_SAMPLES });
+      return judge(exam, { commitRetries: ctx.commitRetries ?? DEFAULT_COMMIT_RETRIES, deadlineMs: ctx.deadline.ms }, performance.now() - started);
+    },
+    renderTo: "stdout",
+    render: (r) => (require("./cli/render-doctor.ts") as typeof import("./cli/render-doctor.ts")).renderDoctor(r),
+    // As at a start that would refuse the store: a script's `doctor && …` stops there.
+    exitCode: (r) => (r.verdict === "unusable" ? EXIT_CODES.STARTUP : EXIT_CODES.OK),
+  }),
 ];
 
 /** A whole number on the command line, `min` or more, or the start-up refusal naming it and saying what it must be. */
-function parseCount(name: string, value: string | boolean | undefined, min = 0, what = "a whole number"): number {
-  if (typeof value !== "string" || !/^\d{1,15}$/.test(value) || Number(value) < min) {
+function parseCount(name: string, value: string | boolean | undefined, min = 0, what = "a whole number", max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== "string" || !/^\d{1,15}$/.test(value) || Number(value) < min || Number(value) > max) {
     throw new StartupRefusal("argument refusal", `${name} must be ${what}; got "${String(value ?? "").slice(0, 40)}"`);
   }
   return Number(value);

@@ -64,6 +64,21 @@ export interface StoreKind<S extends StoreSpec> {
   probe: boolean;
   /** The local file the store lives in, which must stay outside the workspace root. */
   file?(spec: S): string;
+  /** How `doctor` names the store and what it asks of the credentials (surfaces/doctor.ts). */
+  examined: ExaminedWords;
+}
+
+/** Doctor's words for a kind of store. */
+export interface ExaminedWords {
+  /** "the S3 store". */
+  name: string;
+  /**
+   * The permission an operator grants for each request doctor tries, and
+   * where the policies that grant them are; absent for a store in a file of
+   * this user's, on this machine, which has no credentials and no clock of
+   * its own.
+   */
+  permissions?: { read: string; list: string; write: string; delete: string; policies: string };
 }
 
 /** S3 key prefixes: printable, no leading slash, no empty or dot segments. */
@@ -159,6 +174,10 @@ const s3: StoreKind<S3Spec> = {
     });
   },
   probe: true,
+  examined: {
+    name: "the S3 store",
+    permissions: { read: "s3:GetObject", list: "s3:ListBucket", write: "s3:PutObject", delete: "s3:DeleteObject", policies: "docs/s3.md, Least privilege" },
+  },
 };
 
 const sqlite: StoreKind<SqliteSpec> = {
@@ -180,6 +199,7 @@ const sqlite: StoreKind<SqliteSpec> = {
   open: async (spec) => openSqliteStore(spec.file, queueIdentity()),
   probe: false,
   file: (spec) => spec.file,
+  examined: { name: "the embedded store" },
 };
 
 /** Every kind of store, by the `kind` of its spec, in the order refusals list them. */
@@ -190,6 +210,11 @@ export const STORE_KINDS = Object.values(STORES) as StoreKind<StoreSpec>[];
 
 /** The kind of store a configuration that names none gets. Exactly one kind has `byDefault`. */
 export const DEFAULT_STORE_KIND = STORE_KINDS.find((kind) => kind.byDefault)!;
+
+/** Doctor's words for the kind of store an ObjectStore's `kind` names. */
+export function examinedWords(kind: string): ExaminedWords {
+  return (STORES as Record<string, StoreKind<StoreSpec> | undefined>)[kind]?.examined ?? { name: "the store" };
+}
 
 /** The store URLs of every kind, as refusals and help give them: "s3://BUCKET[/PREFIX] or sqlite:PATH". */
 export function storeUsages(): string {

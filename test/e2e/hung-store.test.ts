@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { read, write } from "../support/fixture.ts";
-import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
+import { call, connect, runBinary } from "../support/mcp.ts";
 import { removePrefixes, s3ServerMissing, testBucket, testEndpoint } from "../support/s3-test-store.ts";
 
 const env = process.env;
@@ -49,17 +49,7 @@ function cliEnv(prefix: string, privateRoot: string): Record<string, string> {
 }
 
 /** Run the binary; one still running after `limitMs` is killed, and says so. */
-async function run(e: Record<string, string>, args: string[], limitMs = DEADLINE_MS + MARGIN_MS) {
-  requireBinary();
-  const started = performance.now();
-  const p = Bun.spawn([BINARY, ...args], { env: e, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-  const output = Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
-  const ended = await Promise.race([p.exited.then(() => true), Bun.sleep(limitMs).then(() => false)]);
-  const ms = performance.now() - started;
-  if (!ended) p.kill("SIGKILL");
-  const [stdout, stderr] = await output;
-  return { stdout, stderr, code: await p.exited, ms, stillRunning: !ended };
-}
+const run = (e: Record<string, string>, args: string[], limitMs = DEADLINE_MS + MARGIN_MS) => runBinary(args, e, limitMs);
 
 function expectOk(r: { stdout: string; stderr: string; code: number }): void {
   if (r.code !== 0) console.error(`exit ${r.code}\n${r.stdout}\n${r.stderr}`);

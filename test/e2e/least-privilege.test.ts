@@ -129,3 +129,32 @@ s3Test("the reader's policy pulls, reads the history and exports; its commit and
   expect(await storeKeys()).toEqual(before);
   expect((await ok("writer", "generation")).stdout).toBe("generation 2\n");
 });
+
+s3Test("doctor tells the two apart: the writer's policy is a writer, the reader's a reader, and neither run changes the store", async () => {
+  requireBinary();
+  const before = await storeKeys();
+  const writer = JSON.parse((await ok("writer", "doctor", "--json", "--samples", "3")).stdout);
+  expect(writer).toMatchObject({
+    verdict: "ok",
+    access: "writer",
+    permissions: { read: "allowed", list: "allowed", write: "allowed", delete: "allowed" },
+    conditionalWrites: { proved: true },
+    leftovers: 0,
+  });
+  // A reader is a working configuration for reading: a warning that says what it cannot do, exit 0.
+  const reader = JSON.parse((await ok("reader", "doctor", "--json", "--samples", "3")).stdout);
+  expect(reader).toMatchObject({
+    verdict: "warnings",
+    access: "reader",
+    permissions: { read: "allowed", list: "allowed", write: "denied", delete: "denied" },
+    conditionalWrites: null,
+    recommended: null,
+    leftovers: 0,
+  });
+  expect(reader.problems).toHaveLength(1);
+  expect(reader.latency.get.samples).toBe(3);
+  expect(reader.problems[0].text).toContain("may read the notebook but not write it");
+  const human = await ok("reader", "doctor", "--samples", "3");
+  expect(human.stdout).toContain("access                a reader (read yes, list yes, write DENIED, delete DENIED)");
+  expect(await storeKeys()).toEqual(before);
+}, 60_000);

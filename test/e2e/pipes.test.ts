@@ -78,6 +78,7 @@ const CASES: Record<string, Case[]> = {
     { args: () => ["diff", nb], to: "patch", shows: "+draft", before: () => writeFileSync(join(nb, "draft.md"), "draft\n") },
   ],
   restore: [{ args: () => ["restore", "--from", "1", "--dir", nb, "plan.md"], to: "stdout", shows: "restored 1 file from generation 1" }],
+  doctor: [{ args: () => ["doctor", "--samples", "3"], to: "stdout", shows: "doctor: the embedded store is ready for a notebook" }],
 };
 
 test("every command of the registry is decided here", () => {

@@ -13,6 +13,30 @@ export function requireBinary(): void {
   if (!existsSync(BINARY)) throw new Error("dist/slivingdoc is missing: run `npm test` (it builds first) or `npm run build`");
 }
 
+export interface BinaryRun {
+  stdout: string;
+  stderr: string;
+  code: number;
+  /** Wall time from spawn to exit (or to the kill). */
+  ms: number;
+  /** Still running at `limitMs`, and killed then. */
+  stillRunning: boolean;
+}
+
+/** The binary with `args` and exactly `env`, stdin closed; one still running after `limitMs` is killed, and says so. */
+export async function runBinary(args: string[], env: Record<string, string>, limitMs: number, cwd?: string): Promise<BinaryRun> {
+  requireBinary();
+  const started = performance.now();
+  const p = Bun.spawn([BINARY, ...args], { env, ...(cwd !== undefined ? { cwd } : {}), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  p.stdin.end();
+  const output = Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  const ended = await Promise.race([p.exited.then(() => true), Bun.sleep(limitMs).then(() => false)]);
+  const ms = performance.now() - started;
+  if (!ended) p.kill("SIGKILL");
+  const [stdout, stderr] = await output;
+  return { stdout, stderr, code: await p.exited, ms, stillRunning: !ended };
+}
+
 export interface Session {
   client: Client;
   stderr: () => string;

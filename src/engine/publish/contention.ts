@@ -96,3 +96,17 @@ export function commitEnded(memory: ContentionMemory, storeId: string, lost: num
   const level = lost > 0 ? Math.min(MAX_LEVEL, Math.max(1, seen.level * 2)) : Math.floor(seen.level / 2);
   memory.contention.set(storeId, { ...seen, level });
 }
+
+/**
+ * About the longest a commit that loses `retries` races in a row takes on
+ * a store where one attempt (read `current`, upload, conditional write)
+ * takes `attemptMs` and a window `windowMs`: every attempt, and the longest
+ * wait after each loss (retrySpread). What `doctor` sizes its advice on; the
+ * merge and the offers of combine.ts are left out.
+ */
+export function longestCommitMs(retries: number, attemptMs: number, windowMs: number): number {
+  const window = Math.min(MAX_WINDOW_MS, Math.max(MIN_WINDOW_MS, windowMs));
+  let total = attemptMs;
+  for (let lost = 1; lost <= retries; lost++) total += retrySpread(lost, window) + attemptMs;
+  return total;
+}

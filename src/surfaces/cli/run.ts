@@ -127,12 +127,14 @@ async function startUp(
   parsed: Parsed,
   io: CliIo,
   readOnly = false,
-  access: StoreAccess = "write",
+  access: StoreAccess | "unprobed" = "write",
 ): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
     // One deadline for the process: its start (the probe) and its call.
     const deadline = deadlineIn(config.deadlineMs);
+    // The command probes the store itself (doctor): what the probe finds is its answer.
+    if (access === "unprobed") return { config, store: await openStoreOrRefuse(config.store), deadline };
     if (readOnly) {
       // A store in a local file is opened now, as at any start: one that cannot be opened is refused, not taken for out of reach.
       const file = storeKind(config.store).file?.(config.store);
@@ -201,7 +203,8 @@ function causeLog(io: CliIo): Log {
 /** One operation of the registry, from the command line. */
 async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo): Promise<number> {
   const json = parsed.flags.json === true;
-  const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true, operation.cli.writesNothing === true ? "read" : "write");
+  const access = operation.cli.examinesStore === true ? "unprobed" : operation.cli.writesNothing === true ? "read" : "write";
+  const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true, access);
   if (typeof started === "number") return started;
   const { config, store, deadline } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
@@ -228,6 +231,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
         secrets: runtimeSecrets(io.env),
         privatePaths: [config.privateRoot],
         requireAbsolute: false,
+        ...(config.commitRetries !== undefined ? { commitRetries: config.commitRetries } : {}),
       },
       operation,
       args,
@@ -245,7 +249,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
         io[to](operation.render(outcome.result));
         if (operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
       }
-      return EXIT_CODES.OK;
+      return operation.exitCode?.(outcome.result) ?? EXIT_CODES.OK;
     }
     return failed(outcome.envelope, json, io);
   } finally {
