@@ -26,7 +26,13 @@ export interface AcceptedState {
   dirs: Map<string, string>;
 }
 
-export async function readManifest(store: ObjectStore): Promise<{ manifest: Manifest | null; etag: string | null }> {
+/** `current` as read: the manifest and its ETag, both null before the first publication. */
+export interface ManifestRead {
+  manifest: Manifest | null;
+  etag: string | null;
+}
+
+export async function readManifest(store: ObjectStore): Promise<ManifestRead> {
   let object;
   try {
     object = await store.get(MANIFEST_KEY);
