@@ -37,24 +37,25 @@ test("the read of current is sent before the scan begins, and the pull brings th
   expect(read(a, "plan.md")).toBe("from b\n");
 });
 
-test("a notebook the scan refuses is refused for that, even when the read of current fails too", async () => {
+/** A pulled checkout holding `file`, pulled again through a store whose read of current fails: what the pull threw. */
+async function pullWithCurrentUnreadable(file: string, text: string): Promise<{ a: string; refused: DomainError }> {
   world = makeWorld();
   const a = world.checkout("a");
   await pull(world.deps(), { path: a });
-  write(a, "image.bin", "\u0000binary\n");
+  write(a, file, text);
   const broken = faultyStore(world.store, (op, key) => (op === "get" && key === "current" ? "fail-before" : null));
   const refused = await pull(world.deps({ store: broken }), { path: a }).catch((e: unknown) => e);
   expect(refused).toBeInstanceOf(DomainError);
-  expect((refused as DomainError).reason).toBe("INVALID_CONTENT");
+  return { a, refused: refused as DomainError };
+}
+
+test("a notebook the scan refuses is refused for that, even when the read of current fails too", async () => {
+  const { refused } = await pullWithCurrentUnreadable("image.bin", "\u0000binary\n");
+  expect(refused.reason).toBe("INVALID_CONTENT");
 });
 
 test("a clean notebook whose read of current fails: MANIFEST_READ, as before", async () => {
-  world = makeWorld();
-  const a = world.checkout("a");
-  await pull(world.deps(), { path: a });
-  write(a, "note.md", "kept\n");
-  const broken = faultyStore(world.store, (op, key) => (op === "get" && key === "current" ? "fail-before" : null));
-  const refused = await pull(world.deps({ store: broken }), { path: a }).catch((e: unknown) => e);
-  expect((refused as DomainError).reason).toBe("MANIFEST_READ");
+  const { a, refused } = await pullWithCurrentUnreadable("note.md", "kept\n");
+  expect(refused.reason).toBe("MANIFEST_READ");
   expect(read(a, "note.md")).toBe("kept\n");
 });
