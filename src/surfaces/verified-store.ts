@@ -28,8 +28,11 @@ export const PROBE_TRUST_MS = 24 * 60 * 60 * 1000;
  * conditional writes the protocol rests on
  * (docs/decisions/0013-the-store-is-probed-before-use.md). A passed probe is
  * remembered per store location under the private root for PROBE_TRUST_MS, so
- * CLI calls do not pay for it each time; a failed one is never cached. The
- * embedded store is this project's own code and is not probed.
+ * CLI calls do not pay for it each time; a failed one is never cached. So is
+ * a reader's pass (its writes refused, its reads proved), for the commands
+ * that only read: a reader's agent pays for the probe once a day, not on
+ * every call. The embedded store is this project's own code and is not
+ * probed.
  *
  * A trusted S3 store is opened on its first use (DeferredStore): opening it
  * loads the AWS SDK (~20 ms) and sends nothing, so nothing the start could
@@ -47,16 +50,14 @@ export async function openVerifiedStore(
   const kind = storeKind(config.store);
   if (!kind.probe) return openStoreOrRefuse(config.store);
   // Bun's hasher, not node:crypto's createHash, which costs ~2 ms to load; the same digest.
-  const digest = new Bun.CryptoHasher("sha256").update(storeIdentity(config.store)).digest("hex");
-  const marker = join(config.privateRoot, "probes", `${digest.slice(0, 32)}.json`);
-  try {
-    const passedAt = (JSON.parse(readFileSync(marker, "utf8")) as { passedAt?: unknown }).passedAt;
-    if (typeof passedAt === "number" && now() - passedAt >= 0 && now() - passedAt < PROBE_TRUST_MS) {
-      const spec = config.store;
-      return new DeferredStore(spec.kind, kind.capabilities, () => openStore(spec));
-    }
-  } catch {
-    /* no marker, or an unreadable one: probe */
+  const digest = new Bun.CryptoHasher("sha256").update(storeIdentity(config.store)).digest("hex").slice(0, 32);
+  const probes = join(config.privateRoot, "probes");
+  // A pass of the whole probe serves every command; one of read access alone (a reader's), the commands that only read.
+  const marker = join(probes, `${digest}.json`);
+  const readMarker = join(probes, `${digest}.read.json`);
+  if (trusted(marker, now) || (access === "read" && trusted(readMarker, now))) {
+    const spec = config.store;
+    return new DeferredStore(spec.kind, kind.capabilities, () => openStore(spec));
   }
   const store = await openStoreOrRefuse(config.store);
   const { probeReads, probeStore } = await import("../store/probe.ts");
@@ -64,18 +65,36 @@ export async function openVerifiedStore(
   if (!result.ok) {
     // Credentials that may read but not write: enough for a command that only reads.
     const reads = result.writeDenied ? await probeReads(boundedStore(store, deadline)) : null;
-    if (reads?.ok && access === "read") return store;
+    if (reads?.ok && access === "read") {
+      remember(readMarker, now);
+      return store;
+    }
     await store.close();
     const reader = reads?.ok ? "; these credentials may read the notebook but not write it, and this command writes: give them the writer's least-privilege policy" : "";
     throw new StartupRefusal("INCOMPATIBLE_STORE", `the ${kind.label} compatibility probe failed: ${result.cause}${reader}`);
   }
-  try {
-    mkdirSync(dirname(marker), { recursive: true, mode: 0o700 });
-    writeFileSync(marker, `${JSON.stringify({ passedAt: now() })}\n`, { mode: 0o600 });
-  } catch {
-    /* an unwritable cache only means probing again next time */
-  }
+  remember(marker, now);
   return store;
+}
+
+/** Whether a probe recorded in `file` passed within PROBE_TRUST_MS. */
+function trusted(file: string, now: () => number): boolean {
+  try {
+    const passedAt = (JSON.parse(readFileSync(file, "utf8")) as { passedAt?: unknown }).passedAt;
+    return typeof passedAt === "number" && now() - passedAt >= 0 && now() - passedAt < PROBE_TRUST_MS;
+  } catch {
+    return false; // no record, or an unreadable one: probe
+  }
+}
+
+/** Record a passed probe; an unwritable cache only means probing again next time. */
+function remember(file: string, now: () => number): void {
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    writeFileSync(file, `${JSON.stringify({ passedAt: now() })}\n`, { mode: 0o600 });
+  } catch {
+    /* probe again next time */
+  }
 }
 
 /**

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, PutBucketPolicyCommand, S3Client } from "@aws-sdk/client-s3";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
+import { startTcpProxy } from "../support/tcp-proxy.ts";
 import { s3ServerMissing, testBucket, testEndpoint } from "../support/s3-test-store.ts";
 
 const env = process.env;
@@ -59,18 +60,23 @@ afterAll(async () => {
 });
 
 /** The binary as `role`, with its own home and private state. */
-async function as(role: "writer" | "reader", ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+function as(role: "writer" | "reader", ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  return through(testEndpoint!, role, "", ...args);
+}
+
+/** The same, through `endpoint`, with a private state of its own (`state`: a suffix; "" is the role's usual one). */
+async function through(endpoint: string, role: "writer" | "reader", state: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   const [id, secret] = users[role]!.split(":");
   const p = Bun.spawn([BINARY, ...args], {
     cwd: root,
     env: {
       PATH: env.PATH ?? "/usr/bin:/bin",
       HOME: join(root, `${role}-home`),
-      XDG_STATE_HOME: join(root, `${role}-state`),
+      XDG_STATE_HOME: join(root, `${role}-state${state}`),
       AWS_ACCESS_KEY_ID: id!,
       AWS_SECRET_ACCESS_KEY: secret!,
       AWS_REGION: env.AWS_REGION ?? "us-east-1",
-      AWS_ENDPOINT_URL_S3: testEndpoint!,
+      AWS_ENDPOINT_URL_S3: endpoint,
       S3_FORCE_PATH_STYLE: "1",
       SLIVINGDOC_STORE: `s3://${bucket}/${PREFIX}`,
     },
@@ -157,4 +163,26 @@ s3Test("doctor tells the two apart: the writer's policy is a writer, the reader'
   const human = await ok("reader", "doctor", "--samples", "3");
   expect(human.stdout).toContain("access                a reader (read yes, list yes, write DENIED, delete DENIED)");
   expect(await storeKeys()).toEqual(before);
+}, 60_000);
+
+s3Test("a reader's probe is remembered: the next command that only reads sends its own requests alone, and a commit is still refused", async () => {
+  requireBinary();
+  const proxy = await startTcpProxy(testEndpoint!);
+  try {
+    const requests = async (...args: string[]) => {
+      proxy.resetCounts();
+      const r = await through(proxy.url, "reader", "-remembered", ...args);
+      expect({ args: args.join(" "), code: r.code }).toEqual({ args: args.join(" "), code: 0 });
+      return proxy.counts().requests;
+    };
+    const first = await requests("generation");
+    const second = await requests("generation");
+    // The probe's refused write and its read and listing, once; then `current` alone.
+    expect([first, second]).toEqual([4, 1]);
+    const commit = await through(proxy.url, "reader", "-remembered", "commit", join(root, "reader-nb"), "-m", "no");
+    expect(commit.code).toBe(EXIT_CODES.STARTUP);
+    expect(commit.stderr).toContain("may read the notebook but not write it");
+  } finally {
+    await proxy.close();
+  }
 }, 60_000);
