@@ -13,9 +13,10 @@
  * not yet collected (docs/performance.md, BULK).
  */
 import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { peakOf } from "../support/peak-memory.ts";
 import { mulberry32 } from "../support/seeded.ts";
 
 const binary = join(import.meta.dir, "../../dist/slivingdoc");
@@ -46,36 +47,17 @@ function writeNotebook(dir: string): number {
   return total;
 }
 
-/** Run the binary to its end; its peak resident memory (VmHWM, read until it exits) in bytes. */
-async function peakOf(args: string[]): Promise<number> {
+/** The binary on this test's store and private root, to its end: its peak resident memory in bytes. */
+function peakOfCall(args: string[]): Promise<number> {
   const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, "home") };
-  const p = Bun.spawn([binary, ...args, "--store", `sqlite:${join(root, "store.db")}`, "--private-root", join(root, "private"), "--deadline", "30m"], {
-    env,
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let peak = 0;
-  const sample = () => {
-    try {
-      const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${p.pid}/status`, "utf8"));
-      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
-    } catch {
-      /* exited between samples */
-    }
-  };
-  const timer = setInterval(sample, 5);
-  const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
-  clearInterval(timer);
-  if (code !== 0) throw new Error(`slivingdoc ${args[0]} exited ${code}: ${err.slice(0, 2000)}`);
-  expect(peak).toBeGreaterThan(0);
-  return peak;
+  return peakOf([binary, ...args, "--store", `sqlite:${join(root, "store.db")}`, "--private-root", join(root, "private"), "--deadline", "30m"], env);
 }
 
 test(`the first commit of ${FILES.toLocaleString("en")} files holds at most ${BOUND}× the notebook beyond an idle call`, async () => {
   const dir = join(root, "notebook");
-  const idle = await peakOf(["pull", dir]);
+  const idle = await peakOfCall(["pull", dir]);
   const bytes = writeNotebook(dir);
-  const peak = await peakOf(["commit", dir, "-m", "first"]);
+  const peak = await peakOfCall(["commit", dir, "-m", "first"]);
   const mb = (n: number) => `${(n / 2 ** 20).toFixed(0)} MB`;
   console.log(`first commit: ${mb(peak - idle)} above the idle call's ${mb(idle)}, for ${mb(bytes)} of files: ${((peak - idle) / bytes).toFixed(1)}×`);
   expect((peak - idle) / bytes).toBeLessThanOrEqual(BOUND);
