@@ -172,6 +172,20 @@ class StageTimer {
 const round = (ms: number) => Math.round(ms * 10) / 10;
 
 /**
+ * Past this resident size, garbage is collected between a call's stages.
+ * A call on a big file leaves buffers of its size dead at the end of each
+ * stage (the bytes read, inflated, deflated), which the runtime collects
+ * only later: the next stage's allocations then stack on them, and the
+ * peak climbs stage by stage (docs/performance.md, "Big files"). An
+ * ordinary call stays far below and pays one read of its size a stage.
+ */
+const COLLECT_ABOVE_BYTES = 512 * 2 ** 20;
+
+function collectIfLarge(): void {
+  if (process.memoryUsage.rss() > COLLECT_ABOVE_BYTES) Bun.gc(true);
+}
+
+/**
  * Run one call of `op` (an entry of the registry, operations.ts): decode,
  * run, and log it; the result or the error envelope. Callers name it by
  * run-operation.ts's runOperation, which also takes an MCP tool's name.
@@ -199,6 +213,7 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
           deadline,
           onStage: async (stage) => {
             timer.mark(stage);
+            collectIfLarge();
             await ctx.deps.onStage?.(stage);
           },
         }),
