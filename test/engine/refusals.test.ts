@@ -363,8 +363,9 @@ describe("lost races", () => {
 
   test("a lock whose holder is a zombie (dead, never reaped by its parent) is taken over", async () => {
     const { a, lock } = await lockedCheckout();
-    // `sleep 0` exits at once; its parent becomes `sleep 10`, which never reaps it.
-    const parent = Bun.spawn(["sh", "-c", "sleep 0 & echo $!; exec sleep 10"], { stdout: "pipe" });
+    // The child exits after its parent became `sleep 10`, which never reaps it. A child that
+    // exited at once could be reaped by the shell before its exec (seen once in CI): no zombie.
+    const parent = Bun.spawn(["sh", "-c", "sleep 0.5 & echo $!; exec sleep 10"], { stdout: "pipe" });
     try {
       // The first line is the child's pid; the pipe stays open while `sleep 10` runs.
       const { value } = await parent.stdout.getReader().read();
