@@ -16,6 +16,7 @@ import { type ObjectStore, type ServerAnswer, StoreError } from "../../src/store
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { judge, recommend } from "../../src/surfaces/doctor.ts";
 import { faultyStore } from "../support/faulty-store.ts";
+import { snapshotStore } from "../support/fixture.ts";
 import { mulberry32 } from "../support/seeded.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "slivingdoc-doctor-"));
@@ -37,11 +38,6 @@ async function notebookStore(): Promise<ObjectStore> {
   return store;
 }
 
-async function keysAndEtags(store: ObjectStore): Promise<string[]> {
-  const keys = (await store.list("")).map((o) => o.key);
-  return Promise.all(keys.map(async (k) => `${k} ${(await store.get(k))!.etag}`));
-}
-
 /** The real store, with the requests in `denied` refused for access as S3 words it. */
 function denying(store: ObjectStore, denied: ReadonlyArray<"putIfAbsent" | "putIfMatch" | "delete">): ObjectStore {
   const refuse = (op: string) => Promise.reject(new StoreError("putIfAbsent", `s3 ${op}: AccessDenied (403)`));
@@ -61,7 +57,7 @@ const examine = (store: ObjectStore, deadlineMs = 30_000) => examineStore(store,
 describe("on the embedded store", () => {
   test("everything is allowed and measured, nothing applies to the clock, and the notebook's keys are as they were", async () => {
     const store = await notebookStore();
-    const before = await keysAndEtags(store);
+    const before = await snapshotStore(store);
     const exam = await examine(store);
     expect(exam).toMatchObject({
       kind: "sqlite",
@@ -78,14 +74,14 @@ describe("on the embedded store", () => {
     }
     expect(exam.conditionalWritesPerSecond!).toBeGreaterThan(0);
     // Every scratch key is gone, and nothing else changed.
-    expect(await keysAndEtags(store)).toEqual(before);
+    expect(await snapshotStore(store)).toEqual(before);
     const report = judge(exam, CURRENT, 10);
     expect(report).toMatchObject({ verdict: "ok", access: "writer", problems: [], recommended: { commitRetries: 30, deadlineMs: 60_000, asConfigured: true } });
   });
 
   test("credentials that may read but not write are a reader: reads are timed, writes are not tried, and nothing is left", async () => {
     const store = await notebookStore();
-    const before = await keysAndEtags(store);
+    const before = await snapshotStore(store);
     const exam = await examine(denying(store, ["putIfAbsent", "putIfMatch", "delete"]));
     expect(exam.permissions).toEqual({ read: "allowed", list: "allowed", write: "denied", delete: "denied" });
     expect(exam.conditionalWrites).toBeNull();
@@ -99,7 +95,7 @@ describe("on the embedded store", () => {
     // The refused writes wrote nothing: no leftover to report.
     expect(exam.leftovers).toBe(0);
     expect(report.problems).toHaveLength(1);
-    expect(await keysAndEtags(store)).toEqual(before);
+    expect(await snapshotStore(store)).toEqual(before);
   });
 
   test("a writer that may not delete is told what that costs", async () => {
@@ -129,7 +125,7 @@ describe("on the embedded store", () => {
       },
       close: async () => {},
     };
-    const before = await keysAndEtags(store);
+    const before = await snapshotStore(store);
     const exam = await examine(ignoring);
     expect(exam.conditionalWrites).toMatchObject({ proved: false });
     expect((exam.conditionalWrites as { cause: string }).cause).toContain("If-None-Match");
@@ -137,12 +133,12 @@ describe("on the embedded store", () => {
     const report = judge(exam, CURRENT, 10);
     expect(report.verdict).toBe("unusable");
     expect(report.problems[0]!.text).toContain("INCOMPATIBLE_STORE");
-    expect(await keysAndEtags(store)).toEqual(before);
+    expect(await snapshotStore(store)).toEqual(before);
   });
 
   test("a store that stops answering mid-way: the answer comes by the call's deadline, and the clean-up still deletes what was written", async () => {
     const store = await notebookStore();
-    const before = await keysAndEtags(store);
+    const before = await snapshotStore(store);
     // Compare-and-swaps hang: the probe's second check never gets its answer.
     const hung = faultyStore(store, (op) => (op === "putIfMatch" ? "delay" : null), { delayMs: 600_000 });
     const started = performance.now();
@@ -151,7 +147,7 @@ describe("on the embedded store", () => {
     expect(exam.stopped).toBe("the store did not answer within the call deadline (2 s; --deadline)");
     expect(exam.permissions.write).toBe("allowed");
     expect(judge(exam, CURRENT, 10).verdict).toBe("unusable");
-    expect(await keysAndEtags(store)).toEqual(before);
+    expect(await snapshotStore(store)).toEqual(before);
   });
 
   test("a slow store gets fewer samples, not a verdict of the deadline doctor ran out of", async () => {
