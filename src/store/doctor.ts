@@ -19,7 +19,7 @@
 import { randomHex } from "../contract/random-hex.ts";
 import { boundedStore, type Deadline } from "./deadline.ts";
 import { type ObjectStore, type ServerAnswer, StoreError } from "./object-store.ts";
-import { operationalCause, probeStore } from "./probe.ts";
+import { deniesAccess, operationalCause, probeStore } from "./probe.ts";
 
 /** What these credentials may do, request by request: untried where an earlier failure left no way to tell. */
 export type Permission = "allowed" | "denied" | "untried";
@@ -192,7 +192,7 @@ class Examiner {
       await this.timed(request);
       return "allowed";
     } catch (e) {
-      if (e instanceof StoreError && operationalCause(e).startsWith("access denied")) return "denied";
+      if (deniesAccess(e)) return "denied";
       throw e;
     }
   }

@@ -129,11 +129,30 @@ export async function probeReads(store: ObjectStore, options: Pick<ProbeOptions,
   }
 }
 
-/** An answer refusing access (not a bad key or an expired login): the permissions are the matter. */
+/** An answer refusing access by name (not a bad key or an expired login): the permissions are the matter. */
 function isAccessDenial(error: unknown): boolean {
   if (!(error instanceof StoreError)) return false;
-  const code = /^\S+ \w+: ([^\s;(]+)/.exec(error.message)?.[1];
+  const { code } = storeAnswer(error);
   return code === "AccessDenied" || code === "AllAccessDisabled";
+}
+
+/**
+ * Whether the store refused a request for access, as operationalCause
+ * words it: an access code, or a 403 that names no other cause. doctor
+ * counts such a request as a permission denied, not as a failure.
+ */
+export function deniesAccess(error: unknown): boolean {
+  return error instanceof StoreError && operationalCause(error).startsWith(ACCESS_DENIED);
+}
+
+/**
+ * The error code and HTTP status a store puts in its messages, and nothing
+ * else (s3.ts: "s3 get: AccessDenied (403)", "s3 putIfAbsent: ECONNREFUSED";
+ * sqlite.ts: "sqlite get: SQLITE_BUSY").
+ */
+function storeAnswer(error: StoreError): { code: string | undefined; status: number | undefined } {
+  const m = /^\S+ \w+: ([^\s;(]+)(?: \((\d{3})\))?/.exec(error.message);
+  return { code: m?.[1], status: m?.[2] !== undefined ? Number(m[2]) : undefined };
 }
 
 /**
@@ -249,12 +268,14 @@ async function race(store: ObjectStore, key: string, writers: number, kind: "com
   }
 }
 
+/** How operationalCause's sentence for a refusal for access begins (deniesAccess reads it). */
+const ACCESS_DENIED = "access denied";
+
 /**
  * The operator's sentence for a failure that is not a verdict on the
  * conditions: denied access, bad credentials, a missing bucket, an endpoint
  * that cannot be reached. Built from the error code and HTTP status only
- * (s3.ts puts exactly those in its messages: "s3 get: AccessDenied (403)",
- * "s3 putIfAbsent: ECONNREFUSED"; sqlite.ts: "sqlite get: SQLITE_BUSY").
+ * (storeAnswer).
  */
 export function operationalCause(error: unknown): string {
   if (error instanceof DeadlinePassed) {
@@ -266,9 +287,9 @@ export function operationalCause(error: unknown): string {
     const name = error instanceof Error ? safeCode(error.name) : undefined;
     return `the probe failed unexpectedly${name ? ` (${name})` : ""}`;
   }
-  const m = /^\S+ \w+: ([^\s;(]+)(?: \((\d{3})\))?/.exec(error.message);
-  const code = safeCode(m?.[1]);
-  const status = m?.[2] !== undefined ? Number(m[2]) : undefined;
+  const answer = storeAnswer(error);
+  const code = safeCode(answer.code);
+  const { status } = answer;
   const what = [code, status].filter((x) => x !== undefined).join(", ");
   const paren = what === "" ? "" : ` (${what})`;
 
@@ -276,7 +297,7 @@ export function operationalCause(error: unknown): string {
     case "AccessDenied":
     case "AllAccessDisabled":
     case "AccountProblem":
-      return `access denied${paren}`;
+      return `${ACCESS_DENIED}${paren}`;
     case "InvalidAccessKeyId":
       return `the access key id is not known to the store (${code})`;
     case "SignatureDoesNotMatch":
@@ -311,7 +332,7 @@ export function operationalCause(error: unknown): string {
     case "RequestTimeout":
       return `the endpoint cannot be reached${paren}`;
   }
-  if (status === 403) return `access denied${paren}`;
+  if (status === 403) return `${ACCESS_DENIED}${paren}`;
   if (status !== undefined && status >= 500) return `the store failed with a server error${paren}`;
   if (error.outcome === "unknown") return `the store did not confirm a probe write${paren}`;
   return `the store refused the probe${paren}`;
