@@ -117,25 +117,30 @@ export async function runCli(io: CliIo): Promise<number> {
 }
 
 /**
- * Configuration, a verified store and the process's call deadline, or the
- * start-up refusal printed and its exit code. `readOnly`: the store is
- * opened without the probe (Operation.cli.readsStoreOnly), and on first
- * use, so an unreachable store does not refuse the start — except a store
- * in a local file, which is opened at once.
+ * How a command's start opens the store: "offline" without the probe and on
+ * first use (Operation.cli.readsStoreOnly), so an unreachable store does not
+ * refuse the start — except a store in a local file, which is opened at
+ * once; "unprobed" at once and without the probe, which the command runs
+ * itself (examinesStore); "read" or "write" proved first (verified-store.ts),
+ * credentials that may only read serving "read" (writesNothing).
  */
-async function startUp(
-  parsed: Parsed,
-  io: CliIo,
-  readOnly = false,
-  access: StoreAccess | "unprobed" = "write",
-): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
+type Opening = "offline" | "unprobed" | StoreAccess;
+
+function openingOf(cli: Operation["cli"]): Opening {
+  if (cli.examinesStore === true) return "unprobed";
+  if (cli.readsStoreOnly === true) return "offline";
+  return cli.writesNothing === true ? "read" : "write";
+}
+
+/** Configuration, the store opened as `opening` says, and the process's call deadline; or the start-up refusal printed and its exit code. */
+async function startUp(parsed: Parsed, io: CliIo, opening: Opening = "write"): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
     // One deadline for the process: its start (the probe) and its call.
     const deadline = deadlineIn(config.deadlineMs);
     // The command probes the store itself (doctor): what the probe finds is its answer.
-    if (access === "unprobed") return { config, store: await openStoreOrRefuse(config.store), deadline };
-    if (readOnly) {
+    if (opening === "unprobed") return { config, store: await openStoreOrRefuse(config.store), deadline };
+    if (opening === "offline") {
       // A store in a local file is opened now, as at any start: one that cannot be opened is refused, not taken for out of reach.
       const file = storeKind(config.store).file?.(config.store);
       const store =
@@ -144,7 +149,7 @@ async function startUp(
           : new DeferredStore(config.store.kind, storeKind(config.store).capabilities, () => openToRead(config.store));
       return { config, store, deadline };
     }
-    return { config, store: await openVerifiedStore(config, deadline, Date.now, access), deadline };
+    return { config, store: await openVerifiedStore(config, deadline, Date.now, opening), deadline };
   } catch (e) {
     return refused(e, io);
   }
@@ -203,8 +208,7 @@ function causeLog(io: CliIo): Log {
 /** One operation of the registry, from the command line. */
 async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo): Promise<number> {
   const json = parsed.flags.json === true;
-  const access = operation.cli.examinesStore === true ? "unprobed" : operation.cli.writesNothing === true ? "read" : "write";
-  const started = await startUp(parsed, io, operation.cli.readsStoreOnly === true, access);
+  const started = await startUp(parsed, io, openingOf(operation.cli));
   if (typeof started === "number") return started;
   const { config, store, deadline } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
