@@ -7,10 +7,9 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { DomainError } from "../../src/contract/errors.ts";
-import { commit } from "../../src/engine/commit.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { faultyStore } from "../support/faulty-store.ts";
-import { makeWorld, read, type World, write } from "../support/fixture.ts";
+import { makeWorld, read, seedNotebook, type World, write } from "../support/fixture.ts";
 
 let world: World;
 afterEach(async () => {
@@ -22,9 +21,7 @@ test("the read of current is sent before the scan begins, and the pull brings th
   const a = world.checkout("a");
   const b = world.checkout("b");
   await pull(world.deps(), { path: a });
-  await pull(world.deps(), { path: b });
-  write(b, "plan.md", "from b\n");
-  await commit(world.deps(), { path: b, message: "b" });
+  await seedNotebook(world.deps(), b, { "plan.md": "from b\n" });
 
   const events: string[] = [];
   const store = faultyStore(world.store, (op, key) => {
