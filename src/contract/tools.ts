@@ -11,6 +11,20 @@ export const TOOL_NAMES = ["notes_pull", "notes_commit"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 /**
+ * The hints hosts read to decide what to auto-approve (MCP tool
+ * annotations). Neither tool only reads: a pull writes the notebook
+ * directory, a commit the store. Both touch only the notebook and its store,
+ * never the open world. A pull never overwrites an unpublished edit and a
+ * second pull changes nothing, so it is neither destructive nor unsafe to
+ * repeat; a commit can publish deletions to every agent, and each call is a
+ * new publication.
+ */
+export const TOOL_ANNOTATIONS: Record<ToolName, { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean }> = {
+  notes_pull: { title: "Pull the shared notebook", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  notes_commit: { title: "Publish notebook edits", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+};
+
+/**
  * The path-set sentences appended to the instructions and both
  * descriptions, one per configured set (mcp-tools.md "Server instructions").
  * Empty when no set is configured, so such a process is byte for byte

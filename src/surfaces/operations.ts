@@ -22,7 +22,7 @@ import { StartupRefusal } from "../contract/startup.ts";
 import { type OperationOutcome, type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { EXIT_CODES } from "../contract/tokens.ts";
-import { TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
+import { TOOL_ANNOTATIONS, TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import type { ShownEntry } from "./cli/render-history.ts";
 import { parseDuration, parseSince } from "./duration.ts";
 import type { Operation } from "./operation.ts";
@@ -579,5 +579,6 @@ export function toolList(sets: PathSets) {
     name,
     description: toolDescription(name, sets),
     inputSchema: operationByTool(name).input.jsonSchema(),
+    annotations: TOOL_ANNOTATIONS[name],
   }));
 }

@@ -70,6 +70,21 @@ describe("one server", () => {
       required: ["message"],
       additionalProperties: false,
     });
+    // Hosts read these hints for auto-approval; the contract strings above stay byte-exact beside them.
+    expect(tools[0]!.annotations).toEqual({
+      title: "Pull the shared notebook",
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
+    expect(tools[1]!.annotations).toEqual({
+      title: "Publish notebook edits",
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: false,
+    });
     const prompts = await session.client.listPrompts().catch((e: Error) => e);
     expect(prompts).toBeInstanceOf(Error);
   });
