@@ -1,8 +1,8 @@
 /**
  * Every snippet in docs/connect-a-host.md, read as its host reads it: JSON,
  * JSON with comments (VS Code, Zed: Microsoft's jsonc-parser, the one VS Code
- * uses), TOML (Codex: smol-toml), YAML (Continue: yaml), or a command line
- * (Claude Code). Each is checked against the keys its host documents — the
+ * uses), TOML (Codex: smol-toml), YAML (Continue, Goose: yaml), or a command
+ * line (Claude Code, Codex). Each is checked against the keys its host documents — the
  * servers' key (`mcpServers`, `servers`, `context_servers`, `mcp_servers`,
  * or Continue's list), the entry's own keys — and its command line against
  * slivingdoc's own: `serve` with flags `serve` knows. A snippet's fence
@@ -36,16 +36,36 @@ const snippets: Snippet[] = [...doc.matchAll(/^```(\w+) ([\w-]+)( windows)?\n([\
 }));
 
 /** The hosts the doc must cover, each with a Windows form. */
-const HOSTS = ["claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "cline", "zed", "codex", "gemini-cli", "continue"];
+const HOSTS = [
+  "claude-desktop",
+  "claude-code",
+  "cursor",
+  "vscode",
+  "windsurf",
+  "cline",
+  "zed",
+  "codex",
+  "codex-config",
+  "gemini-cli",
+  "continue",
+  "goose",
+  "jetbrains-ai",
+  "junie",
+];
 
 /** How each host's file holds the server: its format, where the entry is, and the keys an entry may have. */
 type Entry = Record<string, unknown>;
 const MCP_SERVERS = { formats: ["json"], entry: (doc: any): Entry => doc.mcpServers?.notebook, keys: ["command", "args", "env"] };
-const SHAPES: Record<string, { formats: string[]; entry(doc: any): Entry | undefined; keys: string[]; check?(doc: any, entry: Entry): void }> = {
+const SHAPES: Record<
+  string,
+  { formats: string[]; entry(doc: any): Entry | undefined; keys: string[]; check?(doc: any, entry: Entry): void; launch?(entry: Entry): Entry }
+> = {
   mcpServers: MCP_SERVERS,
   "claude-desktop": MCP_SERVERS,
   "claude-code-project": MCP_SERVERS,
   cursor: MCP_SERVERS,
+  "jetbrains-ai": MCP_SERVERS,
+  junie: MCP_SERVERS,
   windsurf: MCP_SERVERS,
   "gemini-cli": { ...MCP_SERVERS, keys: ["command", "args", "env", "cwd", "timeout", "trust"] },
   cline: { ...MCP_SERVERS, keys: ["command", "args", "env", "disabled", "autoApprove"] },
@@ -56,13 +76,21 @@ const SHAPES: Record<string, { formats: string[]; entry(doc: any): Entry | undef
     check: (_doc, entry) => expect(entry.type).toBe("stdio"),
   },
   zed: { formats: ["jsonc"], entry: (doc) => doc.context_servers?.notebook, keys: ["command", "args", "env"] },
-  codex: { formats: ["toml"], entry: (doc) => doc.mcp_servers?.notebook, keys: ["command", "args", "env", "cwd", "startup_timeout_sec", "tool_timeout_sec"] },
+  "codex-config": { formats: ["toml"], entry: (doc) => doc.mcp_servers?.notebook, keys: ["command", "args", "env", "cwd", "startup_timeout_sec", "tool_timeout_sec"] },
   continue: {
     formats: ["yaml"],
     entry: (doc) => (Array.isArray(doc.mcpServers) ? doc.mcpServers.find((s: Entry) => s.name === "notebook") : undefined),
     keys: ["name", "command", "args", "env", "cwd"],
     // A block file names itself and its schema version.
     check: (doc) => expect([typeof doc.name, typeof doc.version, doc.schema]).toEqual(["string", "string", "v1"]),
+  },
+  goose: {
+    formats: ["yaml"],
+    entry: (doc) => doc.extensions?.notebook,
+    keys: ["name", "type", "enabled", "cmd", "args", "envs", "env_keys", "timeout", "description", "bundled"],
+    check: (_doc, entry) => expect([entry.name, entry.type, entry.enabled]).toEqual(["notebook", "stdio", true]),
+    // Goose names the command `cmd` and the environment `envs`.
+    launch: (entry) => ({ command: entry.cmd, args: entry.args, env: entry.envs }),
   },
 };
 
@@ -108,7 +136,7 @@ test("every host has a snippet, and a Windows form", () => {
 
 test("each snippet parses as its host reads it, with the keys its host documents", () => {
   const files = snippets.filter((s) => s.lang !== "sh");
-  expect(files.length).toBeGreaterThanOrEqual(18);
+  expect(files.length).toBeGreaterThanOrEqual(24);
   for (const s of files) {
     const shape = SHAPES[s.host];
     expect({ host: s.host, known: shape !== undefined }).toEqual({ host: s.host, known: true });
@@ -118,7 +146,7 @@ test("each snippet parses as its host reads it, with the keys its host documents
     expect({ host: s.host, entry: typeof entry }).toEqual({ host: s.host, entry: "object" });
     expect({ host: s.host, unknown: Object.keys(entry!).filter((k) => !shape!.keys.includes(k)) }).toEqual({ host: s.host, unknown: [] });
     shape!.check?.(value, entry!);
-    const { command, args, env } = entry as { command: unknown; args: unknown; env?: unknown };
+    const { command, args, env } = (shape!.launch?.(entry!) ?? entry) as { command: unknown; args: unknown; env?: unknown };
     expect(typeof command).toBe("string");
     expect(Array.isArray(args) && args.every((a) => typeof a === "string")).toBe(true);
     if (env !== undefined) expect(Object.values(env as object).every((v) => typeof v === "string")).toBe(true);
@@ -126,12 +154,20 @@ test("each snippet parses as its host reads it, with the keys its host documents
   }
 });
 
-test("Claude Code's command line adds the server by name, the command after --", () => {
+test("Claude Code's and Codex's command lines add the server by name, the command after --", () => {
   const lines = snippets.filter((s) => s.lang === "sh");
-  expect(lines.map((s) => s.host)).toEqual(["claude-code", "claude-code"]);
+  expect(lines.map((s) => s.host)).toEqual(["claude-code", "claude-code", "codex", "codex"]);
   for (const s of lines) {
     const words = s.text.trim().split(/\s+/);
-    expect(words.slice(0, 5)).toEqual(["claude", "mcp", "add", "notebook", "--"]);
+    const tool = s.host === "codex" ? "codex" : "claude";
+    expect(words.slice(0, 5)).toEqual([tool, "mcp", "add", "notebook", "--"]);
     expectServe(s.host, slivingdocArgs(s, words[5]!, words.slice(6)));
   }
+});
+
+test("Claude Code's scopes are told as the tool has them: local by default, -s project writes .mcp.json", () => {
+  const section = doc.slice(doc.indexOf("### Claude Code"), doc.indexOf("### Cursor"));
+  expect(section).toContain("scope `local`");
+  expect(section).toContain("`-s project` writes it to `.mcp.json`");
+  expect(section).toContain("`-s user`");
 });
