@@ -4,7 +4,7 @@
  * clocks, sleep and random source are made, which the engine reads only
  * from its dependencies.
  */
-import { mkdirSync, realpathSync } from "node:fs";
+import { mkdirSync, readFileSync, realpathSync } from "node:fs";
 import { hostname, userInfo } from "node:os";
 import { userAtHost } from "../contract/agent.ts";
 import type { Clock, RandomSource } from "../contract/clock.ts";
@@ -18,13 +18,39 @@ import { storeIdentity } from "./stores.ts";
 
 /** The user and host name of this process, as an agent name (contract/agent.ts). */
 export function defaultAgent(): string {
+  return userAtHost(processUser(), hostname());
+}
+
+/**
+ * Who runs this process. The runtime's user name comes from `$USER`, and
+ * without it Bun answers "unknown" rather than asking the password
+ * database, as a container started with only a uid does. Then the name is
+ * the password database's entry for this process's uid, as `id -un` finds
+ * it; "unknown" only when there is none.
+ */
+function processUser(): string | undefined {
   let user: string | undefined;
   try {
     user = userInfo().username;
   } catch {
     user = process.env.USER;
   }
-  return userAtHost(user, hostname());
+  if (user && user !== "unknown") return user;
+  return passwdName(process.getuid?.()) ?? user;
+}
+
+/** The name /etc/passwd gives `uid`, if any. */
+function passwdName(uid: number | undefined): string | undefined {
+  if (uid === undefined) return undefined;
+  try {
+    for (const line of readFileSync("/etc/passwd", "utf8").split("\n")) {
+      const [name, , id] = line.split(":");
+      if (name && id === String(uid)) return name;
+    }
+  } catch {
+    // No password database (Windows, a minimal image): nobody to name.
+  }
+  return undefined;
 }
 
 /** Creates the private root if needed; its real path. */

@@ -68,6 +68,22 @@ test("every publication records who made it: --agent, SLIVINGDOC_AGENT, else use
   expect(log.entries.map((e: { agent: string }) => e.agent)).toEqual([`tester@${hostname()}`, "flag", "writer (gpt)", "planner-7"]);
 });
 
+test("with $USER unset, the default agent is the password database's name for the process's uid", async () => {
+  requireBinary();
+  const store = freshStore();
+  const dir = mkdtempSync(join(root, "nb-"));
+  await ok(["pull", ...store, dir]);
+  writeFileSync(join(dir, "a.md"), "1\n");
+  // A container started with only a uid: no USER, no LOGNAME.
+  const { USER: _user, ...noUser } = env;
+  const p = Bun.spawn([BINARY, "commit", "-m", "no USER", ...store, dir], { cwd: root, env: noUser, stdout: "pipe", stderr: "pipe" });
+  expect(await p.exited).toBe(0);
+  const name = Bun.spawnSync(["id", "-un"]).stdout.toString().trim();
+  expect(name).not.toBe("");
+  const log = await json(["log", ...store]);
+  expect(log.entries[0].agent).toBe(`${name}@${hostname()}`);
+});
+
 test("a bad --agent or SLIVINGDOC_AGENT is a start-up refusal", async () => {
   requireBinary();
   const store = freshStore();
