@@ -121,8 +121,8 @@ export interface Operation<I = any, R = any> {
   tool?: { name: ToolName; description: string };
   input: InputSchema<I>;
   run(ctx: RunContext, input: I): Promise<R>;
-  /** The human output of a success, without `--json`. */
-  render(result: R): string;
+  /** The human output of a success, without `--json`; `input` says how a person asked to read it (log's --oneline). */
+  render(result: R, input: I): string;
   /**
    * Where `render`'s text goes. "stdout" when it is the command's answer,
    * what `| grep` or `$(…)` wants (log, status, generation…), as in git and

@@ -23,7 +23,7 @@ import { type OperationOutcome, type PathSets, type SuccessResult, successResult
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { EXIT_CODES } from "../contract/tokens.ts";
 import { TOOL_ANNOTATIONS, TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
-import type { ShownEntry } from "./cli/render-history.ts";
+import type { LogView, ShownEntry } from "./cli/render-history.ts";
 import { parseDuration, parseSince } from "./duration.ts";
 import type { Operation } from "./operation.ts";
 
@@ -217,20 +217,32 @@ export const OPERATIONS: readonly Operation[] = [
       name: "log",
       writesNothing: true,
       summary: "List the retained publications, newest first: generation, time, agent, message, files changed",
-      usage: "log [--limit N] [--since DATE|DURATION] [--path a,b]",
+      usage: "log [--limit N] [--since DATE|DURATION] [--path a,b] [--oneline | --stat]",
       flags: {
         limit: { type: "string", description: "At most N publications", valueHint: "N" },
         since: SINCE_FLAG,
         path: { type: "string", description: "Only publications that changed these notebook paths (files or directories, comma-separated)", valueHint: "a,b" },
+        oneline: { type: "boolean", description: "One line per publication: generation, time, agent, message's first line, file count" },
+        stat: { type: "boolean", description: "Every file of each publication (without it, at most 10 each)" },
       },
       path: false,
-      toInput: (flags) => ({
-        ...(typeof flags.limit === "string" ? { limit: parseCount("limit", flags.limit) } : {}),
-        ...(typeof flags.since === "string" ? { sinceMs: parseSince("since", flags.since, Date.now()) } : {}),
-        ...pathsInput(flags),
-      }),
+      toInput: (flags) => {
+        if (flags.oneline === true && flags.stat === true) throw new StartupRefusal("argument refusal", "--oneline and --stat cannot be combined: choose one");
+        return {
+          ...(typeof flags.limit === "string" ? { limit: parseCount("limit", flags.limit) } : {}),
+          ...(typeof flags.since === "string" ? { sinceMs: parseSince("since", flags.since, Date.now()) } : {}),
+          ...pathsInput(flags),
+          ...(flags.oneline === true ? { view: "oneline" } : flags.stat === true ? { view: "stat" } : {}),
+        };
+      },
     },
-    input: objectInput("log", { limit: optional(countField()), sinceMs: optional(countField()), paths: optional(stringListField()) }),
+    input: objectInput("log", {
+      limit: optional(countField()),
+      sinceMs: optional(countField()),
+      paths: optional(stringListField()),
+      // How a person reads it; --json is always whole.
+      view: optional(stringField({ rule: logView })),
+    }),
     async run(ctx, input) {
       const { historyLog } = await import("../engine/history/log.ts");
       return await historyLog(ctx.engine(), {
@@ -240,7 +252,8 @@ export const OPERATIONS: readonly Operation[] = [
       });
     },
     renderTo: "stdout",
-    render: (r) => cli().renderLog(r),
+    // The rule above admits only LogView values.
+    render: (r, input) => cli().renderLog(r, input.view as LogView | undefined),
   }),
 
   defineOperation({
@@ -522,6 +535,12 @@ function parseCount(name: string, value: string | boolean | undefined, min = 0, 
     throw new StartupRefusal("argument refusal", `${name} must be ${what}; got "${String(value ?? "").slice(0, 40)}"`);
   }
   return Number(value);
+}
+
+/** log's view, as the CLI sets it from --oneline or --stat. */
+function logView(value: string, name: string): LogView {
+  if (value === "default" || value === "stat" || value === "oneline") return value;
+  throw new DomainError("MALFORMED_INPUT", `${name} must be default, stat or oneline.`);
 }
 
 /** --path a,b of log and show: notebook paths, checked like the path sets. */

@@ -151,6 +151,38 @@ test("log: newest first, with files and counts; --limit, --since, --path; from t
   }
 });
 
+test("a publication of many files reads in a terminal: log lists 10 (--stat all, --oneline one line), show's header 50; --json is whole", async () => {
+  requireBinary();
+  const store = freshStore();
+  const commit = await notebook(store);
+  const many: Record<string, string> = {};
+  for (let i = 0; i < 120; i++) many[`f${String(i).padStart(3, "0")}.md`] = `${i}\n`;
+  await commit(many, "many files\nsecond line of the message");
+  await commit({ "a.md": "one\n" }, "one file");
+
+  const log = (await ok(["log", ...store])).stdout;
+  expect(log.split("\n").filter((l) => / \| \+\d+ -\d+/.test(l)).length).toBe(11);
+  expect(log).toContain("    … and 110 more files (--stat lists them all)");
+  const stat = (await ok(["log", "--stat", ...store])).stdout;
+  expect(stat.split("\n").filter((l) => / \| \+\d+ -\d+/.test(l)).length).toBe(121);
+  expect(stat).not.toContain("more files");
+  const oneline = (await ok(["log", "--oneline", ...store])).stdout.trimEnd().split("\n");
+  expect(oneline).toHaveLength(2);
+  expect(oneline[0]).toMatch(/^2 · \S+ · tester@\S+ · one file · 1 file$/);
+  expect(oneline[1]).toMatch(/^1 · \S+ · tester@\S+ · many files · 120 files$/);
+  const both = await run(["log", "--oneline", "--stat", ...store]);
+  expect(both.code).toBe(EXIT_CODES.STARTUP);
+  expect(both.stderr).toContain("--oneline and --stat cannot be combined");
+  expect((await json(["log", ...store])).entries[1].files).toHaveLength(120);
+
+  const show = await ok(["show", "1", ...store]);
+  expect(show.stderr.split("\n").filter((l) => / \| \+\d+ -\d+/.test(l)).length).toBe(50);
+  expect(show.stderr).toContain("    … and 70 more files (--stat lists them all)");
+  const shownStat = await ok(["show", "1", "--stat", ...store]);
+  expect(shownStat.stdout.split("\n").filter((l) => / \| \+\d+ -\d+/.test(l)).length).toBe(120);
+  expect((await json(["show", "1", ...store])).files).toHaveLength(120);
+});
+
 test("log --since out of range is an argument refusal in the flag's words, never an input field's", async () => {
   requireBinary();
   const store = freshStore();

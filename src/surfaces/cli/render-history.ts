@@ -13,12 +13,22 @@ import { plural } from "./render.ts";
 const MAX_CROSSING_AGENTS = 8;
 /** The files listed per agent: --json has them all. */
 const MAX_AGENT_FILES = 20;
+/** The files `log` lists per publication: one publication of 20,000 files must not be 20,000 lines. --stat lists them all. */
+const MAX_LOG_FILES = 10;
+/** The files `show` lists in its header, before the diff: as many as commit's summary lists. --stat lists them all. */
+const MAX_SHOW_FILES = 50;
+
+/** How `log` prints each publication: its files cut at MAX_LOG_FILES, all of them (--stat), or one line (--oneline). */
+export type LogView = "default" | "stat" | "oneline";
 
 const STATUS: Record<FileChange["status"], string> = { added: "added", modified: "", deleted: "deleted" };
 
-function fileLines(files: FileChange[] | null): string[] {
+/** The publication's files, at most `max` of them, then how many more and how to see them. */
+function fileLines(files: FileChange[] | null, max: number): string[] {
   if (files === null) return ["    (what it changed is unknown: its parent is older than the retained history)"];
-  return files.map((f) => `    ${quotePath(f.path)} | +${f.insertions} -${f.deletions}${STATUS[f.status] ? ` (${STATUS[f.status]})` : ""}`);
+  const lines = files.slice(0, max).map((f) => `    ${quotePath(f.path)} | +${f.insertions} -${f.deletions}${STATUS[f.status] ? ` (${STATUS[f.status]})` : ""}`);
+  if (files.length > max) lines.push(`    … and ${files.length - max} more files (--stat lists them all)`);
+  return lines;
 }
 
 /** "6", "6–9": a run of consecutive generations. */
@@ -62,28 +72,38 @@ function crossingLine(e: LogEntry): string[] {
   return [`    built on generation ${e.base}; crossed generation${e.generation - e.base > 2 ? "s" : ""} ${crossed} by ${named.join(", ")}`];
 }
 
-function entryLines(e: LogEntry): string[] {
+function entryLines(e: LogEntry, maxFiles: number): string[] {
   const lines = [`generation ${e.generation} · ${e.time} · ${escapeControls(e.agent)}`];
   for (const line of e.message.replace(/\n+$/, "").split("\n")) lines.push(`    ${escapeControls(line)}`);
   lines.push(...crossingLine(e));
   if (e.files !== null) {
     lines.push(`    ${plural(e.filesChanged, "file", "files")} changed, ${plural(e.insertions, "insertion", "insertions")}(+), ${plural(e.deletions, "deletion", "deletions")}(-)`);
   }
-  lines.push(...fileLines(e.files));
+  lines.push(...fileLines(e.files, maxFiles));
   return lines;
 }
 
-export function renderLog(r: LogResult): string {
+/** One publication on one line: generation, time, agent, the message's first line, how many files. */
+function onelineEntry(e: LogEntry): string {
+  const subject = escapeControls(e.message.replace(/^\n+/, "").split("\n")[0]!);
+  const files = e.files === null ? "files unknown" : plural(e.filesChanged, "file", "files");
+  return `${e.generation} · ${e.time} · ${escapeControls(e.agent)} · ${subject} · ${files}`;
+}
+
+export function renderLog(r: LogResult, view: LogView = "default"): string {
   if (r.generation === 0) return "log: the store holds no notebook yet\n";
   if (r.entries.length === 0) return `log: no retained publication matches (generations ${r.oldestRetained}–${r.generation} are retained)\n`;
-  return `${r.entries.map((e) => entryLines(e).join("\n")).join("\n\n")}\n`;
+  if (view === "oneline") return `${r.entries.map(onelineEntry).join("\n")}\n`;
+  const max = view === "stat" ? Infinity : MAX_LOG_FILES;
+  return `${r.entries.map((e) => entryLines(e, max).join("\n")).join("\n\n")}\n`;
 }
 
 /** What `show` returns: the log entry, plus git's unified diff unless --stat (or the change is unknown). */
 export type ShownEntry = LogEntry & { patch?: string };
 
+/** `show`'s entry: a header of at most MAX_SHOW_FILES files before the diff; with --stat (no patch) the entry is the answer, every file in it. */
 export function renderShow(r: ShownEntry): string {
-  return `${entryLines(r).join("\n")}\n`;
+  return `${entryLines(r, r.patch === undefined ? Infinity : MAX_SHOW_FILES).join("\n")}\n`;
 }
 
 function agentLines(a: AgentSummary): string[] {

@@ -250,7 +250,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
       else {
         const to = typeof operation.renderTo === "function" ? operation.renderTo(outcome.result) : operation.renderTo;
         // A note before the data, so `2>&1 | less` reads like git show.
-        io[to](operation.render(outcome.result));
+        io[to](operation.render(outcome.result, args));
         if (operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
       }
       return operation.exitCode?.(outcome.result) ?? EXIT_CODES.OK;
