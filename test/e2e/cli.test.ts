@@ -32,6 +32,33 @@ async function cli(cwd: string, ...args: string[]) {
 }
 
 describe("zero configuration: the embedded store", () => {
+  test("a conflict in human output names the CLI's next step; --json keeps the contract's words", async () => {
+    // A store of its own: the test below counts generations from 1 on the default store.
+    const own = ["--store", `sqlite:${join(root, "words.db")}`];
+    const c = join(root, "c");
+    const d = join(root, "d");
+    expect((await cli(root, "pull", ...own, c)).code).toBe(0);
+    write(c, "words.md", "one\n");
+    expect((await cli(c, "commit", ...own, "-m", "words")).code).toBe(0);
+    expect((await cli(root, "pull", ...own, d)).code).toBe(0);
+    write(c, "words.md", "one (c)\n");
+    write(d, "words.md", "one (d)\n");
+    expect((await cli(c, "commit", ...own, "-m", "c")).code).toBe(0);
+    const human = await cli(d, "commit", ...own, "-m", "d");
+    expect(human.code).toBe(EXIT_CODES.CONTENT_CONFLICT);
+    expect(human.stderr).toContain("Resolve the conflict blocks before `slivingdoc commit`.");
+    expect(human.stderr).not.toContain("notes_commit");
+    write(d, "words.md", "one (c)\n");
+    const json = await cli(d, "pull", ...own, "--json");
+    expect(json.code).toBe(0);
+    write(c, "words.md", "one (c again)\n");
+    write(d, "words.md", "one (d again)\n");
+    expect((await cli(c, "commit", ...own, "-m", "c again")).code).toBe(0);
+    const contract = await cli(d, "commit", ...own, "-m", "d again", "--json");
+    expect(contract.code).toBe(EXIT_CODES.CONTENT_CONFLICT);
+    expect(JSON.parse(contract.stdout).message).toStartWith("Resolve the conflict blocks before notes_commit.");
+  });
+
   test("pull, edit, commit in two terminals; conflict, resolve, commit again", async () => {
     const a = join(root, "a");
     const b = join(root, "b");

@@ -59,9 +59,19 @@ export function renderDiffstat(r: SuccessResult, words: { verb: string; upToDate
   return `${lines.join("\n")}\n`;
 }
 
+/**
+ * A message in the CLI's own words: the contract's messages name the MCP
+ * tools ("Resolve the conflict blocks before notes_commit."), which a person
+ * at a terminal does not call. Only the human output changes; `--json` and
+ * MCP keep the contract's text.
+ */
+export function inCliWords(text: string): string {
+  return text.replace(/\bnotes_(pull|commit)\b/g, "`slivingdoc $1`");
+}
+
 export function renderError(e: ErrorEnvelope): string {
-  const lines = [`error: ${e.code} · ${e.reason}`, escapeControls(e.message)];
-  if (e.detail !== undefined) lines.push(`detail: ${escapeControls(e.detail)}`);
+  const lines = [`error: ${e.code} · ${e.reason}`, inCliWords(escapeControls(e.message))];
+  if (e.detail !== undefined) lines.push(`detail: ${inCliWords(escapeControls(e.detail))}`);
   for (const f of e.files) {
     const ranges = f.ranges.length ? ` · lines ${f.ranges.map((r) => `${r.start}-${r.end}`).join(", ")}` : "";
     lines.push(`  ${quotePath(f.path)} · ${f.reason}${ranges}`);
