@@ -1,8 +1,17 @@
 // How every slivingdoc binary is compiled, for this machine (build/compile.ts)
 // and for each release target (build/release.ts), so the two cannot drift.
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 
 const root = join(import.meta.dir, "..");
+
+/** The commit the binary is built from, as `--version` names it; "unknown" outside a git checkout. */
+function buildCommit(): string {
+  const head = spawnSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: root, encoding: "utf8" });
+  if (head.status !== 0) return "unknown";
+  const dirty = spawnSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" });
+  return `${head.stdout.trim()}${dirty.stdout.trim() === "" ? "" : "+changes"}`;
+}
 
 /** Bun.build options for a standalone binary at `outfile`; `cross` names another platform's target and runtime. */
 export function binaryBuild(outfile: string, cross?: { target: string; executablePath: string }): Parameters<typeof Bun.build>[0] {
@@ -25,5 +34,7 @@ export function binaryBuild(outfile: string, cross?: { target: string; executabl
     format: "esm",
     // The binary embeds its source map; the .map file beside it is not shipped.
     sourcemap: "linked",
+    // Read by `--version` (surfaces/cli/version.ts); a run from source has none.
+    define: { SLIVINGDOC_BUILD_COMMIT: JSON.stringify(buildCommit()) },
   };
 }

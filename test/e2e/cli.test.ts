@@ -12,6 +12,7 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { resolveConfig } from "../../src/surfaces/config.ts";
 import { engineDeps, processMemory } from "../../src/surfaces/engine-deps.ts";
 import { read, write } from "../support/fixture.ts";
+import { BINARY, requireBinary } from "../support/mcp.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -267,8 +268,24 @@ describe("refusals before anything is touched", () => {
   });
 
   test("--help and --version", async () => {
+    const version = JSON.parse(readFileSync(join(import.meta.dir, "../../package.json"), "utf8")).version;
+    const lines = (commit: string) =>
+      new RegExp(`^slivingdoc ${version.replaceAll(".", "\\.")}\ncommit: ${commit}\nstore formats: reads 1–4, writes 4\nplatform: ${process.platform}-${process.arch}\n$`);
+    // From source there is no build: the commit says so.
     const v = await cli(root, "--version");
-    expect(v).toEqual({ stdout: `${JSON.parse(readFileSync(join(import.meta.dir, "../../package.json"), "utf8")).version}\n`, stderr: "", code: 0 });
+    expect(v.code).toBe(0);
+    expect(v.stderr).toBe("");
+    expect(v.stdout).toMatch(lines("source"));
+    expect(await cli(root, "-V")).toEqual(v);
+    const json = await cli(root, "--version", "--json");
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ version, commit: "source", formats: { reads: [1, 2, 3, 4], writes: 4 }, platform: `${process.platform}-${process.arch}` });
+    // The built binary names the commit it was built from ("+changes" for a build of an edited tree).
+    requireBinary();
+    const head = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: join(import.meta.dir, "../..") }).stdout.toString().trim();
+    const built = Bun.spawnSync([BINARY, "--version"], { env });
+    expect(built.stdout.toString()).toMatch(lines(`${head}(\\+changes)?`));
+    expect((await cli(root, "--version", "--bogus")).code).toBe(EXIT_CODES.STARTUP);
     const h = await cli(root, "commit", "--help");
     expect(h.code).toBe(0);
     expect(h.stdout).toContain("--message");

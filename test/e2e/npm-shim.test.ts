@@ -173,7 +173,7 @@ describe("the packed packages, installed from their tarballs", () => {
   test("npx slivingdoc --version runs the platform package's binary, with no download", () => {
     const env = { ...npmEnv, XDG_CACHE_HOME: join(work, "npx-cache") };
     const r = run(["npx", "slivingdoc", "--version"], { cwd: prefix, env });
-    expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 0, stdout: `${version}\n` });
+    expect({ status: r.status, first: r.stdout.split("\n")[0] }).toEqual({ status: 0, first: `slivingdoc ${version}` });
     expect(r.stderr).not.toContain("downloading");
     expect(existsSync(join(work, "npx-cache"))).toBe(false);
   });
@@ -293,13 +293,13 @@ describe("the packed packages, installed from their tarballs", () => {
       served.set(`/good/${assetName(host!)}`, bytes);
       const env = envFor("good");
       const first = await launch("/good", env);
-      expect({ status: first.status, stdout: first.stdout }).toEqual({ status: 0, stdout: `${version}\n` });
+      expect({ status: first.status, first: first.stdout.split("\n")[0] }).toEqual({ status: 0, first: `slivingdoc ${version}` });
       expect(first.stderr).toContain("downloading");
       const cached = join(env.XDG_CACHE_HOME!, "slivingdoc", "bin", version, assetName(host!));
       expect(createHash("sha256").update(readFileSync(cached)).digest("hex")).toBe(createHash("sha256").update(bytes).digest("hex"));
       const before = requests.length;
       const second = await launch("/gone", env);
-      expect({ status: second.status, stdout: second.stdout, stderr: second.stderr }).toEqual({ status: 0, stdout: `${version}\n`, stderr: "" });
+      expect({ status: second.status, first: second.stdout.split("\n")[0], stderr: second.stderr }).toEqual({ status: 0, first: `slivingdoc ${version}`, stderr: "" });
       expect(requests.length).toBe(before);
     });
 

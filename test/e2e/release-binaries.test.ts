@@ -71,7 +71,7 @@ describe.each(Object.keys(LAUNCH))("%s", (key) => {
   test("--version, and an MCP session that pulls the shared notebook", async () => {
     const command = LAUNCH[key]!(join(release, `slivingdoc-${key}`));
     const printed = run(command[0]!, [...command.slice(1), "--version"]);
-    expect({ status: printed.status, stdout: printed.stdout }).toEqual({ status: 0, stdout: `${version}\n` });
+    expect({ status: printed.status, first: printed.stdout.split("\n")[0] }).toEqual({ status: 0, first: `slivingdoc ${version}` });
     const env = envFor(key);
     const notebook = join(work, key, "notebook");
     mkdirSync(env.TMPDIR!, { recursive: true });
@@ -104,7 +104,7 @@ describe("win32-x64 under Wine", () => {
     const win = (path: string) => `Z:${path.replaceAll("/", "\\")}`;
     const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(dir, "home"), WINEPREFIX: join(dir, "prefix"), WINEDEBUG: "-all", SLIVINGDOC_STORE: `sqlite:${win(store)}`, SLIVINGDOC_PRIVATE_ROOT: win(join(dir, "private")) };
     const printed = run("/usr/lib/wine/wine64", [exe, "--version"], { env });
-    expect({ status: printed.status, stdout: printed.stdout.replaceAll("\r\n", "\n") }).toEqual({ status: 0, stdout: `${version}\n` });
+    expect({ status: printed.status, first: printed.stdout.replaceAll("\r\n", "\n").split("\n")[0] }).toEqual({ status: 0, first: `slivingdoc ${version}` });
     const session = [
       { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "wine-test", version: "1" } } },
       { jsonrpc: "2.0", method: "notifications/initialized" },

@@ -7,6 +7,7 @@
 import { array, check, hex, type Infer, int, oneOf, optional, refine, string, strictObject } from "../checkout/schema.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { RandomSource } from "../../contract/clock.ts";
+import { FORMAT_VERSION, FORMAT_WITH_COMBINED, FORMAT_WITH_HISTORY, FORMAT_WITH_NOTEBOOK } from "../../contract/store-formats.ts";
 
 export const MANIFEST_KEY = "current";
 /**
@@ -28,10 +29,7 @@ export const MANIFEST_KEY = "current";
  * formats 1 to 3 only refuse it, so they fail closed on a store this version
  * wrote to.
  */
-export const FORMAT_VERSION = 1;
-export const FORMAT_WITH_HISTORY = 2;
-export const FORMAT_WITH_COMBINED = 3;
-export const FORMAT_WITH_NOTEBOOK = 4;
+export { FORMAT_VERSION, FORMAT_WITH_COMBINED, FORMAT_WITH_HISTORY, FORMAT_WITH_NOTEBOOK };
 
 /**
  * How many generations a combined publication stays listed: its writer,

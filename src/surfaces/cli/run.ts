@@ -32,6 +32,7 @@ import { rootCommand, subCommands } from "./definitions.ts";
 import { terminalProgress } from "./progress.ts";
 import { escapeControls } from "./quote.ts";
 import { renderError } from "./render.ts";
+import { renderVersion, versionInfo } from "./version.ts";
 
 // The engine and the MCP server are imported where a command needs them,
 // not here: every start would otherwise load all of them (docs/performance.md, S8).
@@ -71,8 +72,13 @@ export async function runCli(io: CliIo): Promise<number> {
     io.stdout(help(await renderUsage(root), io));
     return first === undefined ? EXIT_CODES.STARTUP : EXIT_CODES.OK;
   }
-  if (first === "--version" || first === "-v") {
-    io.stdout(`${io.version}\n`);
+  if (first === "--version" || first === "-v" || first === "-V") {
+    const info = versionInfo(io.version);
+    if (rest.some((a) => a !== "--json")) {
+      io.stderr(`slivingdoc: argument refusal: ${first} takes only --json\n`);
+      return EXIT_CODES.STARTUP;
+    }
+    io.stdout(rest.includes("--json") ? `${JSON.stringify(info)}\n` : renderVersion(info));
     return EXIT_CODES.OK;
   }
   const command = subCommands[first];
