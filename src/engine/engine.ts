@@ -26,7 +26,7 @@ import { recoverInterrupted } from "./checkout/recovery.ts";
 import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
 import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
-import { MAX_FILE_BYTES, scanNotebook, tooBigAdvice } from "./checkout/scan.ts";
+import { MAX_FILE_BYTES, refuseNonDirectory, scanNotebook, tooBigAdvice } from "./checkout/scan.ts";
 import { HeldPaths } from "./checkout/ignored.ts";
 import { lineCount } from "./merge/diffstat.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
@@ -273,6 +273,7 @@ function checkoutDir(deps: OpenCheckout["deps"], path: string, create: boolean):
   // Refuse a nested checkout before creating anything for it.
   const requested = resolve(path);
   refuseNesting(deps, requested);
+  refuseNonDirectory(path);
   if (create) {
     try {
       mkdirSync(path, { recursive: true }); // synchronous: see ObjectCache.open

@@ -33,7 +33,7 @@ import { directoryIdentity } from "./checkout/directory-identity.ts";
 import { type EngineDeps, lockWaitMs, lostState, privateStateMissing, pullRequired, refuseNesting } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
-import { scanNotebook } from "./checkout/scan.ts";
+import { refuseNonDirectory, scanNotebook } from "./checkout/scan.ts";
 import { HeldPaths } from "./checkout/ignored.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
 import { decodeText } from "./merge/text.ts";
@@ -143,6 +143,7 @@ export interface LocalChangesInput {
 
 export async function readLocalChanges(deps: EngineDeps, input: LocalChangesInput): Promise<LocalChanges> {
   refuseNesting(deps, input.path);
+  refuseNonDirectory(input.path);
   let dir: string;
   try {
     dir = realpathSync(input.path);

@@ -461,3 +461,41 @@ describe("nested checkouts: refused among the checkouts one private root knows (
     expect(JSON.parse(commitAround.stdout).reason).toBe("PATH_OUTSIDE_ROOT");
   });
 });
+
+describe("a notebook path that cannot be a directory is the caller's to fix, never a retry", () => {
+  test("a regular file, a FIFO, a device, or a file where a parent directory should be: one answer on every command that takes a path", async () => {
+    const place = mkdtempSync(join(root, "not-dirs-"));
+    writeFileSync(join(place, "notes.txt"), "mine\n");
+    expect(Bun.spawnSync(["mkfifo", join(place, "fifo")]).exitCode).toBe(0);
+    const cases: Array<[string, string]> = [
+      [join(place, "notes.txt"), "is a regular file, not a directory"],
+      [join(place, "fifo"), "is a FIFO (named pipe), not a directory"],
+      ["/dev/null", "is a device, not a directory"],
+      [join(place, "notes.txt", "sub"), "has a file where one of its directories should be"],
+    ];
+    const commands = (path: string) => [
+      ["pull", path],
+      ["commit", "-m", "x", path],
+      ["status", path],
+      ["diff", path],
+      ["attach", path],
+      ["restore", "--from", "1", "--dir", path],
+    ];
+    for (const [path, what] of cases) {
+      for (const args of commands(path)) {
+        const r = await cli(...args, "--json");
+        const envelope = JSON.parse(r.stdout);
+        expect({ args, code: r.code, reason: envelope.reason, action: envelope.action, retryable: envelope.retryable }).toEqual({
+          args,
+          code: EXIT_CODES.INVALID_REQUEST,
+          reason: "INVALID_CONTENT",
+          action: "EDIT_FILES",
+          retryable: false,
+        });
+        expect(envelope.message).toStartWith(`The notebook path ${what}; the notebook is a directory of text files.`);
+      }
+    }
+    // Nothing was made or changed beside them.
+    expect(readdirSync(place).sort()).toEqual(["fifo", "notes.txt"]);
+  });
+});

@@ -39,7 +39,8 @@ test("a notebook path that is not a directory is INVALID_CONTENT, not a path out
   }
   expect(e).toBeInstanceOf(DomainError);
   expect(tokens(e as DomainError)).toEqual(["INVALID_REQUEST", "INVALID_CONTENT", "EDIT_FILES", false]);
-  expect((e as DomainError).message).toStartWith("The notebook path is not a directory;");
+  // The same words as a first call refused before anything is created (test/e2e/edges.test.ts).
+  expect((e as DomainError).message).toStartWith("The notebook path is a regular file, not a directory;");
 });
 
 describe("commit refusals before any store access", () => {

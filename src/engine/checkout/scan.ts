@@ -14,7 +14,7 @@
  * what to do. Only an entry removed between the listing and its stat is
  * left out: it is not there.
  */
-import { lstatSync, readdirSync, readFileSync, type Stats } from "node:fs";
+import { lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { DomainError, type ErrorFile } from "../../contract/errors.ts";
 import { isText } from "../merge/text.ts";
 import { IGNORE_FILE, type IgnoreRules } from "../patterns/ignore.ts";
@@ -180,14 +180,8 @@ export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
 /** Whether the notebook directory exists yet; something else at its path is refused. */
 function notebookExists(root: string): boolean {
   try {
-    if (!lstatSync(root).isDirectory()) {
-      // Something that is not a directory where the notebook should be: the
-      // notebook contract's violation (PATH_OUTSIDE_ROOT is for escapes).
-      throw new DomainError(
-        "INVALID_CONTENT",
-        "The notebook path is not a directory; the notebook is a directory of text files. Move or delete what is there, or address a directory, then call again.",
-      );
-    }
+    const entry = lstatSync(root);
+    if (!entry.isDirectory()) throw notADirectory(entry);
     return true;
   } catch (e) {
     if (e instanceof DomainError) throw e;
@@ -196,6 +190,48 @@ function notebookExists(root: string): boolean {
     if (code === "ENOENT" || code === "ENOTDIR") return false;
     throw new DomainError("LOCAL_STATE", "The notebook directory could not be read.", { cause: e });
   }
+}
+
+/** What stands at a path, in a person's words. */
+function kindOf(entry: Stats): string {
+  if (entry.isFile()) return "a regular file";
+  if (entry.isFIFO()) return "a FIFO (named pipe)";
+  if (entry.isSocket()) return "a socket";
+  if (entry.isCharacterDevice() || entry.isBlockDevice()) return "a device";
+  if (entry.isSymbolicLink()) return "a symbolic link";
+  return "not a directory";
+}
+
+/**
+ * Something that is not a directory where the notebook should be: the
+ * caller's mistake or another program's doing, never a reason to retry, and
+ * answered the same wherever it is found — before anything is created, or
+ * when the directory was replaced during a call (PATH_OUTSIDE_ROOT is for
+ * escapes).
+ */
+export function notADirectory(entry: Stats | "in-path"): DomainError {
+  const what = entry === "in-path" ? "has a file where one of its directories should be" : `is ${kindOf(entry)}, not a directory`;
+  return new DomainError(
+    "INVALID_CONTENT",
+    `The notebook path ${what}; the notebook is a directory of text files. Move or delete what is there, or address a directory, then call again.`,
+  );
+}
+
+/**
+ * Refuses a notebook path that names something other than a directory (a
+ * symbolic link to a directory is one), before a call creates or reads
+ * anything there. A path that does not exist yet passes: a first pull makes it.
+ */
+export function refuseNonDirectory(path: string): void {
+  let entry: Stats;
+  try {
+    entry = statSync(path);
+  } catch (e) {
+    const code = (e as { code?: unknown } | null)?.code;
+    if (code === "ENOTDIR") throw notADirectory("in-path");
+    return; // Absent (or unreadable): the call's own steps answer it.
+  }
+  if (!entry.isDirectory()) throw notADirectory(entry);
 }
 
 // Each directory is listed, its entries stat'ed once and visited in path
