@@ -70,7 +70,8 @@
  * was deleted) still holds the packs of what it lost, and no manifest names
  * them. gc looks for them among its candidates before the fence: it refuses
  * when they show the store went backwards, and keeps those it cannot tell
- * from a commit in flight (lost-generations.ts).
+ * from a commit in flight and those holding what a checkout under its
+ * private root was brought to (lost-generations.ts).
  */
 import type { RandomSource } from "../contract/clock.ts";
 import { DomainError } from "../contract/errors.ts";
@@ -128,6 +129,13 @@ export interface GcReport {
    * generation the store lost, which gc cannot tell (lost-generations.ts).
    */
   onHead: string[];
+  /**
+   * Unlisted packs spared because they hold what a checkout under gc's
+   * private root (live or set aside) was brought to, which the retained
+   * history does not hold: a generation the store lost, however far it
+   * moved on since (lost-generations.ts).
+   */
+  checkoutBaselines: string[];
   /** Deleted packs (dry run: would be deleted). */
   deleted: string[];
   /** Packs listed before and after a compaction published with the fence. */
@@ -185,7 +193,7 @@ async function collectPacks(deps: GcDeps, input: GcInput, graceMs: number): Prom
     const baselines = input.deleteLost === true ? [] : checkoutBaselines(deps.local);
     // Strict, fails closed: an invalid manifest throws MANIFEST_INVALID and nothing is deleted.
     const { manifest, etag } = await readManifest(store);
-    if (manifest === null || etag === null) return { generation: null, referenced: 0, young: [], onHead: [], deleted: [], reason: "no notebook" };
+    if (manifest === null || etag === null) return { generation: null, referenced: 0, young: [], onHead: [], checkoutBaselines: [], deleted: [], reason: "no notebook" };
     // History packs are referenced too: only a compaction drops them from the list.
     const referenced = new Set([...manifest.packs, ...(manifest.history ?? [])].map((p) => p.key));
     const at = now().getTime();
@@ -194,9 +202,16 @@ async function collectPacks(deps: GcDeps, input: GcInput, graceMs: number): Prom
     const aged = unlisted.filter((o) => at - o.modified.getTime() > graceMs).map((o) => o.key);
     const young = unlisted.filter((o) => !aged.includes(o.key)).map((o) => o.key);
     // Never the packs of generations the store lost, should it have gone backwards.
-    const onHead = input.deleteLost === true ? new Set<string>() : await lostGenerations(deps, manifest, aged, baselines);
-    const old = aged.filter((key) => !onHead.has(key));
-    const report: GcReport = { generation: manifest.generation, referenced: referenced.size, young, onHead: [...onHead], deleted: [] };
+    const kept = input.deleteLost === true ? null : await lostGenerations(deps, manifest, aged, baselines);
+    const old = aged.filter((key) => !(kept?.onHead.has(key) || kept?.checkoutBaselines.has(key)));
+    const report: GcReport = {
+      generation: manifest.generation,
+      referenced: referenced.size,
+      young,
+      onHead: [...(kept?.onHead ?? [])],
+      checkoutBaselines: [...(kept?.checkoutBaselines ?? [])],
+      deleted: [],
+    };
     if (input.dryRun) return { ...report, deleted: old, reason: "dry run" };
     const packs = (await deps.compact?.(manifest)) ?? null;
     if (packs !== null) report.compacted = { from: manifest.packs.length, to: packs.length };

@@ -15,17 +15,22 @@
  *   cache does not vouch for is read again next time), no blob into the
  *   object cache (local files are hashed in memory). Like every call, it
  *   may move a checkout's state whole (settleState), never change it;
- * - asks the store one thing, `current`, for the behind count, and only
- *   after the rest is known: when the store cannot be reached the count is
- *   null and `behindUnknown` says why (docs/history.md).
+ * - asks the store for `current`, for the behind count, and only after the
+ *   rest is known: when the store cannot be reached the count is null and
+ *   `behindUnknown` says why (docs/history.md). When the store is past the
+ *   baseline's generation, also for the accepted packs the checkout's cache
+ *   lacks, into a throwaway cache, to refuse a history that does not pass
+ *   through the baseline as pull refuses it.
  */
-import { existsSync, mkdirSync, realpathSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DomainError, type LineRange } from "../contract/errors.ts";
 import type { Baseline } from "./checkout/state-files.ts";
 import { isProtected } from "../contract/path-sets.ts";
 import { NO_PATH_SETS } from "../contract/results.ts";
-import { readManifest } from "./publish/accepted-state.ts";
+import { fetchPacks, PackMissing, readManifest } from "./publish/accepted-state.ts";
+import type { Manifest } from "./publish/manifest.ts";
 import { acquireLock } from "./checkout/lock.ts";
 import { checkoutStateDir, hasSetAside } from "./checkout/registry.ts";
 import { readJournalProgress, settleState } from "./checkout/state.ts";
@@ -39,7 +44,7 @@ import { StatCache } from "./checkout/stat-cache.ts";
 import { decodeText } from "./merge/text.ts";
 import { type ChangeStatus, diffFlatTrees } from "./merge/tree-diff.ts";
 import { diffStat, findMarkerBlocks } from "./merge/xdiff/index.ts";
-import { refuseWentBackwards } from "./publish/went-backwards.ts";
+import { commitBack, historyWentBackwards, refuseWentBackwards } from "./publish/went-backwards.ts";
 
 export type Change = ChangeStatus;
 
@@ -154,7 +159,7 @@ export async function readLocalChanges(deps: EngineDeps, input: LocalChangesInpu
   const { stateDir, baseline, local, contents, interrupted, ignored } = await readUnderLock(deps, dir);
   const found = await changesAgainst(deps, join(stateDir, "git"), baseline, local, contents);
   // Last, and only to count: a store that cannot be reached leaves the rest as it is.
-  const { accepted, behindUnknown } = await acceptedNow(deps, baseline);
+  const { accepted, behindUnknown } = await acceptedNow(deps, stateDir, baseline);
   return {
     path: dir,
     generation: baseline.generation,
@@ -234,15 +239,48 @@ async function changesAgainst(
 }
 
 /** The accepted generation, or null with the reason when the store cannot be reached; refused when the store went backwards from `baseline`. */
-async function acceptedNow(deps: EngineDeps, baseline: Baseline): Promise<{ accepted: number | null; behindUnknown: string | null }> {
+async function acceptedNow(deps: EngineDeps, stateDir: string, baseline: Baseline): Promise<{ accepted: number | null; behindUnknown: string | null }> {
   try {
     const { manifest } = await readManifest(deps.store);
     // What a commit would publish, and how far behind, would be false against a store that went backwards: refused, as pull and commit refuse it.
     refuseWentBackwards(baseline, manifest);
+    const backwards = historyWentBackwards(baseline, manifest, await commitAtBaseline(deps, stateDir, baseline, manifest));
+    if (backwards !== null) throw backwards;
     return { accepted: manifest?.generation ?? 0, behindUnknown: null };
   } catch (e) {
     // An untrusted manifest is an operator's matter, reported as such; a store out of reach is not an error here.
-    if (e instanceof DomainError && e.reason !== "MANIFEST_READ") throw e;
+    if (e instanceof DomainError && e.reason !== "MANIFEST_READ" && e.reason !== "PACK_DOWNLOAD") throw e;
     return { accepted: null, behindUnknown: "the store could not be reached" };
+  }
+}
+
+/**
+ * The commit the store's history holds at the baseline's generation, found
+ * as pull finds it (storeWentBackwards): walked back from the accepted head
+ * through the checkout's object cache and the accepted packs it lacks — a
+ * store past that generation whose history does not pass through the
+ * baseline is refused by status as by pull. Those packs go into a
+ * throwaway cache: status writes nothing into the checkout's. Null when the
+ * store is not past the baseline's generation, or cannot be told: a pack
+ * gone meanwhile (compacted away under a newer `current`).
+ */
+async function commitAtBaseline(deps: EngineDeps, stateDir: string, baseline: Baseline, manifest: Manifest | null): Promise<string | null> {
+  if (baseline.generation === 0 || manifest === null || manifest.generation <= baseline.generation) return null;
+  const scratch = mkdtempSync(join(tmpdir(), "slivingdoc-status-"));
+  const open: ObjectCache[] = [];
+  try {
+    const own = await ObjectCache.open(join(stateDir, "git"), deps.memory.objects, deps.randomId);
+    open.push(own);
+    const fetched = await ObjectCache.open(join(scratch, "git"), deps.memory.objects, deps.randomId);
+    open.push(fetched);
+    await fetchPacks(deps.store, fetched, manifest.packs.filter((p) => !own.hasPack(p.sha256)), "the accepted state");
+    const both = { find: async (oid: string) => (await own.find(oid)) ?? (await fetched.find(oid)) };
+    return await commitBack(both, manifest.head, manifest.generation - baseline.generation);
+  } catch (e) {
+    if (e instanceof PackMissing) return null;
+    throw e;
+  } finally {
+    for (const git of open) git.close();
+    rmSync(scratch, { recursive: true, force: true });
   }
 }

@@ -32,13 +32,22 @@
  *    Kept, not refused: gc cannot tell, and a writer in flight is common.
  *    Once anything is published after it, it is a lost race to look at.
  *
+ * 5. A lost commit that a checkout under gc's private root (live or set
+ *    aside) was brought to, however far the store moved on past its
+ *    generation: that checkout refuses the store, and its packs (with the
+ *    lost commits below it) may be what an operator puts it right with.
+ *    Kept, and counted apart, not refused: gc cannot tell it from history
+ *    that aged out of the retained history under a checkout left alone
+ *    that long — which its next pull releases.
+ *
  * A "lost commit" is one in a pack gc would delete that the retained
- * history does not hold. What gc cannot tell, and so deletes: one lost
- * generation on a store that went back and then on (a lost race to look
- * at), lost generations folded into one pack by a compaction, and
- * histories that no longer meet the retained one (older than the history
- * period). Checkouts refuse such a store all the same; their object caches
- * and files keep what they saw.
+ * history does not hold. What gc cannot tell, and so deletes, when no
+ * checkout under its private root was brought to it (checkouts under other
+ * private roots are unknown to gc): one lost generation on a store that
+ * went back and then on (a lost race to look at), lost generations folded
+ * into one pack by a compaction, and histories that no longer meet the
+ * retained one (older than the history period). Checkouts refuse such a
+ * store all the same; their object caches and files keep what they saw.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -82,31 +91,38 @@ export function checkoutBaselines(local: GcLocal | undefined): Baseline[] {
     .map((s) => s.baseline);
 }
 
+/** The candidates gc keeps: those it cannot tell from a generation the store lost (the header's 4), and those holding what a checkout was brought to (its 5). */
+export interface LostKept {
+  onHead: Set<string>;
+  checkoutBaselines: Set<string>;
+}
+
 /**
  * Refuse when the checkouts' `baselines` or the `candidates` (pack keys gc
  * would delete) show that the store went backwards from `manifest` (the
- * manifest gc read); else the candidates to keep, as gc cannot tell them
- * from a generation the store lost (the header's 4).
+ * manifest gc read); else the candidates to keep.
  */
 export async function lostGenerations(
   deps: { store: ObjectStore; local?: GcLocal } & Pick<RandomSource, "randomId">,
   manifest: Manifest,
   candidates: string[],
   baselines: Baseline[],
-): Promise<Set<string>> {
+): Promise<LostKept> {
   const { store, local, randomId } = deps;
   for (const baseline of baselines) {
     const found = wentBackwards(baseline, manifest);
     if (found !== null) throw lostError(`a checkout under this private root was brought to ${brought(baseline)}, but the store ${found}`);
   }
-  if (candidates.length === 0) return new Set();
+  if (candidates.length === 0) return { onHead: new Set(), checkoutBaselines: new Set() };
   const scratch = mkdtempSync(join(tmpdir(), "slivingdoc-gc-"));
   const memory = local?.memory ?? new ProcessMemory(deps);
   const history = await openHistory({ store, storeId: local?.storeId ?? "gc", privateRoot: local?.privateRoot ?? scratch, memory, randomId });
   try {
     const retained = new Set(history.publications.map((p) => p.commit));
     const lost = await lostCommits(store, candidates, retained, join(scratch, "git"), memory, randomId);
-    return judge(lost, retained, manifest, history.boundary === null);
+    const onHead = judge(lost, retained, manifest, history.boundary === null);
+    const brought = packsOf(lost, baselines);
+    return { onHead: new Set([...onHead].filter((pack) => !brought.has(pack))), checkoutBaselines: brought };
   } finally {
     closeHistory(history);
     rmSync(scratch, { recursive: true, force: true });
@@ -174,6 +190,19 @@ function judge(lost: Map<string, Lost>, retained: Set<string>, manifest: Manifes
   }
   const kept = new Set<string>();
   for (const { chain, base } of chains) if (base === manifest.head) for (const c of chain) for (const pack of lost.get(c)!.packs) kept.add(pack);
+  return kept;
+}
+
+/**
+ * The packs of the lost commits a checkout was brought to, and of the lost
+ * commits below them (the header's 5): the checkout's generation whole.
+ */
+function packsOf(lost: Map<string, Lost>, baselines: Baseline[]): Set<string> {
+  const kept = new Set<string>();
+  for (const { head } of baselines) {
+    if (head === null || !lost.has(head)) continue;
+    for (const c of chainOf(lost, head).chain) for (const pack of lost.get(c)!.packs) kept.add(pack);
+  }
   return kept;
 }
 

@@ -177,6 +177,7 @@ export const OPERATIONS: readonly Operation[] = [
         deleted: report.deleted.length,
         young: report.young.length,
         onHead: report.onHead.length,
+        checkoutBaselines: report.checkoutBaselines.length,
         proposals: report.proposals?.length ?? 0,
         dryRun: input.dryRun,
         ...(report.reason !== undefined ? { reason: report.reason } : {}),
@@ -189,7 +190,11 @@ export const OPERATIONS: readonly Operation[] = [
       const busy = s.reason === "busy" ? " (publications kept winning; run again)" : "";
       const proposals = s.proposals > 0 ? `; ${verb} ${s.proposals} abandoned proposals` : "";
       const onHead = s.onHead > 0 ? ` and ${s.onHead} holding a commit on the accepted head (one in flight or one that died before publishing, or a generation the store lost)` : "";
-      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${onHead}${proposals}${busy}\n`;
+      const brought =
+        s.checkoutBaselines > 0
+          ? ` and ${s.checkoutBaselines} holding what a checkout under this private root was brought to, which the store's history no longer holds (a generation it lost)`
+          : "";
+      return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${onHead}${brought}${proposals}${busy}\n`;
     },
   }),
 

@@ -161,7 +161,7 @@ describe("gc", () => {
     await store.putIfAbsent(orphan, new TextEncoder().encode("an orphan of a lost race"));
     const young = await run("gc", "--json");
     expect(young.code).toBe(0);
-    expect(JSON.parse(young.stdout)).toEqual({ generation: 1, referenced: 1, deleted: 0, young: 1, onHead: 0, proposals: 0, dryRun: false, reason: "nothing to delete" });
+    expect(JSON.parse(young.stdout)).toEqual({ generation: 1, referenced: 1, deleted: 0, young: 1, onHead: 0, checkoutBaselines: 0, proposals: 0, dryRun: false, reason: "nothing to delete" });
     const dry = await run("gc", "--grace", "0", "--dry-run", "--json");
     expect(JSON.parse(dry.stdout)).toMatchObject({ deleted: 1, dryRun: true });
     expect(await store.get(orphan)).not.toBeNull();

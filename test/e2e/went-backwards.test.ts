@@ -42,6 +42,22 @@ interface Where {
    * replaced, the packs there since left there).
    */
   keep(): Promise<() => Promise<void>>;
+  /**
+   * `current` alone, to put back later over the `current` it will hold then,
+   * every other object left as it is: an older `current` restored by hand
+   * (on the embedded store, its row).
+   */
+  keepCurrent(): Promise<() => Promise<void>>;
+}
+
+/** Put back `current` as `where.store()` holds it now, later, leaving every pack where it is. */
+async function keepCurrentOf(where: Pick<Where, "store">): Promise<() => Promise<void>> {
+  const body = (await where.store().get(MANIFEST_KEY))!.body;
+  return async () => {
+    await where.store().delete(MANIFEST_KEY);
+    expect((await where.store().putIfAbsent(MANIFEST_KEY, body)).ok).toBe(true);
+    counts.swapped++;
+  };
 }
 
 function base(name: string): Record<string, string> {
@@ -83,6 +99,9 @@ function embedded(name: string): Where & { file: string } {
         counts.swapped++;
       };
     },
+    keepCurrent() {
+      return keepCurrentOf(this);
+    },
   };
 }
 
@@ -109,6 +128,9 @@ function s3(name: string): Where {
         for (const [key, body] of kept) await store.putIfAbsent(key, body);
         counts.swapped++;
       };
+    },
+    keepCurrent() {
+      return keepCurrentOf(this);
     },
   };
 }
@@ -154,6 +176,38 @@ async function atGenerationThree(where: Where, a: string): Promise<() => Promise
   await ok(where.env, "commit", "-m", "friday", a);
   write(a, "draft.md", "unpublished\n");
   return putBack;
+}
+
+/**
+ * Checkout `a` brought to generation 2 + `lost`, the store's `current` put
+ * back to generation 2 (the packs of the generations after it left in the
+ * store), and `onTop` commits made on it from checkout `b` under the same
+ * private root. Returns the packs of the lost generations.
+ */
+async function lostUnderCheckout(where: Where, tag: string, lost: number, onTop: number): Promise<{ a: string; lostPacks: string[] }> {
+  const a = join(root, `${tag}-a`);
+  const b = join(root, `${tag}-b`);
+  const packs = async () => (await where.store().list("packs/")).map((o) => o.key);
+  await ok(where.env, "pull", a);
+  write(a, "plan.md", "# plan\n");
+  await ok(where.env, "commit", "-m", "plan", a);
+  write(a, "notes/one.md", "one\n");
+  await ok(where.env, "commit", "-m", "one", a);
+  const putBack = await where.keepCurrent();
+  const before = new Set(await packs());
+  for (let i = 0; i < lost; i++) {
+    write(a, `lost/${i}.md`, `lost ${i}\n`);
+    await ok(where.env, "commit", "-m", `lost ${i}`, a);
+  }
+  const lostPacks = (await packs()).filter((key) => !before.has(key)).sort();
+  expect(lostPacks.length).toBe(lost);
+  await putBack();
+  await ok(where.env, "pull", b);
+  for (let i = 0; i < onTop; i++) {
+    write(b, "plan.md", `# plan\nstep ${i}\n`);
+    await ok(where.env, "commit", "-m", `step ${i}`, b);
+  }
+  return { a, lostPacks };
 }
 
 const WHERE: Array<[string, (name: string) => Where]> = [["the embedded store", embedded]];
@@ -217,6 +271,42 @@ for (const [name, make] of WHERE) {
       await ok({ ...where.env, XDG_STATE_HOME: join(root, `${name}-fresh-state`) }, "pull", fresh);
       expect(filesOf(fresh)).toEqual(files);
     }, 240_000);
+
+    // One generation lost, or three; then as many commits on the older `current` as fit below, at or past the lost ones.
+    for (const [lost, onTop] of [[1, 1], [1, 2], [1, 5], [1, 40], [3, 5]] as const) {
+      test(`${lost} generation(s) lost under a checkout, ${onTop} commit(s) on the older current: gc keeps the lost packs (listed as kept for the checkout, or refused), status refuses as pull does`, async () => {
+        const tag = `${name === "S3" ? "s3" : "sqlite"}-lost-${lost}-${onTop}`;
+        const where = make(tag);
+        const { a, lostPacks } = await lostUnderCheckout(where, tag, lost, onTop);
+        const brought = `this checkout was brought to generation ${2 + lost} of notebook`;
+
+        const stillThere = async () => expect((await where.store().list("packs/")).map((o) => o.key).filter((key) => lostPacks.includes(key)).sort()).toEqual(lostPacks);
+        if (onTop <= lost || lost > 1) {
+          // The store shows the checkout's generation or an older one; or lost generations built one on another.
+          await refused(a, where.env, ["gc", "--grace", "0s"], "The store went backwards", "gc deleted nothing");
+          await stillThere();
+        } else {
+          const report = JSON.parse((await ok(where.env, "gc", "--grace", "0s", "--json")).stdout);
+          expect(report).toMatchObject({ generation: 2 + onTop, onHead: 0, checkoutBaselines: 1 });
+          await stillThere();
+          const human = await ok(where.env, "gc", "--grace", "0s");
+          expect(human.stdout).toContain("removed 0 unreferenced packs");
+          expect(human.stdout).toContain(" and 1 holding what a checkout under this private root was brought to, which the store's history no longer holds (a generation it lost)");
+          await stillThere();
+        }
+
+        // status answers what pull answers: the same tokens and words.
+        const pull = await run(where.env, "pull", "--json", a);
+        const status = await run(where.env, "status", "--json", a);
+        expect([pull.code, status.code]).toEqual([6, 6]);
+        const refusal = (out: string) => {
+          const { code, reason, action, retryable, message } = JSON.parse(out);
+          return { code, reason, action, retryable, message };
+        };
+        expect(refusal(status.stdout)).toEqual(refusal(pull.stdout));
+        await refused(a, where.env, ["status", a], brought);
+      }, 600_000);
+    }
 
     test("a wrong --store naming another notebook: refused, the directory untouched", async () => {
       const where = make(`${name === "S3" ? "s3" : "sqlite"}-right`);

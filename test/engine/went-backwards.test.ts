@@ -299,6 +299,44 @@ for (const [name, make] of PLACES) {
       expect(report.deleted.length).toBeGreaterThan(0);
     });
 
+    test("one generation lost under a checkout, then published on past it: gc keeps its pack for the checkout, live or set aside, and lists it apart; a gc under another private root does not know it; status refuses as pull does", async () => {
+      const { deps } = open(make());
+      const a = world.checkout("a");
+      const bodies = await threeGenerations(deps, a);
+      const referenced = new Set(parseManifest(bodies[1]!).packs.map((p) => p.key));
+      const lostPacks = (await place.store.list("packs/")).map((o) => o.key).filter((key) => !referenced.has(key));
+      expect(lostPacks.length).toBe(1);
+      await putBackCurrent(place, bodies[1]!);
+      const c = world.checkout("c");
+      await pull(deps(), { path: c });
+      for (const text of ["tuesday", "wednesday"]) {
+        write(c, "plan.md", `# plan\nship ${text}\n`);
+        await commit(deps(), { path: c, message: text });
+      }
+      const words = "shows generation 4, whose history does not pass through the generation 3";
+      await refusedBackwards(a, () => pull(deps(), { path: a }), words);
+      await refusedBackwards(a, () => readLocalChanges(deps(), { path: a }), words);
+
+      const gc = (privateRoot: string) =>
+        collectGarbage({ ...SYSTEM_CLOCK, ...SYSTEM_RANDOM, store: place.store, now: later, local: { privateRoot, storeId: place.storeId, memory: world.memory } }, {});
+      const kept = await gc(world.privateRoot);
+      expect([kept.checkoutBaselines, kept.onHead, kept.deleted]).toEqual([lostPacks, [], []]);
+      // a's directory removed: its state is set aside (by the next call's look at the checkouts), and still counts.
+      rmSync(a, { recursive: true, force: true });
+      await pull(deps(), { path: c });
+      expect(existsSync(join(world.privateRoot, "set-aside"))).toBe(true);
+      expect((await gc(world.privateRoot)).checkoutBaselines).toEqual(lostPacks);
+      expect(await place.store.get(lostPacks[0]!)).not.toBeNull();
+      // Checkouts under another private root are unknown to gc: one lost generation published on is a lost race to it.
+      const elsewhere = mkdtempSync(join(tmpdir(), "slivingdoc-backwards-elsewhere-"));
+      try {
+        const report = await gc(elsewhere);
+        expect([report.checkoutBaselines, report.deleted]).toEqual([[], lostPacks]);
+      } finally {
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
+    });
+
     test("another notebook begun at the same place (`current` deleted, a new checkout commits): refused as another notebook; gc keeps the old notebook's packs", async () => {
       const { deps } = open(make());
       const a = world.checkout("a");

@@ -149,7 +149,7 @@ function anotherNotebook(checkout: Checkout, manifest: Manifest | null): DomainE
  * the history; null when it does not reach that far. Absences are expected
  * here (history packs are not downloaded), so they are not damage.
  */
-export async function commitBack(git: ObjectCache, head: string, back: number): Promise<string | null> {
+export async function commitBack(git: Pick<ObjectCache, "find">, head: string, back: number): Promise<string | null> {
   let oid = head;
   for (let i = 0; i < back; i++) {
     const object = await git.find(oid);
