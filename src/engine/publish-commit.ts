@@ -9,6 +9,7 @@
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import type { Baseline } from "./checkout/state.ts";
+import { StoreError } from "../store/object-store.ts";
 import { bringFiles, deadlinePassed, type OpenCheckout, refuseOversizeAccepted, sleepWithin } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { conflictError } from "./merge/conflict.ts";
@@ -110,7 +111,14 @@ class Attempts {
     for (;;) {
       if (step.do === "land") return await this.land(step.how);
       if (step.do === "refuse") throw this.refusal(step.why, state);
-      const event = await this.perform(step);
+      let event: Event;
+      try {
+        event = await this.perform(step);
+      } catch (failure) {
+        if (this.mine === null || !storeFailed(failure)) throw failure;
+        await this.proveOffered(failure);
+        return await this.land("carried");
+      }
       ({ state, step } = next(state, event, this.rules));
       if ("lost" in state) this.lost = state.lost;
     }
@@ -304,6 +312,29 @@ class Attempts {
     return { got: "withdrawn", landed: "no" };
   }
 
+  /**
+   * A step failed at the store while our proposal was out: another writer
+   * may have published it meanwhile, so the failure alone (retry) would
+   * hide a publication that may have landed. Taking the proposal back makes
+   * its fate final and says it (combine.ts withdraw): landed, and the commit
+   * ends as carried; not landed, and the failure stands — nothing was
+   * published, nothing is left to settle; or not provable (a store that
+   * stopped answering, the deadline passed), and the commit answers
+   * PUBLICATION_UNPROVEN, as for a lost write, its record kept for the next
+   * call to settle (publication.ts).
+   */
+  private async proveOffered(failure: unknown): Promise<void> {
+    const { state } = this.checkout;
+    state.checkLock();
+    const taken = await withdraw(this.checkout.deps.store, this.mine!.proposal, this.p.randomId).catch(() => ({ landed: "unknown" as const }));
+    if (taken.landed === "unknown") throw unprovenOffer(failure);
+    if (taken.landed === null) {
+      state.writeBaseline(this.checkout.baseline!);
+      throw failure;
+    }
+    this.landedAt = taken.landed;
+  }
+
   /** Wait a random time up to the spread after the `lost`-th lost race (full jitter). */
   private async backOff(lost: number): Promise<Event> {
     await this.checkout.deps.onStage("retry");
@@ -342,6 +373,21 @@ class Attempts {
         : `Other commits won the race ${lost + 1} times in a row; your files are untouched. Call again, or raise --commit-retries.`,
     );
   }
+}
+
+/** A failure of the store's own (a retryable STORAGE_FAILURE other than the checkout's private state), which says nothing of a proposal's fate. */
+function storeFailed(e: unknown): boolean {
+  if (e instanceof StoreError) return true;
+  return e instanceof DomainError && e.code === "STORAGE_FAILURE" && e.action === "RETRY" && e.reason !== "LOCAL_STATE";
+}
+
+/** The store failed while our proposal was out, and taking it back could not prove whether another writer published it. */
+function unprovenOffer(failure: unknown): DomainError {
+  return new DomainError(
+    "PUBLICATION_UNPROVEN",
+    "The store failed while this commit's offer to be published with another was out, and whether another writer published it could not be proved; pull first and look before committing again.",
+    { cause: failure },
+  );
 }
 
 /**

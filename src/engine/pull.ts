@@ -16,6 +16,7 @@ import { conflictError } from "./merge/conflict.ts";
 import { HeldPaths } from "./checkout/ignored.ts";
 import { takeAcceptedSide } from "./protect.ts";
 import { attachBase, refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
+import { replaceDamagedManifest } from "./publish/damaged-manifest.ts";
 
 export interface PullInput {
   /** The notebook directory. */
@@ -33,8 +34,19 @@ export async function pull(deps: EngineDeps, input: PullInput): Promise<Operatio
  * the checkout's history passed through it, else against nothing (attachBase).
  * `attached` says whether it went backwards; if not, this was a plain pull.
  */
-export async function attach(deps: EngineDeps, input: PullInput): Promise<{ outcome: OperationOutcome; attached: boolean }> {
-  return pullOrAttach(deps, input.path, true);
+export async function attach(deps: EngineDeps, input: AttachInput): Promise<{ outcome: OperationOutcome; attached: boolean; movedAside: string | null }> {
+  // Before the checkout opens: settling a recorded publication reads `current` too.
+  const movedAside = input.replaceDamagedManifest === true ? await replaceDamagedManifest(deps.store, deps.now) : null;
+  return { ...(await pullOrAttach(deps, input.path, true)), movedAside };
+}
+
+export interface AttachInput extends PullInput {
+  /**
+   * Move a damaged `current` aside first, and so take the store as one
+   * emptied (publish/damaged-manifest.ts). Without it a damaged manifest is
+   * refused, as by every command.
+   */
+  replaceDamagedManifest?: boolean;
 }
 
 async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean): Promise<{ outcome: OperationOutcome; attached: boolean }> {

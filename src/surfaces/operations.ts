@@ -85,24 +85,33 @@ export const OPERATIONS: readonly Operation[] = [
     cli: {
       name: "attach",
       writesNothing: true,
-      summary: "After the store went backwards: attach PATH to the store as it is, keeping its files as local edits to publish (operators)",
-      usage: "attach [PATH]",
-      flags: {},
+      summary: "After the store went backwards (or its manifest was damaged, with --replace-damaged-manifest): attach PATH to the store as it is, keeping its files as local edits to publish (operators)",
+      usage: "attach [PATH] [--replace-damaged-manifest]",
+      flags: {
+        "replace-damaged-manifest": {
+          type: "boolean",
+          description: "When the store's manifest is damaged (empty, truncated, not valid): move it aside and take the store as emptied; the next commit starts the notebook again",
+        },
+      },
       path: true,
-      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+      toInput: (flags, path) => ({ ...(path !== undefined ? { path } : {}), ...(flags["replace-damaged-manifest"] === true ? { replaceDamagedManifest: true } : {}) }),
     },
-    input: objectInput("attach", { path: PATH_FIELD }),
+    input: objectInput("attach", { path: PATH_FIELD, replaceDamagedManifest: optional(booleanField()) }),
     async run(ctx, input) {
       const { attach } = await import("../engine/pull.ts");
-      const { outcome, attached } = await attach(ctx.engine(), { path: ctx.notebookPath(input.path) });
-      return { ...successResult(outcome, ctx.sets), attached };
+      const { outcome, attached, movedAside } = await attach(ctx.engine(), { path: ctx.notebookPath(input.path), replaceDamagedManifest: input.replaceDamagedManifest === true });
+      return { ...successResult(outcome, ctx.sets), attached, ...(input.replaceDamagedManifest === true ? { movedAside } : {}) };
     },
     renderTo: "stderr",
     render(r) {
       const { quotePath, renderDiffstat } = cli();
-      if (!r.attached) return `the store holds what this checkout was brought to: nothing to attach; pulled as usual\n${renderDiffstat(r, PULLED)}`;
+      const moved =
+        "movedAside" in r && r.movedAside !== null
+          ? `moved the store's damaged manifest aside as ${r.movedAside}: the store is taken as emptied, and the next commit starts the notebook again under a new notebook id\n`
+          : "";
+      if (!r.attached) return `${moved}the store holds what this checkout was brought to: nothing to attach; pulled as usual\n${renderDiffstat(r, PULLED)}`;
       const head = `attached ${quotePath(r.path)} to the store as it is, at generation ${r.generation}: its files are local edits against it; review them with slivingdoc status, publish them with slivingdoc commit`;
-      return `${head}\n${renderDiffstat(r, { verb: "merged the store's files into", upToDate: () => "no file changed on disk" })}`;
+      return `${moved}${head}\n${renderDiffstat(r, { verb: "merged the store's files into", upToDate: () => "no file changed on disk" })}`;
     },
   }),
 

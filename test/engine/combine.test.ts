@@ -19,6 +19,8 @@ import { pull } from "../../src/engine/pull.ts";
 import { openHistory } from "../../src/engine/history/read.ts";
 import { settlePublication } from "../../src/engine/publish/publication.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
+import { boundedStore } from "../../src/store/deadline.ts";
+import { faultyStore } from "../support/faulty-store.ts";
 import { makeWorld, read, readCurrent, refusal, type World, write } from "../support/fixture.ts";
 import { waitFor } from "../support/wait.ts";
 import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
@@ -499,4 +501,100 @@ test("a landed offer's baseline survives its pack being collected from the store
   await pull(processDeps(world), { path: fresh });
   expect(read(fresh, "a.md")).toBe("from a, again\n");
   expect(read(a, "c.md")).toBe("from c\n");
+});
+
+/**
+ * A's store, from `failing()` on, as `fault` says (faulty-store.ts), under a
+ * call deadline that passes as soon as a request hangs: a store that stopped
+ * answering, without waiting out a real deadline.
+ */
+function failingStore(fault: "hang" | "fail-before", failing: () => boolean) {
+  const controller = new AbortController();
+  let hung = false;
+  const deadline = { ms: 60_000, remaining: () => (hung ? 0 : 60_000), signal: controller.signal };
+  let failedOnce = false;
+  const faulty = faultyStore(racing(world), (operation, key) => {
+    if (!failing()) return null;
+    if (fault === "hang") {
+      if (!hung) queueMicrotask(() => ((hung = true), controller.abort()));
+      return "hang";
+    }
+    // One failed read of `current`, the next request answered: a transient failure.
+    if (failedOnce || operation !== "get" || key !== "current") return null;
+    failedOnce = true;
+    return "fail-before";
+  });
+  return { store: boundedStore(faulty, deadline), deadline };
+}
+
+test("an offered proposal whose store then stops answering: PUBLICATION_UNPROVEN, not MANIFEST_READ; the next call finds where it landed", async () => {
+  for (const carried of [false, true]) {
+    const { a, b, c } = await threeWriters();
+    editEach({ a, b, c });
+    let hung = false;
+    const { store, deadline } = failingStore("hang", () => hung);
+    const e = await refusal(() =>
+      loseThen(
+        a,
+        b,
+        async () => {
+          // C publishes A's proposal along with its own, or nobody does; then the store hangs.
+          if (carried) await commit(processDeps(world), { path: c, message: "c" });
+          hung = true;
+        },
+        { store, deadline },
+      ),
+    );
+    expect([e.code, e.reason, e.action]).toEqual(["STORAGE_FAILURE", "PUBLICATION_UNPROVEN", "PULL"]);
+    expect(read(a, "a.md")).toBe("from a\n");
+    // The store answers again: the next call on A proves the fate, and A's edit is neither lost nor published twice.
+    await pull(processDeps(world), { path: a });
+    expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
+    const { manifest } = await readCurrent(world.store);
+    expect(manifest.combined?.length ?? 0).toBe(carried ? 1 : 0);
+    write(a, "a.md", "from a, again\n");
+    expect((await commit(processDeps(world), { path: a, message: "a again" })).files).toEqual([{ path: "a.md", insertions: 1, deletions: carried ? 1 : 0 }]);
+    const fresh = world.checkout(`fresh-${carried}`);
+    await pull(processDeps(world), { path: fresh });
+    expect(read(fresh, "a.md")).toBe("from a, again\n");
+    await world.close();
+  }
+  world = makeWorld();
+});
+
+test("an offered proposal whose store then fails once: the withdrawal proves its fate — carried: the commit lands; not: MANIFEST_READ with nothing left to settle", async () => {
+  for (const carried of [false, true]) {
+    const { a, b, c } = await threeWriters();
+    editEach({ a, b, c });
+    let failing = false;
+    const { store, deadline } = failingStore("fail-before", () => failing);
+    const outcome = await loseThen(
+      a,
+      b,
+      async () => {
+        if (carried) await commit(processDeps(world), { path: c, message: "c" });
+        failing = true;
+      },
+      { store, deadline },
+    ).catch((e) => e);
+    const fresh = world.checkout(`fresh-${carried}`);
+    await pull(processDeps(world), { path: fresh });
+    if (carried) {
+      // B was generation 2; C published A's commit as 3.
+      expect(outcome.generation).toBe(3);
+      expect(read(fresh, "a.md")).toBe("from a\n");
+    } else {
+      expect([outcome.code, outcome.reason]).toEqual(["STORAGE_FAILURE", "MANIFEST_READ"]);
+      expect(read(fresh, "a.md")).toBeNull();
+      // Withdrawn for good: no proposal left, and the next call writes nothing to the store before its own commit.
+      expect(await racing(world).list(PROPOSALS_PREFIX)).toEqual([]);
+      let writes = 0;
+      const counting: ObjectStore = { ...racing(world), putIfMatch: (k, body, t) => (writes++, racing(world).putIfMatch(k, body, t)) };
+      await pull(processDeps(world, { store: counting }), { path: a });
+      expect(writes).toBe(0);
+      expect((await commit(processDeps(world), { path: a, message: "a" })).generation).toBe(3);
+    }
+    await world.close();
+  }
+  world = makeWorld();
 });

@@ -19,6 +19,10 @@ import { type ConditionalWrite, type ObjectStore, StoreError, type StoreOperatio
  *   read it is a plain failure.
  * corrupt-read: a get whose body comes back with bytes flipped (a bad disk,
  *   a broken proxy); the stored object is untouched.
+ * hang: a store that stopped answering: the operation never takes effect
+ *   and never answers, until its signal aborts it (the call deadline,
+ *   src/store/deadline.ts). Unlike the other faults it applies to list and
+ *   delete too, so that the whole store can hang.
  */
 export type Fault =
   | "fail-before"
@@ -28,7 +32,8 @@ export type Fault =
   | "delay"
   | "answer-500"
   | "answer-409"
-  | "corrupt-read";
+  | "corrupt-read"
+  | "hang";
 export type FaultRule = (operation: StoreOperation, key: string) => Fault | null;
 
 export interface FaultOptions {
@@ -60,6 +65,15 @@ function flipMiddleByte(body: Uint8Array): Uint8Array {
   return copy;
 }
 
+/** What a hung operation does: wait for its signal, then fail as an aborted request does. */
+function hang(operation: StoreOperation, signal: AbortSignal | undefined): Promise<never> {
+  return new Promise((_, reject) => {
+    const aborted = () => reject(new StoreError(operation, "injected hang, aborted", operation === "get" || operation === "list" ? "failed" : "unknown"));
+    if (signal?.aborted) aborted();
+    else signal?.addEventListener("abort", aborted, { once: true });
+  });
+}
+
 export function faultyStore(inner: ObjectStore, rule: FaultRule, options: FaultOptions = {}): ObjectStore & { injected: number } {
   const delayMs = options.delayMs ?? 50;
   const corrupt = options.corrupt ?? flipMiddleByte;
@@ -73,8 +87,13 @@ export function faultyStore(inner: ObjectStore, rule: FaultRule, options: FaultO
     operation: "putIfAbsent" | "putIfMatch",
     key: string,
     write: () => Promise<ConditionalWrite>,
+    signal: AbortSignal | undefined,
   ): Promise<ConditionalWrite> {
     const asked = rule(operation, key);
+    if (asked === "hang") {
+      wrapper.injected++;
+      return hang(operation, signal);
+    }
     // Corruption is a read fault; a write passes through untouched and uncounted.
     const fault = asked === "corrupt-read" ? null : asked;
     if (fault) wrapper.injected++;
@@ -89,11 +108,22 @@ export function faultyStore(inner: ObjectStore, rule: FaultRule, options: FaultO
     return result;
   }
 
+  /** Only a hang stops list and delete: the other faults pass them through, as they always did. */
+  const hangs = (operation: "list" | "delete", key: string): boolean => {
+    if (rule(operation, key) !== "hang") return false;
+    wrapper.injected++;
+    return true;
+  };
+
   const wrapper = {
     kind: `faulty(${inner.kind})`,
     injected: 0,
     async get(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
       const fault = rule("get", key);
+      if (fault === "hang") {
+        wrapper.injected++;
+        return hang("get", signal);
+      }
       if (fault === "fail-before") {
         wrapper.injected++;
         throw fail("get", fault);
@@ -115,13 +145,13 @@ export function faultyStore(inner: ObjectStore, rule: FaultRule, options: FaultO
       return object;
     },
     putIfAbsent(key: string, body: Uint8Array, signal?: AbortSignal) {
-      return conditional("putIfAbsent", key, () => inner.putIfAbsent(key, body, signal));
+      return conditional("putIfAbsent", key, () => inner.putIfAbsent(key, body, signal), signal);
     },
     putIfMatch(key: string, body: Uint8Array, etag: string, signal?: AbortSignal) {
-      return conditional("putIfMatch", key, () => inner.putIfMatch(key, body, etag, signal));
+      return conditional("putIfMatch", key, () => inner.putIfMatch(key, body, etag, signal), signal);
     },
-    list: (prefix: string, signal?: AbortSignal) => inner.list(prefix, signal),
-    delete: (key: string, signal?: AbortSignal) => inner.delete(key, signal),
+    list: (prefix: string, signal?: AbortSignal) => (hangs("list", prefix) ? hang("list", signal) : inner.list(prefix, signal)),
+    delete: (key: string, signal?: AbortSignal) => (hangs("delete", key) ? hang("delete", signal) : inner.delete(key, signal)),
     close: () => inner.close(),
   };
   return wrapper;

@@ -6,7 +6,7 @@
 import { createHash } from "../git/hash.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
-import { type ObjectStore, StoreError } from "../../store/object-store.ts";
+import { type ObjectStore, StoreError, type StoredObject } from "../../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { BadPackError, MissingObjectError } from "../git/objects.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
@@ -33,17 +33,21 @@ export interface ManifestRead {
 }
 
 export async function readManifest(store: ObjectStore): Promise<ManifestRead> {
-  let object;
+  const object = await readCurrentObject(store);
+  if (object === null) return { manifest: null, etag: null };
+  return { manifest: parseManifest(object.body), etag: object.etag };
+}
+
+/** `current` as stored, unparsed (null when absent); a failed read answers its token. */
+export async function readCurrentObject(store: ObjectStore): Promise<StoredObject | null> {
   try {
-    object = await store.get(MANIFEST_KEY);
+    return await store.get(MANIFEST_KEY);
   } catch (cause) {
     if (damaged(cause)) {
       throw new DomainError("MANIFEST_INVALID", "The store is damaged where it keeps the notebook's manifest; an operator must inspect it.", { cause });
     }
     throw new DomainError("MANIFEST_READ", "The notebook's manifest could not be read from the store.", { cause });
   }
-  if (object === null) return { manifest: null, etag: null };
-  return { manifest: parseManifest(object.body), etag: object.etag };
 }
 
 /**

@@ -110,6 +110,28 @@ export function newNotebookId(randomId: RandomSource["randomId"]): string {
   return randomId(16);
 }
 
+/** The newest format this version reads. */
+export const NEWEST_FORMAT = FORMAT_WITH_NOTEBOOK;
+
+/**
+ * The format a manifest says it has, read leniently: from its `format`
+ * field when it parses as JSON, else from the first `"format": N` in its
+ * text (a truncated manifest still names it near its start); null when it
+ * names none. Not validation: what a manifest that fails validation claims
+ * to be, so that one of a newer format is not taken for damage.
+ */
+export function declaredFormat(body: Uint8Array): number | null {
+  const text = new TextDecoder("utf-8").decode(body);
+  try {
+    const json: unknown = JSON.parse(text);
+    if (typeof json === "object" && json !== null && "format" in json && typeof json.format === "number") return json.format;
+  } catch {
+    // Not JSON: read on as text.
+  }
+  const found = /"format"\s*:\s*(\d+)/.exec(text);
+  return found === null ? null : Number(found[1]);
+}
+
 export function parseManifest(body: Uint8Array): Manifest {
   let json: unknown;
   try {
