@@ -146,6 +146,37 @@ export function deniesAccess(error: unknown): boolean {
 }
 
 /**
+ * The store's refusal of the credentials a call went as — access denied, an
+ * unknown key id, a wrong secret, expired or invalid credentials, none at
+ * all — in operationalCause's words, found on `error` or its causes; null
+ * for any other failure. A retry cannot fix such a refusal, though the
+ * failure's code may call itself retryable: the surfaces say so, and drop
+ * the probe's record of these credentials, so the next start probes again.
+ */
+export function credentialsRefusal(error: unknown): string | null {
+  for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (!(e instanceof StoreError) || e instanceof DeadlinePassed) continue;
+    const cause = operationalCause(e);
+    if (cause.startsWith(ACCESS_DENIED) || CREDENTIAL_CODES.has(storeAnswer(e).code ?? "")) return cause;
+  }
+  return null;
+}
+
+/** The codes of operationalCause that refuse the credentials themselves (access denials aside). */
+const CREDENTIAL_CODES = new Set([
+  "InvalidAccessKeyId",
+  "SignatureDoesNotMatch",
+  "ExpiredToken",
+  "ExpiredTokenException",
+  "TokenRefreshRequired",
+  "RequestExpired",
+  "InvalidToken",
+  "InvalidClientTokenId",
+  "UnrecognizedClientException",
+  "CredentialsProviderError",
+]);
+
+/**
  * The error code and HTTP status a store puts in its messages, and nothing
  * else (s3.ts: "s3 get: AccessDenied (403)", "s3 putIfAbsent: ECONNREFUSED";
  * sqlite.ts: "sqlite get: SQLITE_BUSY").

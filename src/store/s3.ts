@@ -34,6 +34,7 @@ import {
 import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import {
+  callerDigest,
   type ConditionalWrite,
   type ListedObject,
   type ObjectStore,
@@ -254,6 +255,17 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
     },
 
     lastAnswer: () => lastAnswer,
+
+    // The chain the requests are signed with, resolved as for a request
+    // (the SDK keeps what it resolved); a chain that gives nothing is no one.
+    async caller(): Promise<string | null> {
+      try {
+        const credentials = await client.config.credentials();
+        return credentials.accessKeyId ? callerDigest(credentials.accessKeyId) : null;
+      } catch {
+        return null;
+      }
+    },
 
     async close(): Promise<void> {
       client.destroy();
