@@ -87,8 +87,13 @@ export async function openVerifiedStore(
       return { store, forget };
     }
     await store.close();
-    const reader = reads?.ok ? "; these credentials may read the notebook but not write it, and this command writes: give them the writer's least-privilege policy" : "";
-    throw new StartupRefusal("INCOMPATIBLE_STORE", `the ${kind.label} compatibility probe failed: ${result.cause}${reader}`);
+    // What to set, for an operational cause; a reader's, in place of the advice for any denial.
+    const advice = reads?.ok
+      ? "; these credentials may read the notebook but not write it, and this command writes: give them the writer's least-privilege policy"
+      : result.advice !== undefined
+        ? `; ${result.advice}`
+        : "";
+    throw new StartupRefusal("INCOMPATIBLE_STORE", `the ${kind.label} compatibility probe failed: ${result.cause}${advice}`);
   }
   if (records !== null) remember(records.full, now);
   return { store, forget };

@@ -71,7 +71,7 @@ test("an S3 store whose probe fails refuses the start: exit 2, one INCOMPATIBLE_
   const { code, stdout, stderr } = await server.finish();
   expect(code).toBe(EXIT_CODES.STARTUP);
   expect(stdout).toBe("");
-  expect(stderr).toStartWith("slivingdoc: INCOMPATIBLE_STORE: the S3 compatibility probe failed: the endpoint cannot be reached");
+  expect(stderr).toStartWith("slivingdoc: INCOMPATIBLE_STORE: the S3 compatibility probe failed: the endpoint refused the connection");
 });
 
 test("bad configuration refuses the start before any answer", async () => {
