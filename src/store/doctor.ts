@@ -19,7 +19,7 @@
 import { randomHex } from "../contract/random-hex.ts";
 import { boundedStore, type Deadline } from "./deadline.ts";
 import { type ObjectStore, type ServerAnswer, StoreError } from "./object-store.ts";
-import { deniesAccess, operationalCause, probeStore } from "./probe.ts";
+import { deniesAccess, operationalFailure, operationalSentence, probeStore } from "./probe.ts";
 
 /** What these credentials may do, request by request: untried where an earlier failure left no way to tell. */
 export type Permission = "allowed" | "denied" | "untried";
@@ -160,7 +160,7 @@ class Examiner {
     if (write === "allowed") {
       const probed = await probeStore(this.store);
       // The probe could not finish (the endpoint went away, the deadline passed): nothing more can be measured.
-      if (!probed.ok && probed.operational) throw new Stop(probed.cause);
+      if (!probed.ok && probed.operational) throw new Stop(probed.advice === undefined ? probed.cause : operationalSentence({ cause: probed.cause, advice: probed.advice }));
       this.out.conditionalWrites = probed.ok ? { proved: true } : { proved: false, cause: probed.cause };
     }
     // Writes are timed only where their conditions hold: elsewhere they are not what a commit would meet.
@@ -296,7 +296,7 @@ class Examiner {
 
   stop(e: unknown): void {
     if (e instanceof Stop) this.out.stopped = e.message;
-    else if (e instanceof StoreError) this.out.stopped = operationalCause(e);
+    else if (e instanceof StoreError) this.out.stopped = operationalSentence(operationalFailure(e));
     else throw e;
   }
 

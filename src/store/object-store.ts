@@ -74,6 +74,13 @@ export interface ObjectStore {
    */
   lastAnswer?(): ServerAnswer | null;
   /**
+   * Who the store's requests go as, for the start-up probe's record
+   * (callerDigest): a store behind credentials (S3) answers the digest of
+   * the access key id its credentials chain gives, or null when the chain
+   * gives none. Absent where there are no credentials (the embedded store).
+   */
+  caller?(): Promise<string | null>;
+  /**
    * Where a store can order its writers (the embedded store: every writer is
    * on this machine), writers line up here before reading `current` and
    * leave once their conditional write is answered, so they take turns
@@ -156,4 +163,14 @@ export class StoreError extends Error {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.fault = options?.fault;
   }
+}
+
+/**
+ * The digest of an access key id that names who asks in the start-up
+ * probe's record: the same id, the same digest; never the id itself, which
+ * a record under the private root must not hold.
+ */
+export function callerDigest(accessKeyId: string): string {
+  // Bun's hasher, not node:crypto's createHash, which costs ~2 ms to load; the same digest.
+  return new Bun.CryptoHasher("sha256").update(`access key id\n${accessKeyId}`).digest("hex").slice(0, 32);
 }

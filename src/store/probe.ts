@@ -16,7 +16,8 @@
  * operational failure (denied access, unknown key id, expired login, missing
  * bucket, unreachable endpoint, an endpoint that does not answer within the
  * call deadline of a store bounded by one, store/deadline.ts) also refuses,
- * with a cause that names it.
+ * with a cause that names it and advice that says what to set
+ * (operationalFailure).
  *
  * The result's `cause` is one short sentence for the operator. It is built
  * only from fixed text and the S3 error code / HTTP status that s3.ts puts in
@@ -37,7 +38,7 @@ import { type ConditionalWrite, type ObjectStore, StoreError } from "./object-st
  * (probeReads). `operational`: the cause is not a verdict on the
  * conditions but a failure to reach or use the store (operationalCause).
  */
-export type ProbeResult = { ok: true } | { ok: false; cause: string; writeDenied?: true; operational?: true };
+export type ProbeResult = { ok: true } | { ok: false; cause: string; advice?: string; writeDenied?: true; operational?: true };
 
 export interface ProbeOptions {
   /** How many writers race for one key in the concurrency checks (default 8). */
@@ -102,7 +103,7 @@ export async function probeStore(store: ObjectStore, options: ProbeOptions = {})
     return { ok: true };
   } catch (e) {
     if (e instanceof Incompatible) return { ok: false, cause: e.message };
-    return { ok: false, cause: operationalCause(e), operational: true, ...(isAccessDenial(e) && written.size === 0 ? { writeDenied: true as const } : {}) };
+    return { ok: false, ...operationalFailure(e), operational: true, ...(isAccessDenial(e) && written.size === 0 ? { writeDenied: true as const } : {}) };
   } finally {
     await cleanUp(store, written);
   }
@@ -125,7 +126,7 @@ export async function probeReads(store: ObjectStore, options: Pick<ProbeOptions,
     return { ok: true };
   } catch (e) {
     if (e instanceof Incompatible) return { ok: false, cause: e.message };
-    return { ok: false, cause: operationalCause(e) };
+    return { ok: false, ...operationalFailure(e) };
   }
 }
 
@@ -144,6 +145,37 @@ function isAccessDenial(error: unknown): boolean {
 export function deniesAccess(error: unknown): boolean {
   return error instanceof StoreError && operationalCause(error).startsWith(ACCESS_DENIED);
 }
+
+/**
+ * The store's refusal of the credentials a call went as — access denied, an
+ * unknown key id, a wrong secret, expired or invalid credentials, none at
+ * all — in operationalCause's words, found on `error` or its causes; null
+ * for any other failure. A retry cannot fix such a refusal, though the
+ * failure's code may call itself retryable: the surfaces say so, and drop
+ * the probe's record of these credentials, so the next start probes again.
+ */
+export function credentialsRefusal(error: unknown): string | null {
+  for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (!(e instanceof StoreError) || e instanceof DeadlinePassed) continue;
+    const failure = operationalFailure(e);
+    if (failure.cause.startsWith(ACCESS_DENIED) || CREDENTIAL_CODES.has(storeAnswer(e).code ?? "")) return operationalSentence(failure);
+  }
+  return null;
+}
+
+/** The codes of operationalCause that refuse the credentials themselves (access denials aside). */
+const CREDENTIAL_CODES = new Set([
+  "InvalidAccessKeyId",
+  "SignatureDoesNotMatch",
+  "ExpiredToken",
+  "ExpiredTokenException",
+  "TokenRefreshRequired",
+  "RequestExpired",
+  "InvalidToken",
+  "InvalidClientTokenId",
+  "UnrecognizedClientException",
+  "CredentialsProviderError",
+]);
 
 /**
  * The error code and HTTP status a store puts in its messages, and nothing
@@ -272,70 +304,139 @@ async function race(store: ObjectStore, key: string, writers: number, kind: "com
 const ACCESS_DENIED = "access denied";
 
 /**
+ * An operational failure in words: `cause` names it, `advice` says what to
+ * set or do — "call again" only where a retry can help (a server error, a
+ * lost connection), never for a cause a retry cannot fix (no region, bad
+ * credentials, a wrong endpoint or bucket, an untrusted certificate, a
+ * clock off). Built from the error code and HTTP status only (storeAnswer).
+ */
+export interface OperationalFailure {
+  cause: string;
+  advice: string;
+}
+
+const CHECK_ENDPOINT = "check --endpoint (or AWS_ENDPOINT_URL_S3)";
+const CALL_AGAIN = "call again; if it persists, look at the store";
+
+/** Each known code's cause (`what`: the code and status in parentheses) and advice. */
+const FAILURES: Record<string, (what: string) => OperationalFailure> = {
+  RegionMissing: () => ({ cause: "no region is configured (the AWS SDK found none)", advice: "set --region or S3_REGION (or AWS_REGION, or a region in the AWS profile)" }),
+  CredentialsProviderError: () => ({
+    cause: "no credentials were found (the AWS SDK's default chain gave none)",
+    advice: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or give the machine a role",
+  }),
+  InvalidAccessKeyId: (w) => ({ cause: `the access key id is not known to the store${w}`, advice: "check AWS_ACCESS_KEY_ID (or the profile's key) against the store's users" }),
+  SignatureDoesNotMatch: (w) => ({
+    cause: `the credentials were refused: the secret access key does not match the access key id${w}`,
+    advice: "check AWS_SECRET_ACCESS_KEY (or the profile's secret)",
+  }),
+  ExpiredToken: (w) => ({ cause: `expired credentials${w}`, advice: "renew them: log in again, or get a new AWS_SESSION_TOKEN" }),
+  InvalidToken: (w) => ({ cause: `the credentials' session token is not valid${w}`, advice: "renew the session (AWS_SESSION_TOKEN), or unset it for long-term keys" }),
+  AccessDenied: (w) => ({ cause: `${ACCESS_DENIED}${w}`, advice: "give these credentials docs/s3.md's writer's policy (Least privilege), or its reader's for an agent that only reads" }),
+  RequestTimeTooSkewed: (w) => ({
+    cause: `this machine's clock is too far from the store's${w}`,
+    advice: "set this machine's clock (NTP): signed requests more than 15 minutes off are refused",
+  }),
+  NoSuchBucket: (w) => ({ cause: `the bucket does not exist${w}`, advice: `check the bucket in --store (or S3_BUCKET), and ${CHECK_ENDPOINT}` }),
+  PermanentRedirect: (w) => ({ cause: `the bucket is in another region or behind another endpoint${w}`, advice: `set --region to the bucket's region, or ${CHECK_ENDPOINT}` }),
+  ENOTFOUND: (w) => ({ cause: `the endpoint's host name does not resolve${w}`, advice: `${CHECK_ENDPOINT} and this machine's DNS` }),
+  EAI_AGAIN: (w) => ({ cause: `the endpoint's host name could not be resolved for now${w}`, advice: `call again; if it persists, ${CHECK_ENDPOINT} and this machine's DNS` }),
+  ECONNREFUSED: (w) => ({ cause: `the endpoint refused the connection${w}`, advice: `${CHECK_ENDPOINT}: its host and port, and that the server runs` }),
+  EHOSTUNREACH: (w) => ({ cause: `the endpoint cannot be reached${w}`, advice: `${CHECK_ENDPOINT} and the network between` }),
+  ECONNRESET: (w) => ({ cause: `the endpoint dropped the connection${w}`, advice: `call again; if it persists, ${CHECK_ENDPOINT} and any proxy between` }),
+  ConnectTimeout: (w) => ({ cause: `the endpoint did not accept a connection in time${w}`, advice: `${CHECK_ENDPOINT}, and the network or firewall between` }),
+  IdleTimeout: (w) => ({ cause: `the endpoint stopped answering in the middle of a request${w}`, advice: `call again; if it persists, ${CHECK_ENDPOINT} and the server` }),
+  RequestTimeout: (w) => ({ cause: `the store timed out waiting for the request's bytes${w}`, advice: "call again; if it persists, look at the network between (a slow or lossy link)" }),
+  UntrustedCertificate: (w) => ({
+    cause: `the endpoint's TLS certificate is not trusted${w}`,
+    advice: "give its CA's PEM file in NODE_EXTRA_CA_CERTS (never turn verification off), or check --endpoint",
+  }),
+  CertificateName: (w) => ({ cause: `the endpoint's TLS certificate does not name its host${w}`, advice: "use in --endpoint the host name the certificate names" }),
+  NotTls: (w) => ({ cause: `the endpoint does not speak TLS${w}`, advice: "use http:// in --endpoint, or the server's TLS port" }),
+  TlsRefused: (w) => ({ cause: `the endpoint refused the TLS handshake${w}`, advice: `${CHECK_ENDPOINT}: it must offer TLS 1.2 or later` }),
+};
+
+/** Codes that say the same as one of FAILURES. */
+const SAME_AS: Record<string, string> = {
+  AllAccessDisabled: "AccessDenied",
+  AccountProblem: "AccessDenied",
+  ExpiredTokenException: "ExpiredToken",
+  TokenRefreshRequired: "ExpiredToken",
+  RequestExpired: "ExpiredToken",
+  InvalidClientTokenId: "InvalidToken",
+  UnrecognizedClientException: "InvalidToken",
+  AuthorizationHeaderMalformed: "PermanentRedirect",
+  IllegalLocationConstraintException: "PermanentRedirect",
+  ConnectionRefused: "ECONNREFUSED",
+  ENETUNREACH: "EHOSTUNREACH",
+  FailedToOpenSocket: "ECONNREFUSED",
+  DEPTH_ZERO_SELF_SIGNED_CERT: "UntrustedCertificate",
+  SELF_SIGNED_CERT_IN_CHAIN: "UntrustedCertificate",
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "UntrustedCertificate",
+  UNABLE_TO_GET_ISSUER_CERT: "UntrustedCertificate",
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "UntrustedCertificate",
+  CERT_HAS_EXPIRED: "UntrustedCertificate",
+  CERT_NOT_YET_VALID: "UntrustedCertificate",
+  CERT_REVOKED: "UntrustedCertificate",
+  CERT_UNTRUSTED: "UntrustedCertificate",
+  CERT_REJECTED: "UntrustedCertificate",
+  ERR_TLS_CERT_ALTNAME_INVALID: "CertificateName",
+  HOSTNAME_MISMATCH: "CertificateName",
+  ERR_SSL_WRONG_VERSION_NUMBER: "NotTls",
+  ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE: "TlsRefused",
+  ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION: "TlsRefused",
+  ERR_SSL_UNSUPPORTED_PROTOCOL: "TlsRefused",
+};
+
+/** The entry of FAILURES a code stands for, if any. */
+function knownFailure(code: string | undefined, outcome: StoreError["outcome"]): string | undefined {
+  if (code === undefined) return undefined;
+  // A timeout before the connection opened is a definite failure (s3.ts), one after it an unknown outcome.
+  if (code === "TimeoutError") return outcome === "failed" ? "ConnectTimeout" : "IdleTimeout";
+  const known = Object.hasOwn(SAME_AS, code) ? SAME_AS[code]! : code;
+  return Object.hasOwn(FAILURES, known) ? known : undefined;
+}
+
+/**
  * The operator's sentence for a failure that is not a verdict on the
  * conditions: denied access, bad credentials, a missing bucket, an endpoint
- * that cannot be reached. Built from the error code and HTTP status only
- * (storeAnswer).
+ * that cannot be reached (operationalFailure's cause).
  */
 export function operationalCause(error: unknown): string {
+  return operationalFailure(error).cause;
+}
+
+/** operationalFailure's cause and advice, as one sentence: what the INCOMPATIBLE_STORE line and doctor print. */
+export function operationalSentence(failure: OperationalFailure): string {
+  return `${failure.cause}; ${failure.advice}`;
+}
+
+/** An operational failure's cause and what to do about it (OperationalFailure). */
+export function operationalFailure(error: unknown): OperationalFailure {
   if (error instanceof DeadlinePassed) {
-    return `the store did not answer within the call deadline (${deadlineText(error.deadlineMs)}; --deadline)`;
+    return {
+      cause: `the store did not answer within the call deadline (${deadlineText(error.deadlineMs)}; --deadline)`,
+      advice: `${CHECK_ENDPOINT} and the network; a store this slow needs a longer --deadline`,
+    };
   }
   if (!(error instanceof StoreError)) {
     // Not the store's answer (a bug, or a wrapper's own error): its message
     // could hold anything, so only a well-formed error name is shown.
     const name = error instanceof Error ? safeCode(error.name) : undefined;
-    return `the probe failed unexpectedly${name ? ` (${name})` : ""}`;
+    return { cause: `the probe failed unexpectedly${name ? ` (${name})` : ""}`, advice: CALL_AGAIN };
   }
   const answer = storeAnswer(error);
   const code = safeCode(answer.code);
   const { status } = answer;
   const what = [code, status].filter((x) => x !== undefined).join(", ");
   const paren = what === "" ? "" : ` (${what})`;
-
-  switch (code) {
-    case "AccessDenied":
-    case "AllAccessDisabled":
-    case "AccountProblem":
-      return `${ACCESS_DENIED}${paren}`;
-    case "InvalidAccessKeyId":
-      return `the access key id is not known to the store (${code})`;
-    case "SignatureDoesNotMatch":
-      return `the credentials were refused: the secret access key does not match the access key id (${code})`;
-    case "ExpiredToken":
-    case "ExpiredTokenException":
-    case "TokenRefreshRequired":
-    case "RequestExpired":
-      return `expired credentials (${code})`;
-    case "InvalidToken":
-    case "InvalidClientTokenId":
-    case "UnrecognizedClientException":
-      return `the credentials' session token is not valid (${code})`;
-    case "CredentialsProviderError":
-      return "no credentials were found (the AWS SDK's default chain gave none)";
-    case "NoSuchBucket":
-      return `the bucket does not exist (${code})`;
-    case "PermanentRedirect":
-    case "AuthorizationHeaderMalformed":
-    case "IllegalLocationConstraintException":
-      return `the bucket is in another region or behind another endpoint${paren}`;
-    case "ECONNREFUSED":
-    case "ConnectionRefused":
-    case "ENOTFOUND":
-    case "EAI_AGAIN":
-    case "EHOSTUNREACH":
-    case "ENETUNREACH":
-    case "ETIMEDOUT":
-    case "ECONNRESET":
-    case "FailedToOpenSocket":
-    case "TimeoutError":
-    case "RequestTimeout":
-      return `the endpoint cannot be reached${paren}`;
-  }
-  if (status === 403) return `${ACCESS_DENIED}${paren}`;
-  if (status !== undefined && status >= 500) return `the store failed with a server error${paren}`;
-  if (error.outcome === "unknown") return `the store did not confirm a probe write${paren}`;
-  return `the store refused the probe${paren}`;
+  const known = knownFailure(code, error.outcome);
+  // A refusal for access shows its status (a 403 names no other cause); the other codes say it all alone.
+  if (known !== undefined) return FAILURES[known]!(known === "AccessDenied" || known === "RequestTimeTooSkewed" ? paren : ` (${code})`);
+  if (status === 403) return FAILURES.AccessDenied!(paren);
+  if (status !== undefined && status >= 500) return { cause: `the store failed with a server error${paren}`, advice: CALL_AGAIN };
+  if (error.outcome === "unknown") return { cause: `the store did not confirm a probe write${paren}`, advice: CALL_AGAIN };
+  return { cause: `the store refused the probe${paren}`, advice: CALL_AGAIN };
 }
 
 /**

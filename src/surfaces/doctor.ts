@@ -71,7 +71,8 @@ function accessProblems(exam: Examination, access: Access): Problem[] {
   const grant = words.permissions;
   const policy = grant === undefined ? "" : ` (${grant.policies})`;
   const out: Problem[] = [];
-  if (exam.stopped !== null) out.push({ level: "fail", text: `the examination stopped: ${exam.stopped}. ${stoppedAdvice(exam.stopped)}` });
+  // The stop's sentence says what to do (probe.ts operationalFailure), "call again" only where a retry can help.
+  if (exam.stopped !== null) out.push({ level: "fail", text: `the examination stopped: ${exam.stopped}` });
   if (access === "neither") {
     out.push({
       level: "fail",
@@ -94,15 +95,6 @@ function accessProblems(exam: Examination, access: Access): Problem[] {
     });
   }
   return out;
-}
-
-/** What to do about a stop, by its cause (probe.ts operationalCause's sentences). */
-function stoppedAdvice(cause: string): string {
-  if (/within the call deadline/.test(cause)) return "Check the endpoint and the network; a store this slow needs a longer --deadline";
-  if (/cannot be reached/.test(cause)) return "Check --endpoint, the network and the server";
-  if (/credentials|access key/.test(cause)) return "Check the credentials the AWS SDK finds (environment, profile, role)";
-  if (/bucket does not exist|another region/.test(cause)) return "Check --store's bucket, --region and --endpoint";
-  return "Call again; if it persists, look at the store";
 }
 
 function conditionProblems(exam: Examination): Problem[] {

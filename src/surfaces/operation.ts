@@ -14,6 +14,7 @@ import type { ToolName } from "../contract/tools.ts";
 import type { EngineDeps } from "../engine/engine.ts";
 import { boundedStore, type Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
+import { credentialsRefusal } from "../store/probe.ts";
 import type { Log } from "./log.ts";
 import { namedPath, type PathContext, resolveNotebookPath } from "./paths.ts";
 
@@ -39,6 +40,12 @@ export interface OperationContext {
   requireAbsolute: boolean;
   /** The commit retry bound configured (--commit-retries); absent: the engine's default. */
   commitRetries?: number;
+  /**
+   * The store refused the credentials a call went as (store/probe.ts's
+   * credentialsRefusal): the surface drops the probe's record of them
+   * (verified-store.ts), so the next start probes again and refuses.
+   */
+  credentialsRefused?(): void;
 }
 
 /** What an operation's runner gets for one call. */
@@ -238,8 +245,10 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
       ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: e.kind, ...timer.finish() });
       throw e;
     }
-    const error =
-      e instanceof DomainError ? e : new DomainError("INTERNAL", "An unexpected error occurred; the server log has the cause under this diagnosticId.", { cause: e });
+    const error = refusedCredentials(
+      ctx,
+      e instanceof DomainError ? e : new DomainError("INTERNAL", "An unexpected error occurred; the server log has the cause under this diagnosticId.", { cause: e }),
+    );
     const envelope = errorEnvelope(error, diagnosticId, ctx.sets, { credentials: ctx.secrets, privatePaths: ctx.privatePaths ?? [] });
     ctx.log.info("tool call completed", {
       mcpReqID: diagnosticId,
@@ -251,6 +260,21 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
     });
     return { ok: false, envelope, diagnosticId };
   }
+}
+
+/**
+ * A failure whose cause is the store refusing the credentials: the table's
+ * STORAGE_FAILURE, retryable by its code, though calling again cannot help
+ * until someone grants them access. The message names the refusal and says
+ * so; the probe's record of them goes (credentialsRefused).
+ */
+function refusedCredentials(ctx: OperationContext, error: DomainError): DomainError {
+  if (error.code !== "STORAGE_FAILURE") return error;
+  const refusal = credentialsRefusal(error.cause);
+  if (refusal === null) return error;
+  ctx.credentialsRefused?.();
+  const message = `${error.message} The store refused the credentials: ${refusal}. Calling again cannot help until they are given access; the next start checks them again.`;
+  return new DomainError(error.reason, message, { cause: error.cause });
 }
 
 function describeCause(cause: unknown): string {

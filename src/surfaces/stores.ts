@@ -11,10 +11,10 @@
  * test/store/conformance.ts with the capabilities its entry declares.
  */
 import { join, resolve } from "node:path";
-import { NO_CAPABILITIES, type ObjectStore, type StoreCapabilities } from "../store/object-store.ts";
+import { callerDigest, NO_CAPABILITIES, type ObjectStore, type StoreCapabilities } from "../store/object-store.ts";
 import { openSqliteStore } from "../store/sqlite.ts";
 import { queueIdentity } from "./process-identity.ts";
-import { invalid, nonEmpty, type SettingSources } from "./settings.ts";
+import { type Env, invalid, nonEmpty, type SettingSources } from "./settings.ts";
 
 export interface SqliteSpec {
   kind: "sqlite";
@@ -52,6 +52,13 @@ export interface StoreKind<S extends StoreSpec> {
   flags?: Record<string, StoreFlag>;
   /** The environment variables that hold its credentials: no diagnostic or result carries their values. */
   secretEnv?: readonly string[];
+  /**
+   * Who asks, where the environment alone says it without loading the
+   * store's library: the digest (callerDigest) of the access key id its
+   * credentials chain takes from `env`; undefined where the chain would look
+   * elsewhere, and the opened store's `caller` says.
+   */
+  caller?(env: Env): string | undefined;
   /** The spec from the URL after the scheme, or a start-up refusal. */
   parse(rest: string, from: SettingSources): S;
   /** The store the environment names when no URL is given (S3_BUCKET), if any. */
@@ -149,6 +156,8 @@ const s3: StoreKind<S3Spec> = {
   },
   // Read by the AWS SDK's default chain, never from a flag.
   secretEnv: ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"],
+  // As the SDK's default chain takes it: the pair from the environment, unless AWS_PROFILE names a profile.
+  caller: (env) => (!env.AWS_PROFILE && env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY ? callerDigest(env.AWS_ACCESS_KEY_ID) : undefined),
   parse(rest, from) {
     if (rest.includes("@")) throw invalid("the store URL must not carry user information");
     const slash = rest.indexOf("/");

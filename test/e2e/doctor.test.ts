@@ -170,7 +170,7 @@ if (!s3ServerMissing()) {
       expect(r.ms).toBeLessThan(3_000 + 2_000);
       expect(r.code).toBe(EXIT_CODES.STARTUP);
       const report = JSON.parse(r.stdout) as DoctorReport;
-      expect(report).toMatchObject({ verdict: "unusable", access: "unknown", stopped: "the store did not answer within the call deadline (3 s; --deadline)" });
+      expect(report).toMatchObject({ verdict: "unusable", access: "unknown", stopped: "the store did not answer within the call deadline (3 s; --deadline); check --endpoint (or AWS_ENDPOINT_URL_S3) and the network; a store this slow needs a longer --deadline" });
       expect(r.stderr).toBe("");
     } finally {
       await proxy.close();

@@ -131,7 +131,7 @@ if (!s3ServerMissing()) {
       expect([r.code, r.stdout, r.stderr]).toEqual([
         EXIT_CODES.STARTUP,
         "",
-        `slivingdoc: INCOMPATIBLE_STORE: the S3 compatibility probe failed: the store did not answer within the call deadline (${DEADLINE_MS / 1000} s; --deadline)\n`,
+        `slivingdoc: INCOMPATIBLE_STORE: the S3 compatibility probe failed: the store did not answer within the call deadline (${DEADLINE_MS / 1000} s; --deadline); check --endpoint (or AWS_ENDPOINT_URL_S3) and the network; a store this slow needs a longer --deadline\n`,
       ]);
     }
     proxy.heal();

@@ -5,15 +5,19 @@
  * them), and the binary run with each user's credentials. The writer does
  * everything; the reader pulls, reads the history and exports, and its
  * commit and serve are refused at start-up, naming AccessDenied, with
- * nothing changed in the store.
+ * nothing changed in the store — also when it shares its private root with
+ * the writer, whose passed probe is not the reader's. And a writer whose
+ * rights are taken away while its server runs gets the store's refusal
+ * named in the call's answer, and is refused at the next start.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command, PutBucketPolicyCommand, S3Client } from "@aws-sdk/client-s3";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
+import { spawnServe } from "../support/raw-mcp.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 import { s3ServerMissing, testBucket, testEndpoint } from "../support/s3-test-store.ts";
 
@@ -30,32 +34,52 @@ const bucket = `slivingdoc-lp-${Math.random().toString(16).slice(2, 10)}`;
 const PREFIX = "team/notes";
 const admin = new S3Client({ endpoint: testEndpoint, region: env.AWS_REGION ?? "us-east-1", forcePathStyle: true });
 
-/** A fenced JSON block of docs/s3.md, by its tag, with BUCKET and PREFIX filled in. */
-function docPolicy(tag: string): { Version: string; Statement: Array<Record<string, unknown>> } {
+/** A fenced JSON block of docs/s3.md, by its tag, with BUCKET (`name`) and PREFIX filled in. */
+function docPolicy(tag: string, name = bucket): { Version: string; Statement: Array<Record<string, unknown>> } {
   const doc = readFileSync(join(import.meta.dir, "../../docs/s3.md"), "utf8");
   const block = new RegExp(`^\`\`\`json ${tag}\\n([\\s\\S]*?)^\`\`\`$`, "m").exec(doc)![1]!;
-  return JSON.parse(block.replaceAll("BUCKET", bucket).replaceAll("PREFIX", PREFIX));
+  return JSON.parse(block.replaceAll("BUCKET", name).replaceAll("PREFIX", PREFIX));
+}
+
+type Role = "writer" | "reader";
+
+/**
+ * Bucket `name`'s policy: each user given the doc's policy `grants` names
+ * for it (an identity policy, given to a user by naming them in a bucket
+ * policy: RGW has no IAM users' policies).
+ */
+async function grant(name: string, grants: Record<Role, Role>): Promise<void> {
+  const statements = (["writer", "reader"] as const).flatMap((user) =>
+    docPolicy(`${grants[user]}-policy`, name).Statement.map((s) => ({ ...s, Sid: `${user}${s.Sid}`, Principal: { AWS: [`arn:aws:iam:::user/slivingdoc-${user}`] } })),
+  );
+  await admin.send(new PutBucketPolicyCommand({ Bucket: name, Policy: JSON.stringify({ Version: "2012-10-17", Statement: statements }) }));
+}
+
+/** Buckets made here, removed at the end. */
+const buckets: string[] = [];
+
+async function makeBucket(name: string): Promise<void> {
+  await admin.send(new CreateBucketCommand({ Bucket: name }));
+  buckets.push(name);
+  await grant(name, { writer: "writer", reader: "reader" });
 }
 
 beforeAll(async () => {
   if (!testBucket) return;
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  // An identity policy, given to a user by naming them in a bucket policy (RGW has no IAM users' policies).
-  const statements = (["writer", "reader"] as const).flatMap((role) =>
-    docPolicy(`${role}-policy`).Statement.map((s) => ({ ...s, Sid: `${role}${s.Sid}`, Principal: { AWS: [`arn:aws:iam:::user/slivingdoc-${role}`] } })),
-  );
-  await admin.send(new PutBucketPolicyCommand({ Bucket: bucket, Policy: JSON.stringify({ Version: "2012-10-17", Statement: statements }) }));
+  await makeBucket(bucket);
 });
 
 afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
   if (!testBucket) return;
-  for (;;) {
-    const listed = await admin.send(new ListObjectsV2Command({ Bucket: bucket }));
-    for (const o of listed.Contents ?? []) await admin.send(new DeleteObjectCommand({ Bucket: bucket, Key: o.Key! }));
-    if (!listed.IsTruncated) break;
+  for (const name of buckets) {
+    for (;;) {
+      const listed = await admin.send(new ListObjectsV2Command({ Bucket: name }));
+      for (const o of listed.Contents ?? []) await admin.send(new DeleteObjectCommand({ Bucket: name, Key: o.Key! }));
+      if (!listed.IsTruncated) break;
+    }
+    await admin.send(new DeleteBucketCommand({ Bucket: name }));
   }
-  await admin.send(new DeleteBucketCommand({ Bucket: bucket }));
   admin.destroy();
 });
 
@@ -64,26 +88,31 @@ function as(role: "writer" | "reader", ...args: string[]): Promise<{ stdout: str
   return through(testEndpoint!, role, "", ...args);
 }
 
-/** The same, through `endpoint`, with a private state of its own (`state`: a suffix; "" is the role's usual one). */
-async function through(endpoint: string, role: "writer" | "reader", state: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+/** `role`'s environment: its credentials, a home of its own, the private state under `stateHome`, the store in bucket `name`. */
+function roleEnv(role: Role, stateHome: string, endpoint = testEndpoint!, name = bucket): Record<string, string> {
   const [id, secret] = users[role]!.split(":");
-  const p = Bun.spawn([BINARY, ...args], {
-    cwd: root,
-    env: {
-      PATH: env.PATH ?? "/usr/bin:/bin",
-      HOME: join(root, `${role}-home`),
-      XDG_STATE_HOME: join(root, `${role}-state${state}`),
-      AWS_ACCESS_KEY_ID: id!,
-      AWS_SECRET_ACCESS_KEY: secret!,
-      AWS_REGION: env.AWS_REGION ?? "us-east-1",
-      AWS_ENDPOINT_URL_S3: endpoint,
-      S3_FORCE_PATH_STYLE: "1",
-      SLIVINGDOC_STORE: `s3://${bucket}/${PREFIX}`,
-    },
-    stdin: "pipe",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  return {
+    PATH: env.PATH ?? "/usr/bin:/bin",
+    HOME: join(root, `${role}-home`),
+    TMPDIR: tmpdir(),
+    XDG_STATE_HOME: stateHome,
+    AWS_ACCESS_KEY_ID: id!,
+    AWS_SECRET_ACCESS_KEY: secret!,
+    AWS_REGION: env.AWS_REGION ?? "us-east-1",
+    AWS_ENDPOINT_URL_S3: endpoint,
+    S3_FORCE_PATH_STYLE: "1",
+    SLIVINGDOC_STORE: `s3://${name}/${PREFIX}`,
+  };
+}
+
+/** The same, through `endpoint`, with a private state of its own (`state`: a suffix; "" is the role's usual one). */
+function through(endpoint: string, role: "writer" | "reader", state: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  return run(roleEnv(role, join(root, `${role}-state${state}`), endpoint), ...args);
+}
+
+/** The binary with `e`, stdin closed at once. */
+async function run(e: Record<string, string>, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  const p = Bun.spawn([BINARY, ...args], { cwd: root, env: e, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   p.stdin.end();
   const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { stdout, stderr, code };
@@ -185,4 +214,94 @@ s3Test("a reader's probe is remembered: the next command that only reads sends i
   } finally {
     await proxy.close();
   }
+}, 60_000);
+
+/** The line a command that writes gets at start from a reader's credentials. */
+function expectReaderRefused(r: { stdout: string; stderr: string; code: number }, what: string): void {
+  expect({ what, code: r.code, stdout: r.stdout }).toEqual({ what, code: EXIT_CODES.STARTUP, stdout: "" });
+  expect(r.stderr).toStartWith("slivingdoc: INCOMPATIBLE_STORE: ");
+  expect(r.stderr).toContain("AccessDenied");
+  expect(r.stderr).toContain("may read the notebook but not write it");
+}
+
+s3Test("a writer and a reader sharing one private root: the writer's passed probe does not serve the reader, whose commit, gc and serve are refused at start", async () => {
+  requireBinary();
+  const state = join(root, "shared-state");
+  const writer = roleEnv("writer", state);
+  const reader = roleEnv("reader", state);
+  const nb = join(root, "shared-nb");
+  expect((await run(writer, "pull", nb)).code).toBe(0);
+  writeFileSync(join(nb, "shared.md"), "by the writer\n");
+  expect((await run(writer, "commit", nb, "-m", "shared")).code).toBe(0);
+  // The record names who passed by a digest, never by the key id.
+  const records = readdirSync(join(state, "slivingdoc", "probes"));
+  expect(records.length).toBe(1);
+  for (const role of ["writer", "reader"] as const) {
+    const [id, secret] = users[role]!.split(":");
+    for (const file of records) {
+      expect(file).not.toContain(id!);
+      expect(readFileSync(join(state, "slivingdoc", "probes", file), "utf8")).not.toContain(id!);
+      expect(readFileSync(join(state, "slivingdoc", "probes", file), "utf8")).not.toContain(secret!);
+    }
+  }
+
+  const before = await storeKeys();
+  writeFileSync(join(nb, "shared.md"), "by the reader\n");
+  expectReaderRefused(await run(reader, "commit", nb, "-m", "no"), "commit");
+  expectReaderRefused(await run(reader, "gc"), "gc");
+  expectReaderRefused(await run(reader, "serve"), "serve");
+  // A reader's pass is remembered beside the writer's, and serves its reads.
+  expect((await run(reader, "generation")).code).toBe(0);
+  expect(readdirSync(join(state, "slivingdoc", "probes")).length).toBe(2);
+  expectReaderRefused(await run(reader, "commit", nb, "-m", "no"), "commit after a read");
+  expect(await storeKeys()).toEqual(before);
+  // The writer's own pass still serves the writer.
+  expect((await run(writer, "commit", nb, "-m", "the writer again")).code).toBe(0);
+
+  // The same keys from a profile are the same caller (the SDK's chain says who, not the environment):
+  // the writer's record serves the writer, the reader's commit is refused, and no record is added.
+  const profiles = join(root, "credentials");
+  writeFileSync(profiles, (["writer", "reader"] as const).map((r) => `[${r}]\naws_access_key_id = ${users[r]!.split(":")[0]}\naws_secret_access_key = ${users[r]!.split(":")[1]}\n`).join(""));
+  const byProfile = (role: Role, e: Record<string, string>) => {
+    const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, ...rest } = e;
+    return { ...rest, AWS_SHARED_CREDENTIALS_FILE: profiles, AWS_CONFIG_FILE: join(root, "no-config"), AWS_PROFILE: role };
+  };
+  writeFileSync(join(nb, "shared.md"), "by the writer's profile\n");
+  const profiled = await run(byProfile("writer", writer), "commit", nb, "-m", "by profile");
+  expect({ code: profiled.code, stderr: profiled.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+  expectReaderRefused(await run(byProfile("reader", reader), "commit", nb, "-m", "no"), "commit by profile");
+  expect(readdirSync(join(state, "slivingdoc", "probes")).length).toBe(2);
+}, 60_000);
+
+s3Test("write access withdrawn while serve runs: the commit answers STORAGE_FAILURE naming AccessDenied, the probe's record goes, and the next start refuses", async () => {
+  requireBinary();
+  const name = `${bucket}-w`;
+  await makeBucket(name);
+  const state = join(root, "withdrawn-state");
+  const e = roleEnv("writer", state, testEndpoint!, name);
+  const ws = join(root, "withdrawn-ws");
+  const server = spawnServe(e, ["--workspace-root", ws]);
+  try {
+    await server.initialize();
+    server.callTool(1, "notes_pull", {});
+    expect((await server.answer(1)).result?.structuredContent).toMatchObject({ generation: 0 });
+    expect(readdirSync(join(state, "slivingdoc", "probes")).length).toBe(1);
+
+    // The writer keeps only a reader's rights.
+    await grant(name, { writer: "reader", reader: "reader" });
+    writeFileSync(join(ws, "late.md"), "after the policy changed\n");
+    server.callTool(2, "notes_commit", { message: "late" });
+    const answer = (await server.answer(2)).result;
+    expect(answer?.isError).toBe(true);
+    expect(answer?.structuredContent).toMatchObject({ code: "STORAGE_FAILURE", retryable: true, action: "RETRY" });
+    expect(answer?.structuredContent.message).toContain("The store refused the credentials: access denied (AccessDenied, 403)");
+    expect(answer?.structuredContent.message).toContain("Calling again cannot help");
+    expect(readdirSync(join(state, "slivingdoc", "probes"))).toEqual([]);
+  } finally {
+    expect((await server.finish()).code).toBe(0);
+  }
+  const again = await run(e, "serve");
+  expect(again.code).toBe(EXIT_CODES.STARTUP);
+  expect(again.stderr).toStartWith("slivingdoc: INCOMPATIBLE_STORE: ");
+  expect(again.stderr).toContain("AccessDenied");
 }, 60_000);

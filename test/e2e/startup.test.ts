@@ -12,7 +12,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { storeIdentity } from "../../src/surfaces/stores.ts";
+import { callerDigest } from "../../src/store/object-store.ts";
+import { probeRecordName } from "../../src/surfaces/verified-store.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 import { spawnServe } from "../support/raw-mcp.ts";
 
@@ -30,10 +31,10 @@ const env = {
 };
 const storeArgs = (prefix: string) => ["--store", `s3://bucket/${prefix}`, "--endpoint", endpoint, "--force-path-style"];
 
-/** A passed probe of this store, as a start that probed it would have left it. */
+/** A passed probe of this store by these credentials, as a start that probed it would have left it. */
 function trustProbe(privateRoot: string, prefix: string): void {
-  const id = storeIdentity({ kind: "s3", bucket: "bucket", prefix: `${prefix}/`, endpoint, forcePathStyle: true });
-  const name = new Bun.CryptoHasher("sha256").update(id).digest("hex").slice(0, 32);
+  const spec = { kind: "s3" as const, bucket: "bucket", prefix: `${prefix}/`, endpoint, forcePathStyle: true };
+  const name = probeRecordName(spec, callerDigest(env.AWS_ACCESS_KEY_ID));
   mkdirSync(join(privateRoot, "probes"), { recursive: true });
   writeFileSync(join(privateRoot, "probes", `${name}.json`), `${JSON.stringify({ passedAt: Date.now() })}\n`);
 }
@@ -70,7 +71,7 @@ test("an S3 store whose probe fails refuses the start: exit 2, one INCOMPATIBLE_
   const { code, stdout, stderr } = await server.finish();
   expect(code).toBe(EXIT_CODES.STARTUP);
   expect(stdout).toBe("");
-  expect(stderr).toStartWith("slivingdoc: INCOMPATIBLE_STORE: the S3 compatibility probe failed: the endpoint cannot be reached");
+  expect(stderr).toStartWith("slivingdoc: INCOMPATIBLE_STORE: the S3 compatibility probe failed: the endpoint refused the connection");
 });
 
 test("bad configuration refuses the start before any answer", async () => {

@@ -144,7 +144,7 @@ describe("on the embedded store", () => {
     const started = performance.now();
     const exam = await examine(hung, 2_000);
     expect(performance.now() - started).toBeLessThan(2_000);
-    expect(exam.stopped).toBe("the store did not answer within the call deadline (2 s; --deadline)");
+    expect(exam.stopped).toBe("the store did not answer within the call deadline (2 s; --deadline); check --endpoint (or AWS_ENDPOINT_URL_S3) and the network; a store this slow needs a longer --deadline");
     expect(exam.permissions.write).toBe("allowed");
     expect(judge(exam, CURRENT, 10).verdict).toBe("unusable");
     expect(await snapshotStore(store)).toEqual(before);

@@ -11,11 +11,13 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { boundedStore, deadlineIn } from "../../src/store/deadline.ts";
 import { type ConditionalWrite, type ObjectStore, StoreError } from "../../src/store/object-store.ts";
 import { operationalCause, type ProbeResult, probeStore } from "../../src/store/probe.ts";
+import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
 
@@ -336,7 +338,7 @@ test("an endpoint that stops answering: through a store bounded by the call dead
   const silent: ObjectStore = { ...inner, get: () => hung, putIfAbsent: () => hung, putIfMatch: () => hung, list: () => hung, delete: () => hung };
   const started = performance.now();
   const result = await probeStore(boundedStore(silent, deadlineIn(300)));
-  expect(result).toEqual({ ok: false, cause: "the store did not answer within the call deadline (300 ms; --deadline)", operational: true });
+  expect(result).toEqual({ ok: false, cause: "the store did not answer within the call deadline (300 ms; --deadline)", advice: "check --endpoint (or AWS_ENDPOINT_URL_S3) and the network; a store this slow needs a longer --deadline", operational: true });
   // Its clean-up is not sent after the deadline either: no wait for CLEANUP_BOUND_MS.
   expect(performance.now() - started).toBeLessThan(3_000);
 });
@@ -376,7 +378,7 @@ if (testBucket) {
       const wrongKeyId = "AKIAWRONGKEYID000TEST";
       const wrongSecret = "wRoNg0secret0key0that0must0never0appear0";
       const result = await withCredentials(wrongKeyId, wrongSecret, () => probeStore(freshS3()));
-      expect(result).toEqual({ ok: false, cause: "the access key id is not known to the store (InvalidAccessKeyId)", operational: true });
+      expect(result).toEqual({ ok: false, cause: "the access key id is not known to the store (InvalidAccessKeyId)", advice: "check AWS_ACCESS_KEY_ID (or the profile's key) against the store's users", operational: true });
       expectClean(result, [wrongKeyId, wrongSecret]);
     });
 
@@ -385,11 +387,11 @@ if (testBucket) {
       const store = testS3Store("x", { bucket: missing });
       opened.push(store);
       const result = await probeStore(store);
-      expect(result).toEqual({ ok: false, cause: "the bucket does not exist (NoSuchBucket)", operational: true });
+      expect(result).toEqual({ ok: false, cause: "the bucket does not exist (NoSuchBucket)", advice: "check the bucket in --store (or S3_BUCKET), and check --endpoint (or AWS_ENDPOINT_URL_S3)", operational: true });
       expectClean(result, [missing]);
     });
 
-    test("an unreachable endpoint: refused at the first request as 'the endpoint cannot be reached'", async () => {
+    test("a closed port: refused at the first request as 'the endpoint refused the connection'", async () => {
       const dead = "http://127.0.0.1:1";
       // maxAttempts 1: no SDK retries of the (idempotent) clean-up either. The
       // conditional writes are never retried, and a refused connection fails
@@ -407,7 +409,7 @@ if (testBucket) {
         close: () => store.close(),
       };
       const result = await probeStore(counted);
-      expect(result).toEqual({ ok: false, cause: "the endpoint cannot be reached (ECONNREFUSED)", operational: true });
+      expect(result).toEqual({ ok: false, cause: "the endpoint refused the connection (ECONNREFUSED)", advice: "check --endpoint (or AWS_ENDPOINT_URL_S3): its host and port, and that the server runs", operational: true });
       // One request, then the answer: the probe goes no further, and a
       // connection that was refused wrote nothing, so there is nothing to delete.
       expect(calls).toEqual(["putIfAbsent"]);
@@ -416,6 +418,28 @@ if (testBucket) {
   });
 }
 
+test("an endpoint that accepts the request and never answers: the S3 client's idle timeout is named, and calling again is the advice", async () => {
+  const server = createServer((socket) => {
+    socket.on("data", () => {});
+    socket.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    const store = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: `http://127.0.0.1:${port}`, forcePathStyle: true, maxAttempts: 1, socketTimeoutMs: 300 });
+    opened.push(store);
+    const result = await probeStore(store);
+    expect(result).toEqual({
+      ok: false,
+      cause: "the endpoint stopped answering in the middle of a request (TimeoutError)",
+      advice: "call again; if it persists, check --endpoint (or AWS_ENDPOINT_URL_S3) and the server",
+      operational: true,
+    });
+  } finally {
+    server.close();
+  }
+});
+
 describe("probe: the operator's sentence for operational failures", () => {
   // The messages exactly as s3.ts builds them ("s3 OP: CODE (STATUS)").
   test.each([
@@ -423,7 +447,10 @@ describe("probe: the operator's sentence for operational failures", () => {
     ["s3 putIfAbsent: ExpiredToken (400)", "expired credentials (ExpiredToken)"],
     ["s3 putIfAbsent: InvalidAccessKeyId (403)", "the access key id is not known to the store (InvalidAccessKeyId)"],
     ["s3 putIfAbsent: NoSuchBucket (404)", "the bucket does not exist (NoSuchBucket)"],
-    ["s3 putIfAbsent: ENOTFOUND", "the endpoint cannot be reached (ENOTFOUND)"],
+    ["s3 putIfAbsent: ENOTFOUND", "the endpoint's host name does not resolve (ENOTFOUND)"],
+    ["s3 putIfAbsent: RequestTimeTooSkewed (403)", "this machine's clock is too far from the store's (RequestTimeTooSkewed, 403)"],
+    ["s3 putIfAbsent: RegionMissing", "no region is configured (the AWS SDK found none)"],
+    ["s3 putIfAbsent: TimeoutError", "the endpoint did not accept a connection in time (TimeoutError)"],
     ["s3 get: SlowDown (503)", "the store failed with a server error (SlowDown, 503)"],
     ["s3 putIfAbsent: CredentialsProviderError", "no credentials were found (the AWS SDK's default chain gave none)"],
     ["sqlite putIfAbsent: SQLITE_READONLY", "the store refused the probe (SQLITE_READONLY)"],

@@ -138,14 +138,22 @@ function openingOf(cli: Operation["cli"]): Opening {
   return cli.writesNothing === true ? "read" : "write";
 }
 
+/** What a command starts with: its configuration, its store, the process's call deadline, and how to drop the probe's record of its credentials. */
+interface Started {
+  config: RuntimeConfig;
+  store: ObjectStore;
+  deadline: Deadline;
+  forgetProbe(): void;
+}
+
 /** Configuration, the store opened as `opening` says, and the process's call deadline; or the start-up refusal printed and its exit code. */
-async function startUp(parsed: Parsed, io: CliIo, opening: Opening = "write"): Promise<{ config: RuntimeConfig; store: ObjectStore; deadline: Deadline } | number> {
+async function startUp(parsed: Parsed, io: CliIo, opening: Opening = "write"): Promise<Started | number> {
   try {
     const config = resolveConfig(parsed.flags as ConfigFlags, io.env, io.cwd);
     // One deadline for the process: its start (the probe) and its call.
     const deadline = deadlineIn(config.deadlineMs);
     // The command probes the store itself (doctor): what the probe finds is its answer.
-    if (opening === "unprobed") return { config, store: await openStoreOrRefuse(config.store), deadline };
+    if (opening === "unprobed") return { config, store: await openStoreOrRefuse(config.store), deadline, forgetProbe: () => {} };
     if (opening === "offline") {
       // A store in a local file is opened now, as at any start: one that cannot be opened is refused, not taken for out of reach.
       const file = storeKind(config.store).file?.(config.store);
@@ -153,9 +161,10 @@ async function startUp(parsed: Parsed, io: CliIo, opening: Opening = "write"): P
         file !== undefined && existsSync(file)
           ? await openStoreOrRefuse(config.store)
           : new DeferredStore(config.store.kind, storeKind(config.store).capabilities, () => openToRead(config.store));
-      return { config, store, deadline };
+      return { config, store, deadline, forgetProbe: () => {} };
     }
-    return { config, store: await openVerifiedStore(config, deadline, Date.now, opening), deadline };
+    const { store, forget } = await openVerifiedStore(config, io.env, deadline, Date.now, opening);
+    return { config, store, deadline, forgetProbe: forget };
   } catch (e) {
     return refused(e, io);
   }
@@ -179,13 +188,13 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   if (!io.protocol) throw new Error("serve needs the process's stdio");
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
-  const { config, store } = started;
+  const { config, store, forgetProbe } = started;
   // isTTY is read at the first record, after the handshake (it loads node:tty).
   const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
   const { serve } = await import("../mcp/serve.ts");
   const memory = processMemory();
   try {
-    await serve({ config, store, memory, version: io.version, log, env: io.env, ...io.protocol() });
+    await serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, ...io.protocol() });
   } finally {
     await store.close();
     // As in execute(): the server's calls left some state in the process memory only.
@@ -216,7 +225,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
   const json = parsed.flags.json === true;
   const started = await startUp(parsed, io, openingOf(operation.cli));
   if (typeof started === "number") return started;
-  const { config, store, deadline } = started;
+  const { config, store, deadline, forgetProbe } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
     const refused = flag.exactBytes ? messageRefusal(parsed, name, io.rawArgv) : null;
     if (refused === null) continue;
@@ -242,6 +251,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
         privatePaths: [config.privateRoot],
         requireAbsolute: false,
         ...(config.commitRetries !== undefined ? { commitRetries: config.commitRetries } : {}),
+        credentialsRefused: forgetProbe,
       },
       operation,
       args,

@@ -29,6 +29,8 @@ import { StdioTransport } from "./stdio.ts";
 export interface ServeOptions {
   config: RuntimeConfig;
   store: ObjectStore;
+  /** Drops the probe's record of the credentials the server runs as (verified-store.ts), once the store refused them. */
+  forgetProbe?(): void;
   /** What the process keeps between its calls: its runner's, who writes it out once the server stopped. */
   memory: ProcessMemoryHolder;
   version: string;
@@ -220,5 +222,9 @@ function operationContext(
     secrets: runtimeSecrets(options.env),
     privatePaths: [deps.privateRoot],
     requireAbsolute: true,
+    credentialsRefused: () => {
+      options.forgetProbe?.();
+      log.warn("the store refused the server's credentials: the next start probes it again", {});
+    },
   };
 }
