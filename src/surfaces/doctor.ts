@@ -6,6 +6,8 @@
  */
 import { longestCommitMs } from "../engine/publish/contention.ts";
 import type { Examination } from "../store/doctor.ts";
+import type { NotebookFacts } from "./doctor-notebook.ts";
+import { notebookProblems } from "./doctor-notebook.ts";
 import { examinedWords } from "./stores.ts";
 
 /** What these credentials are: the writer's policy, the reader's (docs/s3.md), neither, or not known (the examination stopped first). */
@@ -28,6 +30,8 @@ export interface Recommendation {
 
 export interface DoctorReport extends Examination {
   verdict: "ok" | "warnings" | "unusable";
+  /** The notebook the store holds, read from `current` alone. */
+  notebook: NotebookFacts;
   access: Access;
   problems: Problem[];
   /** Null where nothing was measured to base it on (no write could be timed). */
@@ -51,11 +55,17 @@ const MARGIN = 1.5;
 const MIN_RETRIES = 5;
 const DEADLINE_STEP_MS = 10_000;
 
-export function judge(exam: Examination, current: CurrentSettings, durationMs: number): DoctorReport {
+export function judge(exam: Examination, current: CurrentSettings, durationMs: number, notebook: NotebookFacts): DoctorReport {
   const access = accessOf(exam);
-  const problems = [...accessProblems(exam, access), ...conditionProblems(exam), ...clockProblems(exam), ...housekeeping(exam)];
+  const problems = [
+    ...accessProblems(exam, access),
+    ...conditionProblems(exam),
+    ...clockProblems(exam),
+    ...notebookProblems(notebook),
+    ...housekeeping(exam),
+  ];
   const verdict = problems.some((p) => p.level === "fail") ? "unusable" : problems.length > 0 ? "warnings" : "ok";
-  return { verdict, access, problems, ...exam, recommended: recommend(exam, current), durationMs: Math.round(durationMs) };
+  return { verdict, access, problems, ...exam, notebook, recommended: recommend(exam, current), durationMs: Math.round(durationMs) };
 }
 
 function accessOf(exam: Examination): Access {

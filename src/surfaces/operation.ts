@@ -10,6 +10,7 @@ import type { InputSchema } from "../contract/input-schema.ts";
 import { type ErrorEnvelope, errorEnvelope, newDiagnosticId, type PathSets, type SuccessResult } from "../contract/results.ts";
 import { scrubCredentials } from "../contract/scrub.ts";
 import { StartupRefusal } from "../contract/startup.ts";
+import { NewerStoreFormat } from "../contract/store-formats.ts";
 import type { ToolName } from "../contract/tools.ts";
 import type { EngineDeps } from "../engine/engine.ts";
 import { boundedStore, type Deadline } from "../store/deadline.ts";
@@ -46,6 +47,12 @@ export interface OperationContext {
    * (verified-store.ts), so the next start probes again and refuses.
    */
   credentialsRefused?(): void;
+  /**
+   * A command line answers a store of a newer format than it reads as its
+   * start-up refusal (INCOMPATIBLE_STORE, exit 2), since upgrading is the
+   * only way on; `serve`'s calls keep the token table's MANIFEST_INVALID.
+   */
+  newerStoreRefusesStart?: boolean;
 }
 
 /** What an operation's runner gets for one call. */
@@ -244,6 +251,10 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
     if (e instanceof StartupRefusal && op.tool === undefined) {
       ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: e.kind, ...timer.finish() });
       throw e;
+    }
+    if (e instanceof NewerStoreFormat && ctx.newerStoreRefusesStart === true) {
+      ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: "INCOMPATIBLE_STORE", ...timer.finish() });
+      throw e.startupRefusal();
     }
     const error = refusedCredentials(
       ctx,

@@ -533,8 +533,10 @@ export const OPERATIONS: readonly Operation[] = [
       const { examineStore } = await import("../store/doctor.ts");
       const { judge } = await import("./doctor.ts");
       const { DEFAULT_COMMIT_RETRIES } = await import("../engine/engine.ts");
+      const { notebookFacts } = await import("./doctor-notebook.ts");
       const exam = await examineStore(ctx.store, { deadline: ctx.deadline, samples: input.samples ?? DOCTOR_SAMPLES });
-      return judge(exam, { commitRetries: ctx.commitRetries ?? DEFAULT_COMMIT_RETRIES, deadlineMs: ctx.deadline.ms }, performance.now() - started);
+      const notebook = await notebookFacts(ctx.store);
+      return judge(exam, { commitRetries: ctx.commitRetries ?? DEFAULT_COMMIT_RETRIES, deadlineMs: ctx.deadline.ms }, performance.now() - started, notebook);
     },
     renderTo: "stdout",
     render: (r) => (require("./cli/render-doctor.ts") as typeof import("./cli/render-doctor.ts")).renderDoctor(r),

@@ -7,6 +7,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { StartupRefusal } from "../contract/startup.ts";
+import { MANIFEST_KEY, NewerStoreFormat, refuseNewerFormat } from "../contract/store-formats.ts";
 import { boundedStore, type Deadline } from "../store/deadline.ts";
 import { type ObjectStore, StoreError } from "../store/object-store.ts";
 import type { Env, RuntimeConfig } from "./config.ts";
@@ -176,5 +177,22 @@ function unopenable(e: StoreError): string {
       const code = /: ([A-Z][A-Z0-9_]{1,63})$/.exec(e.message)?.[1];
       return code === undefined ? "call again, and look at the store if this persists" : `${code}; call again, and look at the store if this persists`;
     }
+  }
+}
+
+/**
+ * `serve` refuses at its start a store of a newer format than it reads, as
+ * every command does (docs/cli.md, "Versions that meet"): the host sees it
+ * exit 2 with the one line, not a server whose every call fails. Any other
+ * failure of this read is left to the calls, which answer it with their
+ * tokens.
+ */
+export async function refuseNewerStore(store: ObjectStore): Promise<void> {
+  const current = await store.get(MANIFEST_KEY).catch(() => null);
+  if (current === null) return;
+  try {
+    refuseNewerFormat(current.body);
+  } catch (e) {
+    throw e instanceof NewerStoreFormat ? e.startupRefusal() : e;
   }
 }

@@ -28,6 +28,8 @@ afterAll(async () => {
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const CURRENT = { commitRetries: 30, deadlineMs: 60_000 };
+/** A store holding no notebook yet: what the judgement of the store itself is made beside. */
+const NO_NOTEBOOK = { state: "none" } as const;
 
 /** A real embedded store holding a notebook's keys, which the examination must leave as they are. */
 async function notebookStore(): Promise<ObjectStore> {
@@ -75,7 +77,7 @@ describe("on the embedded store", () => {
     expect(exam.conditionalWritesPerSecond!).toBeGreaterThan(0);
     // Every scratch key is gone, and nothing else changed.
     expect(await snapshotStore(store)).toEqual(before);
-    const report = judge(exam, CURRENT, 10);
+    const report = judge(exam, CURRENT, 10, NO_NOTEBOOK);
     expect(report).toMatchObject({ verdict: "ok", access: "writer", problems: [], recommended: { commitRetries: 30, deadlineMs: 60_000, asConfigured: true } });
   });
 
@@ -87,7 +89,7 @@ describe("on the embedded store", () => {
     expect(exam.conditionalWrites).toBeNull();
     expect(exam.latency.get!.samples).toBe(5);
     expect([exam.latency.put, exam.latency.conditionalPut, exam.conditionalWritesPerSecond, exam.listAfterWrite]).toEqual([null, null, null, null]);
-    const report = judge(exam, CURRENT, 10);
+    const report = judge(exam, CURRENT, 10, NO_NOTEBOOK);
     expect(report.access).toBe("reader");
     expect(report.verdict).toBe("warnings");
     expect(report.problems.map((p) => p.text).join("\n")).toContain("may read the notebook but not write it");
@@ -101,7 +103,7 @@ describe("on the embedded store", () => {
   test("a writer that may not delete is told what that costs", async () => {
     const store = await notebookStore();
     const exam = await examine(denying(store, ["delete"]));
-    const report = judge(exam, CURRENT, 10);
+    const report = judge(exam, CURRENT, 10, NO_NOTEBOOK);
     expect(report.access).toBe("writer");
     expect(report.verdict).toBe("warnings");
     expect(report.problems.map((p) => p.text).join("\n")).toContain("gc cannot remove packs");
@@ -130,7 +132,7 @@ describe("on the embedded store", () => {
     expect(exam.conditionalWrites).toMatchObject({ proved: false });
     expect((exam.conditionalWrites as { cause: string }).cause).toContain("If-None-Match");
     expect(exam.latency.put).toBeNull();
-    const report = judge(exam, CURRENT, 10);
+    const report = judge(exam, CURRENT, 10, NO_NOTEBOOK);
     expect(report.verdict).toBe("unusable");
     expect(report.problems[0]!.text).toContain("INCOMPATIBLE_STORE");
     expect(await snapshotStore(store)).toEqual(before);
@@ -146,7 +148,7 @@ describe("on the embedded store", () => {
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(exam.stopped).toBe("the store did not answer within the call deadline (2 s; --deadline); check --endpoint (or AWS_ENDPOINT_URL_S3) and the network; a store this slow needs a longer --deadline");
     expect(exam.permissions.write).toBe("allowed");
-    expect(judge(exam, CURRENT, 10).verdict).toBe("unusable");
+    expect(judge(exam, CURRENT, 10, NO_NOTEBOOK).verdict).toBe("unusable");
     expect(await snapshotStore(store)).toEqual(before);
   });
 
@@ -164,7 +166,7 @@ describe("on the embedded store", () => {
       expect(exam.latency[kind]!.samples).toBeLessThan(50);
       expect(exam.latency[kind]!.p50Ms).toBeGreaterThanOrEqual(100);
     }
-    expect(judge(exam, CURRENT, 0).verdict).toBe("ok");
+    expect(judge(exam, CURRENT, 0, NO_NOTEBOOK).verdict).toBe("ok");
   }, 20_000);
 });
 
@@ -212,11 +214,11 @@ describe("clock skew", () => {
   });
 
   test("a minute off warns, fifteen minutes off makes the store unusable, either way", () => {
-    expect(judge(withSkew(30_000), CURRENT, 0).verdict).toBe("ok");
-    expect(judge(withSkew(-120_000), CURRENT, 0)).toMatchObject({ verdict: "warnings", problems: [{ level: "warn" }] });
-    expect(judge(withSkew(120_000), CURRENT, 0).problems[0]!.text).toContain("behind the server's");
-    expect(judge(withSkew(-120_000), CURRENT, 0).problems[0]!.text).toContain("ahead of the server's");
-    expect(judge(withSkew(20 * 60_000), CURRENT, 0)).toMatchObject({ verdict: "unusable", problems: [{ level: "fail" }] });
+    expect(judge(withSkew(30_000), CURRENT, 0, NO_NOTEBOOK).verdict).toBe("ok");
+    expect(judge(withSkew(-120_000), CURRENT, 0, NO_NOTEBOOK)).toMatchObject({ verdict: "warnings", problems: [{ level: "warn" }] });
+    expect(judge(withSkew(120_000), CURRENT, 0, NO_NOTEBOOK).problems[0]!.text).toContain("behind the server's");
+    expect(judge(withSkew(-120_000), CURRENT, 0, NO_NOTEBOOK).problems[0]!.text).toContain("ahead of the server's");
+    expect(judge(withSkew(20 * 60_000), CURRENT, 0, NO_NOTEBOOK)).toMatchObject({ verdict: "unusable", problems: [{ level: "fail" }] });
   });
 });
 

@@ -18,7 +18,8 @@ import type { Clock } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import { readCurrentObject } from "./accepted-state.ts";
-import { declaredFormat, MANIFEST_KEY, NEWEST_FORMAT, parseManifest } from "./manifest.ts";
+import { NewerStoreFormat } from "../../contract/store-formats.ts";
+import { MANIFEST_KEY, parseManifest } from "./manifest.ts";
 
 /** Where a damaged manifest goes: `current.damaged-<UTC time>`, beside `current`. */
 export const DAMAGED_PREFIX = `${MANIFEST_KEY}.damaged-`;
@@ -52,14 +53,8 @@ async function damagedCurrent(store: ObjectStore): Promise<{ body: Uint8Array; e
     parseManifest(current.body);
     return null;
   } catch (e) {
-    if (!(e instanceof DomainError) || e.reason !== "MANIFEST_INVALID") throw e;
-  }
-  const format = declaredFormat(current.body);
-  if (format !== null && format > NEWEST_FORMAT) {
-    throw new DomainError(
-      "MANIFEST_INVALID",
-      `The store's manifest is of format ${format}, newer than this version of slivingdoc reads (up to ${NEWEST_FORMAT}): that is not damage, and it was not moved aside. Nothing was changed. Use a version of slivingdoc that reads it.`,
-    );
+    // A newer format is no damage (parseManifest reads it first): refused, never moved aside.
+    if (!(e instanceof DomainError) || e.reason !== "MANIFEST_INVALID" || e instanceof NewerStoreFormat) throw e;
   }
   return current;
 }

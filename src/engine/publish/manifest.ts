@@ -7,9 +7,9 @@
 import { array, check, hex, type Infer, int, oneOf, optional, refine, string, strictObject } from "../checkout/schema.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { RandomSource } from "../../contract/clock.ts";
-import { FORMAT_VERSION, FORMAT_WITH_COMBINED, FORMAT_WITH_HISTORY, FORMAT_WITH_NOTEBOOK } from "../../contract/store-formats.ts";
+import { FORMAT_VERSION, FORMAT_WITH_COMBINED, FORMAT_WITH_HISTORY, FORMAT_WITH_NOTEBOOK, refuseNewerFormat } from "../../contract/store-formats.ts";
 
-export const MANIFEST_KEY = "current";
+export { MANIFEST_KEY } from "../../contract/store-formats.ts";
 /**
  * Format 1: the packs a pull downloads. Format 2 adds `history`, the packs
  * of older retained history that only the history commands download
@@ -110,29 +110,11 @@ export function newNotebookId(randomId: RandomSource["randomId"]): string {
   return randomId(16);
 }
 
-/** The newest format this version reads. */
-export const NEWEST_FORMAT = FORMAT_WITH_NOTEBOOK;
-
-/**
- * The format a manifest says it has, read leniently: from its `format`
- * field when it parses as JSON, else from the first `"format": N` in its
- * text (a truncated manifest still names it near its start); null when it
- * names none. Not validation: what a manifest that fails validation claims
- * to be, so that one of a newer format is not taken for damage.
- */
-export function declaredFormat(body: Uint8Array): number | null {
-  const text = new TextDecoder("utf-8").decode(body);
-  try {
-    const json: unknown = JSON.parse(text);
-    if (typeof json === "object" && json !== null && "format" in json && typeof json.format === "number") return json.format;
-  } catch {
-    // Not JSON: read on as text.
-  }
-  const found = /"format"\s*:\s*(\d+)/.exec(text);
-  return found === null ? null : Number(found[1]);
-}
+export { declaredFormat, NEWEST_FORMAT } from "../../contract/store-formats.ts";
 
 export function parseManifest(body: Uint8Array): Manifest {
+  // A newer format is read before validation: it is a newer binary's store, never damage.
+  refuseNewerFormat(body);
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));

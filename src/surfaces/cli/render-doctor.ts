@@ -25,6 +25,7 @@ export function renderDoctor(r: DoctorReport): string {
   if (r.conditionalWritesPerSecond !== null) row("conditional writes/s", `${r.conditionalWritesPerSecond} (one writer, back to back, on a scratch key)`);
   if (r.listAfterWrite !== null) row("list after write", listLine(r.listAfterWrite));
   row("clock skew", skewLine(r));
+  row("notebook", notebookLine(r));
   for (const level of ["fail", "warn"] as const) {
     const problems = r.problems.filter((p) => p.level === level);
     if (problems.length === 0) continue;
@@ -33,6 +34,29 @@ export function renderDoctor(r: DoctorReport): string {
   }
   if (r.recommended !== null) lines.push(recommendationLine(r));
   return `${lines.join("\n")}\n`;
+}
+
+function notebookLine(r: DoctorReport): string {
+  const n = r.notebook;
+  switch (n.state) {
+    case "none":
+      return "none yet (the first commit makes it)";
+    case "newer":
+      return `written by a newer slivingdoc (store format ${n.format})`;
+    case "damaged":
+      return "its manifest (current) is damaged";
+    case "unreadable":
+      return "not read (the store did not answer)";
+    case "held": {
+      const history = n.historyPacks > 0 ? ` and ${plural(n.historyPacks, "history pack", "history packs")}` : "";
+      const id = n.notebook === null ? "no id (written before notebooks had ids)" : `id ${n.notebook}`;
+      return `generation ${n.generation}, store format ${n.format}, ${id}; retained history in ${plural(n.packs, "pack", "packs")}${history}, ${megabytes(n.bytes)}`;
+    }
+  }
+}
+
+function megabytes(bytes: number): string {
+  return bytes < 1_000_000 ? `${(bytes / 1000).toFixed(1)} kB` : `${(bytes / 1_000_000).toFixed(1)} MB`;
 }
 
 function accessLine(r: DoctorReport): string {

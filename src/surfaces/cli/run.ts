@@ -25,7 +25,7 @@ import { type ConfigFlags, type Env, type RuntimeConfig, resolveConfig, runtimeS
 import { engineDeps, processMemory } from "../engine-deps.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { openStore, storeKind } from "../stores.ts";
-import { openStoreOrRefuse, openVerifiedStore, type StoreAccess } from "../verified-store.ts";
+import { openStoreOrRefuse, openVerifiedStore, refuseNewerStore, type StoreAccess } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
 import { rootCommand, subCommands } from "./definitions.ts";
@@ -189,6 +189,13 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
   const { config, store, forgetProbe } = started;
+  try {
+    // An S3 store opened on first use is checked as it opens, in serve (mcp/serve.ts).
+    if (!(store instanceof DeferredStore)) await refuseNewerStore(store);
+  } catch (e) {
+    await store.close();
+    return refused(e, io, [config.privateRoot]);
+  }
   // isTTY is read at the first record, after the handshake (it loads node:tty).
   const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
   const { serve } = await import("../mcp/serve.ts");
@@ -250,6 +257,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
         secrets: runtimeSecrets(io.env),
         privatePaths: [config.privateRoot],
         requireAbsolute: false,
+        newerStoreRefusesStart: true,
         ...(config.commitRetries !== undefined ? { commitRetries: config.commitRetries } : {}),
         credentialsRefused: forgetProbe,
       },
