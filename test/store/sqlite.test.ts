@@ -1,5 +1,5 @@
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
@@ -11,6 +11,62 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 
 describeStoreConformance("sqlite", async () => openSqliteStore(join(root, `store-${n++}.db`)), { capabilities: STORES.sqlite.capabilities });
+
+const text = (t: string) => new TextEncoder().encode(t);
+const storeFiles = (file: string) => [file, `${file}-wal`, `${file}-shm`];
+
+test("sqlite: a file removed under an open store reads as a store that holds nothing, takes no write, and is not made anew", async () => {
+  const file = join(root, "removed.db");
+  const store = openSqliteStore(file);
+  const created = await store.putIfAbsent("current", text("one"));
+  if (!created.ok) throw new Error("create lost on a fresh store");
+  for (const f of storeFiles(file)) rmSync(f);
+  expect(await store.get("current")).toBeNull();
+  expect(await store.list("")).toEqual([]);
+  expect(await store.putIfMatch("current", text("two"), created.etag)).toEqual({ ok: false });
+  expect(await store.putWith!([], "current", text("two"), created.etag)).toEqual({ ok: false });
+  await expect(store.putWith!([], "current", text("two"), null)).rejects.toMatchObject({ name: "StoreError", fault: "gone" });
+  await expect(store.putIfAbsent("packs/a", text("a"))).rejects.toMatchObject({ name: "StoreError", fault: "gone" });
+  await store.close();
+  expect(storeFiles(file).filter((f) => existsSync(f))).toEqual([]);
+});
+
+test("sqlite: a write whose file is removed before it is answered is not answered as done: its outcome is unknown", async () => {
+  const file = join(root, "removed-mid-write.db");
+  const store = openSqliteStore(file);
+  const created = await store.putIfAbsent("current", text("one"));
+  if (!created.ok) throw new Error("create lost on a fresh store");
+  // `committed` runs once the write is visible, before it is answered.
+  const removeFiles = () => {
+    for (const f of storeFiles(file)) rmSync(f);
+  };
+  await expect(store.putWith!([{ key: "packs/a", body: text("a") }], "current", text("two"), created.etag, removeFiles)).rejects.toMatchObject({
+    name: "StoreError",
+    outcome: "unknown",
+  });
+  expect(await store.get("current")).toBeNull();
+  await store.close();
+  expect(existsSync(file)).toBe(false);
+});
+
+test("sqlite: an older copy moved over an open store's file is read as it is, its log not taken for the copy's", async () => {
+  const file = join(root, "moved-over.db");
+  const seed = openSqliteStore(file);
+  await seed.putIfAbsent("current", text("one"));
+  await seed.close();
+  copyFileSync(file, `${file}.older`);
+  const store = openSqliteStore(file);
+  const one = (await store.get("current"))!;
+  const two = await store.putIfMatch("current", text("two"), one.etag);
+  if (!two.ok) throw new Error("the write lost with no other writer");
+  renameSync(`${file}.older`, file);
+  expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("one");
+  expect(await store.putIfMatch("current", text("three"), two.etag)).toEqual({ ok: false });
+  await store.close();
+  const fresh = openSqliteStore(file);
+  expect(new TextDecoder().decode((await fresh.get("current"))!.body)).toBe("one");
+  await fresh.close();
+});
 
 test("sqlite: 8 processes racing one compare-and-swap produce exactly one winner", async () => {
   const file = join(root, "multi-process.db");
