@@ -96,6 +96,10 @@ export interface ObjectStore {
    * before it is flushed to disk, which the returned promise waits for:
    * the moment a writer can end its turn (`queue`) without waiting for the
    * disk.
+   *
+   * Once `signal` aborts, a write not yet begun is not begun, and the
+   * promise fails: the step is local, and only its wait for the store's
+   * write lock can be cut, so one the signal ends never wrote.
    */
   putWith?(
     creates: Array<{ key: string; body: Uint8Array }>,
@@ -103,6 +107,7 @@ export interface ObjectStore {
     body: Uint8Array,
     etag: string | null,
     committed?: () => void,
+    signal?: AbortSignal,
   ): Promise<ConditionalWrite>;
 }
 

@@ -24,8 +24,18 @@ import { dirname } from "node:path";
 import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject, type StoreFault, type WriterQueue } from "./object-store.ts";
 import { type QueueIdentity, sqliteWriterQueue, type TicketQueue } from "./sqlite-queue.ts";
 
-/** How long a writer waits for another process's write lock before failing. */
+/** How long a writer waits for another process's write lock before failing, at most. */
 const BUSY_TIMEOUT_MS = 15_000;
+/**
+ * How long SQLite itself waits for it, in one go. bun:sqlite is
+ * synchronous: inside SQLite's busy handler nothing else of the process
+ * runs, not even the timer of the call's deadline, so a longer wait is
+ * made of these, between which the store looks at the request's signal
+ * (`run`).
+ */
+const BUSY_STEP_MS = 20;
+/** The longest pause between two of those waits. */
+const BUSY_PAUSE_MS = 50;
 
 function newEtag(): string {
   return crypto.randomUUID().replaceAll("-", "");
@@ -68,7 +78,7 @@ function connect(file: string, create: boolean): Connection {
   try {
     refuseUnusable(file);
     db = new Database(file, { create, readwrite: true, strict: true });
-    db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.run(`PRAGMA busy_timeout = ${BUSY_STEP_MS}`);
     db.run("PRAGMA journal_mode = WAL");
     db.run("PRAGMA synchronous = NORMAL");
     db.run(
@@ -267,14 +277,28 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
     },
   };
 
-  // bun:sqlite is synchronous; the interface is async so every store looks alike.
-  const run = <T>(operation: StoreError["operation"], fn: () => T): Promise<T> => {
-    try {
-      return Promise.resolve(fn());
-    } catch (cause) {
-      if (cause instanceof StoreError) return Promise.reject(cause);
-      // A failed single-statement write in SQLite rolls back: the outcome is known.
-      return Promise.reject(new StoreError(operation, `sqlite ${operation}: ${describe(cause)}`, "failed", { cause, fault: faultOf(cause) }));
+  /**
+   * `fn`, a request: synchronous, as bun:sqlite is. One that finds another
+   * connection holding the write lock (SQLITE_BUSY: nothing was done) is
+   * tried again, with pauses in which the process runs on, until
+   * BUSY_TIMEOUT_MS — or until `signal` aborts (the call's deadline, which
+   * answers it: store/deadline.ts), and then it fails, not sent.
+   */
+  const run = async <T>(operation: StoreError["operation"], fn: () => T, signal?: AbortSignal): Promise<T> => {
+    const until = performance.now() + BUSY_TIMEOUT_MS;
+    for (let pause = 1; ; pause = Math.min(pause * 2, BUSY_PAUSE_MS)) {
+      try {
+        return fn();
+      } catch (cause) {
+        if (cause instanceof StoreError) throw cause;
+        const wait = isBusy(cause) ? Math.min(pause, until - performance.now()) : 0;
+        // A failed single-statement write in SQLite rolls back: the outcome is known.
+        const failed = () => new StoreError(operation, `sqlite ${operation}: ${describe(cause)}`, "failed", { cause, fault: faultOf(cause) });
+        if (wait <= 0 || signal?.aborted) throw failed();
+        await pauseFor(wait, signal);
+        // Never tried again once the signal ended it: the caller was answered that it was not sent.
+        if (signal?.aborted) throw failed();
+      }
     }
   };
 
@@ -290,12 +314,15 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
     }
     const lost = Symbol("lost");
     try {
-      c.db.transaction(() => {
-        const now = Date.now();
-        for (const x of creates) c.insertQ.run(x.key, x.body, newEtag(), now);
-        const { changes } = expected === null ? c.insertQ.run(key, body, etag, now) : c.swapQ.run(body, etag, now, key, expected);
-        if (changes !== 1) throw lost; // rolls the creates back too
-      })();
+      // Immediate: the write lock taken first, so that a store locked by another connection fails before anything is done.
+      c.db
+        .transaction(() => {
+          const now = Date.now();
+          for (const x of creates) c.insertQ.run(x.key, x.body, newEtag(), now);
+          const { changes } = expected === null ? c.insertQ.run(key, body, etag, now) : c.swapQ.run(body, etag, now, key, expected);
+          if (changes !== 1) throw lost; // rolls the creates back too
+        })
+        .immediate();
     } catch (e) {
       if (e === lost) return false;
       throw e;
@@ -305,48 +332,68 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
 
   const store: ObjectStore = {
     kind: "sqlite",
-    get: (key) =>
-      run("get", (): StoredObject | null => {
-        const c = here();
-        const object = read(c, key);
-        if (c !== null) flushSeen(c);
-        return object;
-      }),
-    putIfAbsent: (key, body) =>
-      run("putIfAbsent", (): ConditionalWrite => {
-        const c = here();
-        if (c === null) throw gone("putIfAbsent");
-        const etag = newEtag();
-        const { changes } = c.insertQ.run(key, body, etag, Date.now());
-        if (changes !== 1) return { ok: false };
-        flushWritten("putIfAbsent", c);
-        return { ok: true, etag };
-      }),
-    putIfMatch: (key, body, expected) =>
-      run("putIfMatch", (): ConditionalWrite => {
-        const c = here();
-        if (c === null) return { ok: false };
-        const etag = newEtag();
-        const { changes } = c.swapQ.run(body, etag, Date.now(), key, expected);
-        if (changes !== 1) return { ok: false };
-        flushWritten("putIfMatch", c);
-        return { ok: true, etag };
-      }),
-    list: (prefix) =>
-      run("list", (): ListedObject[] => {
-        const c = here();
-        if (c === null) return [];
-        const listed = c.listQ.all(prefix.length, prefix).map((r) => ({ key: r.key, size: r.size, modified: new Date(r.modified) }));
-        flushSeen(c);
-        return listed;
-      }),
-    delete: (key) =>
-      run("delete", () => {
-        const c = here();
-        if (c !== null && c.deleteQ.run(key).changes > 0) flushWritten("delete", c);
-      }),
+    get: (key, signal) =>
+      run(
+        "get",
+        (): StoredObject | null => {
+          const c = here();
+          const object = read(c, key);
+          if (c !== null) flushSeen(c);
+          return object;
+        },
+        signal,
+      ),
+    putIfAbsent: (key, body, signal) =>
+      run(
+        "putIfAbsent",
+        (): ConditionalWrite => {
+          const c = here();
+          if (c === null) throw gone("putIfAbsent");
+          const etag = newEtag();
+          const { changes } = c.insertQ.run(key, body, etag, Date.now());
+          if (changes !== 1) return { ok: false };
+          flushWritten("putIfAbsent", c);
+          return { ok: true, etag };
+        },
+        signal,
+      ),
+    putIfMatch: (key, body, expected, signal) =>
+      run(
+        "putIfMatch",
+        (): ConditionalWrite => {
+          const c = here();
+          if (c === null) return { ok: false };
+          const etag = newEtag();
+          const { changes } = c.swapQ.run(body, etag, Date.now(), key, expected);
+          if (changes !== 1) return { ok: false };
+          flushWritten("putIfMatch", c);
+          return { ok: true, etag };
+        },
+        signal,
+      ),
+    list: (prefix, signal) =>
+      run(
+        "list",
+        (): ListedObject[] => {
+          const c = here();
+          if (c === null) return [];
+          const listed = c.listQ.all(prefix.length, prefix).map((r) => ({ key: r.key, size: r.size, modified: new Date(r.modified) }));
+          flushSeen(c);
+          return listed;
+        },
+        signal,
+      ),
+    delete: (key, signal) =>
+      run(
+        "delete",
+        () => {
+          const c = here();
+          if (c !== null && c.deleteQ.run(key).changes > 0) flushWritten("delete", c);
+        },
+        signal,
+      ),
     queue: turns,
-    putWith: (creates, key, body, expected, committed) =>
+    putWith: (creates, key, body, expected, committed, signal) =>
       run("putIfMatch", (): ConditionalWrite => {
         const c = here();
         const etag = newEtag();
@@ -361,7 +408,7 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
         if (flushes === before) flushWritten("putIfMatch", c!);
         else stillHere("putIfMatch", c!);
         return { ok: true, etag };
-      }),
+      }, signal),
     close: async () => {
       queue.close();
       if (conn !== null) retire(conn, file);
@@ -426,6 +473,24 @@ function refuseUnusable(file: string): void {
   }
   if (!isFile) throw new StoreError("open", "sqlite open: not a regular file", "failed", { fault: "not-a-database" });
   accessSync(file, constants.W_OK);
+}
+
+/** SQLite's answer when another connection holds the lock a request needs: nothing was done. */
+function isBusy(cause: unknown): boolean {
+  return describe(cause).startsWith("SQLITE_BUSY");
+}
+
+/** A pause of `ms`, ended early once `signal` aborts. */
+function pauseFor(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** The codes, SQLite's and the file system's, of a store file that is not a database, damaged, or not this user's to write. */

@@ -20,7 +20,8 @@ import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.t
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { OPERATIONS } from "../../src/surfaces/operations.ts";
 import { filesOf, seedNotebookByCli, write } from "../support/fixture.ts";
-import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
+import { BINARY, call, connect, requireBinary, runBinary } from "../support/mcp.ts";
+import { holdWriteLock } from "../support/sqlite-lock-holder.ts";
 
 // Permissions bind only an unprivileged process: as root, the binary runs as
 // nobody (65534), in a world of its own, so another user's store is one.
@@ -268,5 +269,54 @@ describe("the store file removed or replaced under a running serve: every call s
       await session.finish();
     }
     expect(await generationOf(store)).toBe(1);
+  });
+});
+
+describe("another process holding the store file's write lock past the call deadline", () => {
+  /** Short, so that the test is quick; far below SQLite's own wait for the lock (15 s). */
+  const DEADLINE_MS = 2_000;
+  /** What a process may take beyond its deadline: starting, answering and ending, on a busy machine. */
+  const MARGIN_MS = 4_000;
+
+  test("a commit answers by its deadline, MANIFEST_WRITE (retry), nothing published; once the lock is released the same commit lands", async () => {
+    const store = await notebookStore("locked", { "a.md": "a\n" });
+    const agent = join(world, "locked", "agent");
+    const e = { ...env(store), SLIVINGDOC_DEADLINE: `${DEADLINE_MS}ms` };
+    expect((await runBinary(["pull", agent], e, DEADLINE_MS + MARGIN_MS)).code).toBe(0);
+    write(agent, "b.md", "b\n");
+    const holder = await holdWriteLock(store);
+    try {
+      const r = await runBinary(["commit", "-m", "b", "--json", agent], e, DEADLINE_MS + MARGIN_MS);
+      expect(r.stillRunning).toBe(false);
+      expect(r.code).toBe(EXIT_CODES.RETRYABLE);
+      expect(JSON.parse(r.stdout)).toMatchObject({ code: "STORAGE_FAILURE", reason: "MANIFEST_WRITE", action: "RETRY", retryable: true });
+    } finally {
+      await holder.release();
+    }
+    expect(await generationOf(store)).toBe(1);
+    const again = await runBinary(["commit", "-m", "b", "--json", agent], e, DEADLINE_MS + MARGIN_MS);
+    expect([again.code, JSON.parse(again.stdout).generation]).toEqual([0, 2]);
+  });
+
+  test("over MCP, notes_commit answers by its own deadline, and the server goes on", async () => {
+    const store = await notebookStore("locked-serve", { "a.md": "a\n" });
+    const agent = join(world, "locked-serve", "agent");
+    const session = await connect({ ...env(store), SLIVINGDOC_DEADLINE: `${DEADLINE_MS}ms` }, ["--workspace-root", agent]);
+    try {
+      expect((await call(session, "notes_pull", {})).data).toMatchObject({ generation: 1 });
+      write(agent, "b.md", "b\n");
+      const holder = await holdWriteLock(store);
+      try {
+        const out = await Promise.race([call(session, "notes_commit", { message: "b" }), Bun.sleep(DEADLINE_MS + MARGIN_MS).then(() => null)]);
+        expect(out).not.toBeNull();
+        expect(out!.isError).toBe(true);
+        expect(out!.data).toMatchObject({ code: "STORAGE_FAILURE", reason: "MANIFEST_WRITE", action: "RETRY", retryable: true });
+      } finally {
+        await holder.release();
+      }
+      expect((await call(session, "notes_commit", { message: "b" })).data).toMatchObject({ generation: 2 });
+    } finally {
+      await session.finish();
+    }
   });
 });

@@ -2,7 +2,9 @@ import { afterAll, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { boundedStore, DeadlinePassed, deadlineIn } from "../../src/store/deadline.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { holdWriteLock } from "../support/sqlite-lock-holder.ts";
 import { STORES } from "../../src/surfaces/stores.ts";
 import { describeStoreConformance } from "./conformance.ts";
 
@@ -66,6 +68,43 @@ test("sqlite: an older copy moved over an open store's file is read as it is, it
   const fresh = openSqliteStore(file);
   expect(new TextDecoder().decode((await fresh.get("current"))!.body)).toBe("one");
   await fresh.close();
+});
+
+test("sqlite: another process holding the write lock past the call deadline: the write ends at the deadline, not sent, and the store is as it was", async () => {
+  const file = join(root, "locked.db");
+  const store = openSqliteStore(file);
+  const created = await store.putIfAbsent("current", text("one"));
+  if (!created.ok) throw new Error("create lost on a fresh store");
+  const holder = await holdWriteLock(file);
+  try {
+    // SQLite's own wait (15 s) would hold the whole process far past these deadlines.
+    const together = boundedStore(store, deadlineIn(300)).putWith!([{ key: "packs/a", body: text("a") }], "current", text("two"), created.etag);
+    await expect(together).rejects.toBeInstanceOf(DeadlinePassed);
+    await expect(together).rejects.toMatchObject({ operation: "putIfMatch", outcome: "failed" });
+    const alone = boundedStore(store, deadlineIn(300)).putIfAbsent("packs/b", text("b"));
+    await expect(alone).rejects.toBeInstanceOf(DeadlinePassed);
+    // Reads go on meanwhile: the lock keeps out writers only.
+    expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("one");
+  } finally {
+    await holder.release();
+  }
+  expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("one");
+  expect(await store.list("packs/")).toEqual([]);
+  await store.close();
+});
+
+test("sqlite: a write that finds the write lock held waits for it, the process running on meanwhile, and lands once it is released", async () => {
+  const file = join(root, "locked-then-released.db");
+  const store = openSqliteStore(file);
+  const created = await store.putIfAbsent("current", text("one"));
+  if (!created.ok) throw new Error("create lost on a fresh store");
+  const holder = await holdWriteLock(file);
+  const write = boundedStore(store, deadlineIn(60_000)).putWith!([], "current", text("two"), created.etag);
+  // The write is waiting, and this process runs: it releases the holder itself.
+  await holder.release();
+  expect(await write).toMatchObject({ ok: true });
+  expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("two");
+  await store.close();
 });
 
 test("sqlite: 8 processes racing one compare-and-swap produce exactly one winner", async () => {
