@@ -144,12 +144,12 @@ export type StoreOperation = "get" | "putIfAbsent" | "putIfMatch" | "list" | "de
 /**
  * What is wrong with the store itself, where a store can tell (the
  * embedded store's file): it is not a database at all, its pages are
- * damaged, this user may not write it or its directory, or (`gone`) its
- * file is no longer at its path, and a running process does not make it
- * anew. Unlike a failed request, calling again cannot mend any of them: a
+ * damaged, this user may not write it or its directory, its directory
+ * does not exist (and may not be made), or (`gone`) its file is no longer
+ * at its path, and a running process does not make it anew. Unlike a failed request, calling again cannot mend any of them: a
  * person must.
  */
-export type StoreFault = "not-a-database" | "damaged" | "not-writable" | "gone";
+export type StoreFault = "not-a-database" | "damaged" | "not-writable" | "gone" | "no-directory";
 
 export class StoreError extends Error {
   override readonly name = "StoreError";

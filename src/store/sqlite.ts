@@ -19,7 +19,7 @@
  * prefix, so a flush covers every commit before it.
  */
 import { Database, type Statement } from "bun:sqlite";
-import { accessSync, closeSync, constants, fdatasyncSync, mkdirSync, openSync, rmSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, fdatasyncSync, mkdirSync, openSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject, type StoreFault, type WriterQueue } from "./object-store.ts";
 import { type QueueIdentity, sqliteWriterQueue, type TicketQueue } from "./sqlite-queue.ts";
@@ -145,7 +145,8 @@ function gone(operation: StoreError["operation"]): StoreError {
 
 /**
  * `writer`: who this process is, for the writer queue (sqlite-queue.ts);
- * without it, tickets are judged by heartbeat only.
+ * without it, tickets are judged by heartbeat only. `makeDirectory`: make
+ * the file's directory when it does not exist (else the open fails).
  *
  * Every use sees the file its path names now, never only the one it opened:
  * a process that keeps its store open (`serve`) would otherwise go on
@@ -157,10 +158,12 @@ function gone(operation: StoreError["operation"]): StoreError {
  * then reads as the store that went backwards it is); no file reads as a
  * store that holds nothing, and takes no write — it is never made anew.
  */
-export function openSqliteStore(file: string, writer: QueueIdentity = { holder: crypto.randomUUID() }): ObjectStore {
+export function openSqliteStore(file: string, writer: QueueIdentity = { holder: crypto.randomUUID() }, { makeDirectory = true } = {}): ObjectStore {
   try {
-    mkdirSync(dirname(file), { recursive: true });
+    if (makeDirectory) mkdirSync(dirname(file), { recursive: true });
+    else if (!existsSync(dirname(file))) throw new StoreError("open", "sqlite open: no such directory", "failed", { fault: "no-directory" });
   } catch (cause) {
+    if (cause instanceof StoreError) throw cause;
     throw new StoreError("open", `sqlite open: ${describe(cause)}`, "failed", { cause, fault: faultOf(cause) });
   }
   let conn: Connection | null = connect(file, true);

@@ -320,3 +320,47 @@ describe("another process holding the store file's write lock past the call dead
     }
   });
 });
+
+describe("a store path given explicitly whose directory does not exist", () => {
+  const REFUSAL = "slivingdoc: invalid configuration: the embedded store's directory does not exist; check --store (or SLIVINGDOC_STORE), or give --create to make it\n";
+
+  test("is refused at the start of every command and of serve, by SLIVINGDOC_STORE or --store, naming no path and making nothing", async () => {
+    const missing = join(world, "mistyped", "dir");
+    for (const args of COMMANDS) {
+      for (const [how, r] of [
+        ["SLIVINGDOC_STORE", await run(join(missing, "x.db"), args)],
+        ["--store", await run(join(world, "elsewhere.db"), [...args, "--store", `sqlite:${join(missing, "x.db")}`])],
+      ] as const) {
+        expect(`${args.join(" ")} (${how}): exit ${r.code}\n${r.stdout}${r.stderr}`).toBe(`${args.join(" ")} (${how}): exit ${EXIT_CODES.STARTUP}\n${REFUSAL}`);
+      }
+    }
+    expect(existsSync(join(world, "mistyped"))).toBe(false);
+    expect(existsSync(join(world, "elsewhere.db"))).toBe(false);
+  });
+
+  test("--create makes the directory, and the store is then used as any other", async () => {
+    const store = join(world, "created", "deep", "store.db");
+    const agent = join(world, "created-agent");
+    const pulled = await run(store, ["pull", "--create", "--json", agent]);
+    expect([pulled.code, JSON.parse(pulled.stdout).generation]).toEqual([0, 0]);
+    expect(existsSync(store)).toBe(true);
+    write(agent, "a.md", "a\n");
+    const committed = await run(store, ["commit", "-m", "a", "--json", agent]);
+    expect([committed.code, JSON.parse(committed.stdout).generation]).toEqual([0, 1]);
+  });
+
+  test("the default store location is made as ever", async () => {
+    const home = join(world, "default-home");
+    mkdirSync(home);
+    own(home);
+    requireBinary();
+    const prefix = asRoot ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+    const { SLIVINGDOC_STORE: _none, ...rest } = env(join(world, "unused.db"));
+    const p = Bun.spawn([...prefix, BINARY, "generation", "--json"], { cwd: world, env: { ...rest, HOME: home }, stdout: "pipe", stderr: "pipe" });
+    const [stdout, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+    expect([code, JSON.parse(stdout)]).toEqual([0, { generation: 0 }]);
+    const pulled = Bun.spawn([...prefix, BINARY, "pull", join(home, "nb")], { cwd: world, env: { ...rest, HOME: home }, stdout: "pipe", stderr: "pipe" });
+    expect(await pulled.exited).toBe(0);
+    expect(existsSync(join(home, ".local", "share", "slivingdoc", "store.db"))).toBe(true);
+  });
+});

@@ -107,6 +107,12 @@ test("sqlite: a write that finds the write lock held waits for it, the process r
   await store.close();
 });
 
+test("sqlite: a store whose directory may not be made is not opened where the directory does not exist, and nothing is made", async () => {
+  const dir = join(root, "no-such-directory");
+  expect(() => openSqliteStore(join(dir, "store.db"), undefined, { makeDirectory: false })).toThrow(expect.objectContaining({ name: "StoreError", operation: "open", fault: "no-directory" }));
+  expect(existsSync(dir)).toBe(false);
+});
+
 test("sqlite: 8 processes racing one compare-and-swap produce exactly one winner", async () => {
   const file = join(root, "multi-process.db");
   const store = openSqliteStore(file);
