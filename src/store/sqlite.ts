@@ -78,7 +78,10 @@ function connect(file: string, create: boolean): Connection {
   try {
     refuseUnusable(file);
     db = new Database(file, { create, readwrite: true, strict: true });
-    db.run(`PRAGMA busy_timeout = ${BUSY_STEP_MS}`);
+    // Setting up a new file takes the write lock (processes starting on one
+    // new store at once wait for each other); on a store set up already
+    // these take none, and cannot wait.
+    db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.run("PRAGMA journal_mode = WAL");
     db.run("PRAGMA synchronous = NORMAL");
     db.run(
@@ -89,6 +92,7 @@ function connect(file: string, create: boolean): Connection {
          modified INTEGER NOT NULL
        ) WITHOUT ROWID`,
     );
+    db.run(`PRAGMA busy_timeout = ${BUSY_STEP_MS}`);
     const identity = identityAt(file);
     if (identity === null) throw new StoreError("open", "sqlite open: the file went away", "failed", { fault: "gone" });
     return {
