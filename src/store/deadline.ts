@@ -52,7 +52,9 @@ const passed = (deadline: Deadline) => deadline.signal.aborted || deadline.remai
  * engine proves it, as for any lost answer), "failed" for a read, and for
  * any request once the deadline has passed, which is not sent at all. The
  * embedded store's writer queue gives up a wait for its turn at the
- * deadline, and its other work, local and synchronous, is not bounded.
+ * deadline, and so does its wait for another process's write lock on the
+ * store file (sqlite.ts `run`); its other work, local and synchronous, is
+ * not bounded.
  */
 export function boundedStore(store: ObjectStore, deadline: Deadline): ObjectStore {
   const bound = <T>(operation: StoreOperation, writes: boolean, request: (signal: AbortSignal) => Promise<T>): Promise<T> => {
@@ -81,8 +83,9 @@ export function boundedStore(store: ObjectStore, deadline: Deadline): ObjectStor
     ...(queue ? { queue: { enter: (whileWaiting) => queue.enter(whileWaiting, deadline.signal) } } : {}),
     ...(putWith
       ? {
+          // Not sent when the deadline ends it (object-store.ts `putWith`): a definite failure.
           putWith: (creates, key, body, etag, committed) =>
-            passed(deadline) ? Promise.reject(new DeadlinePassed(store.kind, "putIfMatch", "failed", deadline.ms)) : putWith.call(store, creates, key, body, etag, committed),
+            bound("putIfMatch", false, (signal) => putWith.call(store, creates, key, body, etag, committed, signal)),
         }
       : {}),
   };

@@ -103,6 +103,10 @@ export interface ObjectStore {
    * before it is flushed to disk, which the returned promise waits for:
    * the moment a writer can end its turn (`queue`) without waiting for the
    * disk.
+   *
+   * Once `signal` aborts, a write not yet begun is not begun, and the
+   * promise fails: the step is local, and only its wait for the store's
+   * write lock can be cut, so one the signal ends never wrote.
    */
   putWith?(
     creates: Array<{ key: string; body: Uint8Array }>,
@@ -110,6 +114,7 @@ export interface ObjectStore {
     body: Uint8Array,
     etag: string | null,
     committed?: () => void,
+    signal?: AbortSignal,
   ): Promise<ConditionalWrite>;
 }
 
@@ -146,10 +151,12 @@ export type StoreOperation = "get" | "putIfAbsent" | "putIfMatch" | "list" | "de
 /**
  * What is wrong with the store itself, where a store can tell (the
  * embedded store's file): it is not a database at all, its pages are
- * damaged, or this user may not write it or its directory. Unlike a
- * failed request, calling again cannot mend any of them: a person must.
+ * damaged, this user may not write it or its directory, its directory
+ * does not exist (and may not be made), or (`gone`) its file is no longer
+ * at its path, and a running process does not make it anew. Unlike a failed request, calling again cannot mend any of them: a
+ * person must.
  */
-export type StoreFault = "not-a-database" | "damaged" | "not-writable";
+export type StoreFault = "not-a-database" | "damaged" | "not-writable" | "gone" | "no-directory";
 
 export class StoreError extends Error {
   override readonly name = "StoreError";

@@ -172,6 +172,10 @@ function unopenable(e: StoreError): string {
       return "its file is damaged; put back a copy (with its -wal file), or move it away to start an empty notebook";
     case "not-writable":
       return "this user may not write its file or the file's directory; run as the user who owns them, or give this user write access to both";
+    case "no-directory":
+      return "its directory does not exist; check --store (or SLIVINGDOC_STORE), or give --create to make it";
+    case "gone":
+      return "its file went away while it was opened; call again";
     case undefined: {
       // The store's messages end in an error code ("sqlite open: SQLITE_IOERR"); only such a code is shown.
       const code = /: ([A-Z][A-Z0-9_]{1,63})$/.exec(e.message)?.[1];

@@ -3,7 +3,7 @@
  * 8 × 10 race in which every acknowledged edit must survive.
  */
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { seedNotebookByCli, write } from "../support/fixture.ts";
@@ -13,7 +13,9 @@ const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const main = join(import.meta.dir, "../../src/main.ts");
 
+/** One notebook's settings; its store's directory made, as a store path given explicitly must name one that exists. */
 function env(name: string): Record<string, string> {
+  mkdirSync(join(root, name), { recursive: true });
   return {
     ...(process.env as Record<string, string>),
     SLIVINGDOC_STORE: `sqlite:${join(root, name, "store.db")}`,

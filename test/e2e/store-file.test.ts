@@ -6,18 +6,22 @@
  * INCOMPATIBLE_STORE naming the cause in words, exit 2, one line, no stack
  * trace, nothing on stdout even with --json, and the file left as it was.
  * One that opens, but whose pages holding `current` or a pack are damaged,
- * answers STORAGE_INTEGRITY with what failed. Against the built binary.
+ * answers STORAGE_INTEGRITY with what failed. One removed or replaced
+ * under a running `serve` is seen as it is now, at every call: no call is
+ * acknowledged into a file that is no longer the store's. Against the
+ * built binary.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { MANIFEST_KEY, parseManifest } from "../../src/engine/publish/manifest.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { OPERATIONS } from "../../src/surfaces/operations.ts";
-import { seedNotebookByCli } from "../support/fixture.ts";
-import { BINARY, requireBinary } from "../support/mcp.ts";
+import { filesOf, seedNotebookByCli, write } from "../support/fixture.ts";
+import { BINARY, call, connect, requireBinary, runBinary } from "../support/mcp.ts";
+import { holdWriteLock } from "../support/sqlite-lock-holder.ts";
 
 // Permissions bind only an unprivileged process: as root, the binary runs as
 // nobody (65534), in a world of its own, so another user's store is one.
@@ -179,5 +183,184 @@ describe("a store that opens, but whose reads find damage: STORAGE_INTEGRITY wit
     expect(r.stdout + r.stderr).not.toContain(world);
     const generation = await run(store, ["generation", "--json"]);
     expect([generation.code, JSON.parse(generation.stdout)]).toEqual([0, { generation: 1 }]);
+  });
+});
+
+/** The generation the store at `store` holds, read by the test itself. */
+async function generationOf(store: string): Promise<number> {
+  const s = openSqliteStore(store);
+  try {
+    const current = await s.get(MANIFEST_KEY);
+    return current === null ? 0 : parseManifest(current.body).generation;
+  } finally {
+    await s.close();
+  }
+}
+
+describe("the store file removed or replaced under a running serve: every call sees the file the path names now", () => {
+  const files = (store: string) => [store, `${store}-wal`, `${store}-shm`];
+
+  test("removed after a pull: every notes_commit is refused as a store that holds no notebook, and serve makes no store file", async () => {
+    const store = await notebookStore("removed", { "a.md": "a\n" });
+    const agent = join(world, "removed", "agent");
+    const session = await connect(env(store), ["--workspace-root", agent]);
+    try {
+      expect((await call(session, "notes_pull", {})).data).toMatchObject({ generation: 1 });
+      write(agent, "b.md", "b\n");
+      expect((await call(session, "notes_commit", { message: "b" })).data).toMatchObject({ generation: 2 });
+      for (const f of files(store)) rmSync(f, { force: true });
+      for (const n of [3, 4, 5]) {
+        write(agent, `n${n}.md`, `${n}\n`);
+        const before = filesOf(agent);
+        const out = await call(session, "notes_commit", { message: `after the store went: ${n}` });
+        expect(out.isError).toBe(true);
+        expect(out.data).toMatchObject({ code: "STORAGE_INTEGRITY", reason: "HISTORY_INVALID", action: "OPERATOR", retryable: false });
+        expect(String(out.data.message)).toContain("this checkout was brought to generation 2");
+        expect(String(out.data.message)).toContain("but the store holds no notebook");
+        expect(filesOf(agent)).toEqual(before);
+      }
+    } finally {
+      await session.finish();
+    }
+    expect(files(store).filter((f) => existsSync(f))).toEqual([]);
+  });
+
+  test("removed while it held no notebook: the first publication is refused, not made into a new file", async () => {
+    const dir = join(world, "removed-empty");
+    mkdirSync(dir);
+    own(dir);
+    const store = join(dir, "store.db");
+    const agent = join(dir, "agent");
+    const session = await connect(env(store), ["--workspace-root", agent]);
+    try {
+      expect((await call(session, "notes_pull", {})).data).toMatchObject({ generation: 0 });
+      for (const f of files(store)) rmSync(f, { force: true });
+      write(agent, "a.md", "a\n");
+      const out = await call(session, "notes_commit", { message: "into nothing" });
+      expect(out.isError).toBe(true);
+      expect(out.data).toMatchObject({ code: "STORAGE_INTEGRITY", reason: "HISTORY_INVALID", action: "OPERATOR" });
+      expect(String(out.data.message)).toContain("its file is gone");
+    } finally {
+      await session.finish();
+    }
+    expect(files(store).filter((f) => existsSync(f))).toEqual([]);
+  });
+
+  test("an older copy moved over it: notes_commit is refused as a store that went backwards, and the copy is left as it was", async () => {
+    const store = await notebookStore("moved-over", { "a.md": "a\n" });
+    const older = `${store}.older`;
+    copyFileSync(store, older);
+    const agent = join(world, "moved-over", "agent");
+    const session = await connect(env(store), ["--workspace-root", agent]);
+    try {
+      expect((await call(session, "notes_pull", {})).data).toMatchObject({ generation: 1 });
+      write(agent, "b.md", "b\n");
+      expect((await call(session, "notes_commit", { message: "b" })).data).toMatchObject({ generation: 2 });
+      renameSync(older, store);
+      write(agent, "c.md", "c\n");
+      const before = filesOf(agent);
+      const out = await call(session, "notes_commit", { message: "over the older copy" });
+      expect(out.isError).toBe(true);
+      expect(out.data).toMatchObject({ code: "STORAGE_INTEGRITY", reason: "HISTORY_INVALID", action: "OPERATOR" });
+      expect(String(out.data.message)).toContain("this checkout was brought to generation 2");
+      expect(String(out.data.message)).toContain("but the store shows generation 1.");
+      expect(filesOf(agent)).toEqual(before);
+    } finally {
+      await session.finish();
+    }
+    expect(await generationOf(store)).toBe(1);
+  });
+});
+
+describe("another process holding the store file's write lock past the call deadline", () => {
+  /** Short, so that the test is quick; far below SQLite's own wait for the lock (15 s). */
+  const DEADLINE_MS = 2_000;
+  /** What a process may take beyond its deadline: starting, answering and ending, on a busy machine. */
+  const MARGIN_MS = 4_000;
+
+  test("a commit answers by its deadline, MANIFEST_WRITE (retry), nothing published; once the lock is released the same commit lands", async () => {
+    const store = await notebookStore("locked", { "a.md": "a\n" });
+    const agent = join(world, "locked", "agent");
+    const e = { ...env(store), SLIVINGDOC_DEADLINE: `${DEADLINE_MS}ms` };
+    expect((await runBinary(["pull", agent], e, DEADLINE_MS + MARGIN_MS)).code).toBe(0);
+    write(agent, "b.md", "b\n");
+    const holder = await holdWriteLock(store);
+    try {
+      const r = await runBinary(["commit", "-m", "b", "--json", agent], e, DEADLINE_MS + MARGIN_MS);
+      expect(r.stillRunning).toBe(false);
+      expect(r.code).toBe(EXIT_CODES.RETRYABLE);
+      expect(JSON.parse(r.stdout)).toMatchObject({ code: "STORAGE_FAILURE", reason: "MANIFEST_WRITE", action: "RETRY", retryable: true });
+    } finally {
+      await holder.release();
+    }
+    expect(await generationOf(store)).toBe(1);
+    const again = await runBinary(["commit", "-m", "b", "--json", agent], e, DEADLINE_MS + MARGIN_MS);
+    expect([again.code, JSON.parse(again.stdout).generation]).toEqual([0, 2]);
+  });
+
+  test("over MCP, notes_commit answers by its own deadline, and the server goes on", async () => {
+    const store = await notebookStore("locked-serve", { "a.md": "a\n" });
+    const agent = join(world, "locked-serve", "agent");
+    const session = await connect({ ...env(store), SLIVINGDOC_DEADLINE: `${DEADLINE_MS}ms` }, ["--workspace-root", agent]);
+    try {
+      expect((await call(session, "notes_pull", {})).data).toMatchObject({ generation: 1 });
+      write(agent, "b.md", "b\n");
+      const holder = await holdWriteLock(store);
+      try {
+        const out = await Promise.race([call(session, "notes_commit", { message: "b" }), Bun.sleep(DEADLINE_MS + MARGIN_MS).then(() => null)]);
+        expect(out).not.toBeNull();
+        expect(out!.isError).toBe(true);
+        expect(out!.data).toMatchObject({ code: "STORAGE_FAILURE", reason: "MANIFEST_WRITE", action: "RETRY", retryable: true });
+      } finally {
+        await holder.release();
+      }
+      expect((await call(session, "notes_commit", { message: "b" })).data).toMatchObject({ generation: 2 });
+    } finally {
+      await session.finish();
+    }
+  });
+});
+
+describe("a store path given explicitly whose directory does not exist", () => {
+  const REFUSAL = "slivingdoc: invalid configuration: the embedded store's directory does not exist; check --store (or SLIVINGDOC_STORE), or give --create to make it\n";
+
+  test("is refused at the start of every command and of serve, by SLIVINGDOC_STORE or --store, naming no path and making nothing", async () => {
+    const missing = join(world, "mistyped", "dir");
+    for (const args of COMMANDS) {
+      for (const [how, r] of [
+        ["SLIVINGDOC_STORE", await run(join(missing, "x.db"), args)],
+        ["--store", await run(join(world, "elsewhere.db"), [...args, "--store", `sqlite:${join(missing, "x.db")}`])],
+      ] as const) {
+        expect(`${args.join(" ")} (${how}): exit ${r.code}\n${r.stdout}${r.stderr}`).toBe(`${args.join(" ")} (${how}): exit ${EXIT_CODES.STARTUP}\n${REFUSAL}`);
+      }
+    }
+    expect(existsSync(join(world, "mistyped"))).toBe(false);
+    expect(existsSync(join(world, "elsewhere.db"))).toBe(false);
+  });
+
+  test("--create makes the directory, and the store is then used as any other", async () => {
+    const store = join(world, "created", "deep", "store.db");
+    const agent = join(world, "created-agent");
+    const pulled = await run(store, ["pull", "--create", "--json", agent]);
+    expect([pulled.code, JSON.parse(pulled.stdout).generation]).toEqual([0, 0]);
+    expect(existsSync(store)).toBe(true);
+    write(agent, "a.md", "a\n");
+    const committed = await run(store, ["commit", "-m", "a", "--json", agent]);
+    expect([committed.code, JSON.parse(committed.stdout).generation]).toEqual([0, 1]);
+  });
+
+  test("the default store location is made as ever", async () => {
+    const home = join(world, "default-home");
+    mkdirSync(home);
+    own(home);
+    requireBinary();
+    const prefix = asRoot ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+    const { SLIVINGDOC_STORE: _none, ...rest } = env(join(world, "unused.db"));
+    const p = Bun.spawn([...prefix, BINARY, "generation", "--json"], { cwd: world, env: { ...rest, HOME: home }, stdout: "pipe", stderr: "pipe" });
+    const [stdout, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+    expect([code, JSON.parse(stdout)]).toEqual([0, { generation: 0 }]);
+    const pulled = Bun.spawn([...prefix, BINARY, "pull", join(home, "nb")], { cwd: world, env: { ...rest, HOME: home }, stdout: "pipe", stderr: "pipe" });
+    expect(await pulled.exited).toBe(0);
+    expect(existsSync(join(home, ".local", "share", "slivingdoc", "store.db"))).toBe(true);
   });
 });

@@ -1,8 +1,10 @@
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { boundedStore, DeadlinePassed, deadlineIn } from "../../src/store/deadline.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { holdWriteLock } from "../support/sqlite-lock-holder.ts";
 import { STORES } from "../../src/surfaces/stores.ts";
 import { describeStoreConformance } from "./conformance.ts";
 
@@ -11,6 +13,105 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 
 describeStoreConformance("sqlite", async () => openSqliteStore(join(root, `store-${n++}.db`)), { capabilities: STORES.sqlite.capabilities });
+
+const text = (t: string) => new TextEncoder().encode(t);
+const storeFiles = (file: string) => [file, `${file}-wal`, `${file}-shm`];
+
+test("sqlite: a file removed under an open store reads as a store that holds nothing, takes no write, and is not made anew", async () => {
+  const file = join(root, "removed.db");
+  const store = openSqliteStore(file);
+  const created = await store.putIfAbsent("current", text("one"));
+  if (!created.ok) throw new Error("create lost on a fresh store");
+  for (const f of storeFiles(file)) rmSync(f);
+  expect(await store.get("current")).toBeNull();
+  expect(await store.list("")).toEqual([]);
+  expect(await store.putIfMatch("current", text("two"), created.etag)).toEqual({ ok: false });
+  expect(await store.putWith!([], "current", text("two"), created.etag)).toEqual({ ok: false });
+  await expect(store.putWith!([], "current", text("two"), null)).rejects.toMatchObject({ name: "StoreError", fault: "gone" });
+  await expect(store.putIfAbsent("packs/a", text("a"))).rejects.toMatchObject({ name: "StoreError", fault: "gone" });
+  await store.close();
+  expect(storeFiles(file).filter((f) => existsSync(f))).toEqual([]);
+});
+
+test("sqlite: a write whose file is removed before it is answered is not answered as done: its outcome is unknown", async () => {
+  const file = join(root, "removed-mid-write.db");
+  const store = openSqliteStore(file);
+  const created = await store.putIfAbsent("current", text("one"));
+  if (!created.ok) throw new Error("create lost on a fresh store");
+  // `committed` runs once the write is visible, before it is answered.
+  const removeFiles = () => {
+    for (const f of storeFiles(file)) rmSync(f);
+  };
+  await expect(store.putWith!([{ key: "packs/a", body: text("a") }], "current", text("two"), created.etag, removeFiles)).rejects.toMatchObject({
+    name: "StoreError",
+    outcome: "unknown",
+  });
+  expect(await store.get("current")).toBeNull();
+  await store.close();
+  expect(existsSync(file)).toBe(false);
+});
+
+test("sqlite: an older copy moved over an open store's file is read as it is, its log not taken for the copy's", async () => {
+  const file = join(root, "moved-over.db");
+  const seed = openSqliteStore(file);
+  await seed.putIfAbsent("current", text("one"));
+  await seed.close();
+  copyFileSync(file, `${file}.older`);
+  const store = openSqliteStore(file);
+  const one = (await store.get("current"))!;
+  const two = await store.putIfMatch("current", text("two"), one.etag);
+  if (!two.ok) throw new Error("the write lost with no other writer");
+  renameSync(`${file}.older`, file);
+  expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("one");
+  expect(await store.putIfMatch("current", text("three"), two.etag)).toEqual({ ok: false });
+  await store.close();
+  const fresh = openSqliteStore(file);
+  expect(new TextDecoder().decode((await fresh.get("current"))!.body)).toBe("one");
+  await fresh.close();
+});
+
+test("sqlite: another process holding the write lock past the call deadline: the write ends at the deadline, not sent, and the store is as it was", async () => {
+  const file = join(root, "locked.db");
+  const store = openSqliteStore(file);
+  const created = await store.putIfAbsent("current", text("one"));
+  if (!created.ok) throw new Error("create lost on a fresh store");
+  const holder = await holdWriteLock(file);
+  try {
+    // SQLite's own wait (15 s) would hold the whole process far past these deadlines.
+    const together = boundedStore(store, deadlineIn(300)).putWith!([{ key: "packs/a", body: text("a") }], "current", text("two"), created.etag);
+    await expect(together).rejects.toBeInstanceOf(DeadlinePassed);
+    await expect(together).rejects.toMatchObject({ operation: "putIfMatch", outcome: "failed" });
+    const alone = boundedStore(store, deadlineIn(300)).putIfAbsent("packs/b", text("b"));
+    await expect(alone).rejects.toBeInstanceOf(DeadlinePassed);
+    // Reads go on meanwhile: the lock keeps out writers only.
+    expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("one");
+  } finally {
+    await holder.release();
+  }
+  expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("one");
+  expect(await store.list("packs/")).toEqual([]);
+  await store.close();
+});
+
+test("sqlite: a write that finds the write lock held waits for it, the process running on meanwhile, and lands once it is released", async () => {
+  const file = join(root, "locked-then-released.db");
+  const store = openSqliteStore(file);
+  const created = await store.putIfAbsent("current", text("one"));
+  if (!created.ok) throw new Error("create lost on a fresh store");
+  const holder = await holdWriteLock(file);
+  const write = boundedStore(store, deadlineIn(60_000)).putWith!([], "current", text("two"), created.etag);
+  // The write is waiting, and this process runs: it releases the holder itself.
+  await holder.release();
+  expect(await write).toMatchObject({ ok: true });
+  expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("two");
+  await store.close();
+});
+
+test("sqlite: a store whose directory may not be made is not opened where the directory does not exist, and nothing is made", async () => {
+  const dir = join(root, "no-such-directory");
+  expect(() => openSqliteStore(join(dir, "store.db"), undefined, { makeDirectory: false })).toThrow(expect.objectContaining({ name: "StoreError", operation: "open", fault: "no-directory" }));
+  expect(existsSync(dir)).toBe(false);
+});
 
 test("sqlite: 8 processes racing one compare-and-swap produce exactly one winner", async () => {
   const file = join(root, "multi-process.db");

@@ -242,6 +242,21 @@ function mergedIn(local: FlatTree, published: FlatTree): Array<{ path: string; o
 }
 
 /**
+ * The first publication into an embedded store whose file is gone: the
+ * store holds no notebook, and a running process does not make its file
+ * anew (an agent would publish into a file nobody else sees), so it is
+ * refused as a store that went backwards is.
+ */
+function storeGone(cause: StoreError): DomainError {
+  return new DomainError(
+    "HISTORY_INVALID",
+    "The store went backwards: its file is gone, and the store holds no notebook. It may have been deleted or moved away; it is not made anew under a running server. Nothing was published. " +
+      "An operator puts the right store back, or starts the server again to begin a new notebook there.",
+    { cause },
+  );
+}
+
+/**
  * One conditional write of `current`: whether our manifest was accepted, with
  * the ETag it left (null when others published since), or else `current` as
  * read back, which the next attempt builds on. When the response is lost or
@@ -267,6 +282,7 @@ async function conditionalReplace(
           : await store.putIfMatch(MANIFEST_KEY, body, accepted.etag);
     if (result.ok) return { landed: true, etag: result.etag };
   } catch (cause) {
+    if (cause instanceof StoreError && cause.fault === "gone") throw storeGone(cause);
     if (!(cause instanceof StoreError) || cause.outcome !== "unknown") {
       throw new DomainError("MANIFEST_WRITE", "The manifest write failed; nothing was published.", { cause });
     }
