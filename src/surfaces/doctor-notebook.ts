@@ -9,7 +9,6 @@ import { DomainError } from "../contract/errors.ts";
 import { MANIFEST_KEY, NEWEST_FORMAT, NewerStoreFormat } from "../contract/store-formats.ts";
 import { parseManifest } from "../engine/publish/manifest.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import type { Problem } from "./doctor.ts";
 
 export type NotebookFacts =
   | { state: "none" }
@@ -56,8 +55,8 @@ export async function notebookFacts(store: ObjectStore): Promise<NotebookFacts> 
   }
 }
 
-/** What every command would answer of this notebook, as a problem with what to do. */
-export function notebookProblems(facts: NotebookFacts): Problem[] {
+/** What every command would answer of this notebook, as a problem with what to do (doctor.ts's Problem, which judges it beside the rest). */
+export function notebookProblems(facts: NotebookFacts): Array<{ level: "fail"; text: string }> {
   switch (facts.state) {
     case "newer":
       return [
