@@ -116,6 +116,32 @@ describe("a stop signal", () => {
   });
 });
 
+describe("a client that goes away", () => {
+  test("both pipes closed mid-commit: the commit lands, the server stops as at stdin's end and exits 0, without a stack trace", async () => {
+    const env = envFor("gone");
+    const s = serve(env);
+    await s.initialize();
+    s.callTool(1, "notes_pull", {});
+    const dir = (await s.answer(1)).result.structuredContent.path as string;
+    // Enough files that the commit is still running when the pipes close.
+    for (let i = 0; i < 1500; i++) writeFileSync(join(dir, `gone-${i}.md`), `note ${i}\n`);
+    s.callTool(2, "notes_commit", { message: "the client left" });
+    await s.logged("tool call started");
+    await s.closeOutput();
+    s.endInput();
+    expect(await s.exited).toBe(0);
+    // Every line on stderr is a log record: no stack trace, no runtime's message.
+    expect(s.records().filter((r) => r.msg === null)).toEqual([]);
+    expect(s.records().filter((r) => r.level === "error")).toEqual([]);
+    expect(messagesOf(s).at(-1)).toBe("server stopped");
+    const commit = s.records().find((r) => r.msg === "tool call completed" && r.tool === "notes_commit");
+    expect(commit?.outcome).toBe("OK");
+    const other = join(root, "gone-other");
+    cli(env, "pull", other);
+    expect(readdirSync(other).length).toBe(1500);
+  });
+});
+
 describe("the session directory", () => {
   const sessions = (env: ReturnType<typeof envFor>) => readdirSync(env.TMPDIR).filter((n) => n.startsWith("slivingdoc-"));
   const checkouts = (env: ReturnType<typeof envFor>) => {
