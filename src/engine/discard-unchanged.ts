@@ -64,6 +64,8 @@ function nothingUnpublished(read: CheckoutRead): boolean {
 function removeChecked(deps: EngineDeps, dir: string, read: CheckoutRead): boolean {
   if (!nothingUnpublished(read)) return false;
   const aside = `${dir}.discarded-${deps.randomId(8)}`;
+  // Where a test writes, as an agent still at work would, between the check and the rename.
+  deps.onReplace?.(".", "checked");
   renameSync(dir, aside);
   if (!unchangedSince(aside, read.stamps)) {
     renameSync(aside, dir);
