@@ -149,6 +149,23 @@ describe("a client that goes away", () => {
   });
 });
 
+describe("a client that closed stdout only", () => {
+  test("stdin left open: the answer that finds no reader ends the session as stdin's end would, exit 0", async () => {
+    const env = envFor("stdout-gone");
+    await seed(env, 2);
+    const s = serve(env);
+    await s.initialize();
+    await s.closeOutput();
+    s.callTool(1, "notes_pull", {});
+    // Nothing closes stdin: the server ends of its own.
+    expect(await s.exited).toBe(0);
+    expect(s.records().filter((r) => r.msg === null)).toEqual([]);
+    expect(messagesOf(s)).toContain("tool call completed");
+    expect(messagesOf(s).at(-1)).toBe("server stopped");
+    expect(readdirSync(env.TMPDIR).filter((n) => n.startsWith("slivingdoc-"))).toEqual([]);
+  });
+});
+
 describe("the session directory", () => {
   const sessions = (env: ReturnType<typeof envFor>) => readdirSync(env.TMPDIR).filter((n) => n.startsWith("slivingdoc-"));
   const checkouts = (env: ReturnType<typeof envFor>) => {

@@ -1,9 +1,10 @@
 /**
  * `slivingdoc serve`: the MCP server over stdio. Stdout carries only
- * protocol messages; logs go to stderr. The server exits when stdin closes,
- * so a host that goes away never leaves it orphaned, and on SIGTERM,
- * SIGINT or SIGHUP (`docker stop`, Ctrl-C, a closed terminal): it takes no
- * new call, lets the calls in flight finish and answer, and stops as it
+ * protocol messages; logs go to stderr. The server exits when stdin closes
+ * or stdout refuses an answer (the host closed it), so a host that goes
+ * away never leaves it orphaned, and on SIGTERM, SIGINT or SIGHUP (`docker
+ * stop`, Ctrl-C, a closed terminal): it takes no new call, lets the calls
+ * in flight finish and answer, and stops as it
  * does when stdin closes — the process memory written out, "server
  * stopped" logged, its session directory removed when nothing in it is
  * unpublished (session.ts), exit 0.
@@ -150,6 +151,11 @@ async function run(
     })();
   };
   void Promise.race([transport.ended, stopRequested]).then(stop);
+  // A host that closed stdout is gone, whether or not it closed stdin: no new call starts, the ones running finish.
+  void transport.outputGone.then(() => {
+    transport.hold();
+    stop();
+  });
   await closed;
   await swept;
 }
