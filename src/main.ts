@@ -19,6 +19,7 @@ const code = await runCli({
   cwd: process.cwd(),
   stdout: (text) => stdout.write(text),
   stderr: (text) => stderr.write(text),
+  stdoutWritten: () => stdout.flush(),
   version: pkg.version,
   get stdoutIsTTY() {
     return isTerminal(1);
@@ -28,6 +29,7 @@ const code = await runCli({
   },
   protocol: () => ({ input: Bun.stdin.stream(), output: stdout }),
 });
-// Whatever is still buffered for a full pipe goes out before the exit; a reader that went away is not an error.
+// Whatever is still buffered for a full pipe goes out before the exit. A failed write to stdout was answered by
+// runCli; one to stderr has nowhere left to be told.
 await Promise.allSettled([stdout.flush(), stderr.flush()]);
 process.exitCode = code;

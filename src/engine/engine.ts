@@ -95,8 +95,9 @@ export interface EngineDeps extends Clock, RandomSource {
   afterWrite?: () => Promise<void> | void;
   /**
    * Right before a visible file, just checked to hold what the call scanned,
-   * is replaced or removed (checkout/visible-writes.ts): where tests write to it, as a
-   * second writer in the same directory would.
+   * is replaced or removed (checkout/visible-writes.ts) — or the whole checkout, path
+   * ".", is thrown away (discard-unchanged.ts): where tests write to it, as a second
+   * writer in the same directory would.
    */
   onReplace?: (path: string, moment: ReplaceMoment) => void;
 }

@@ -38,7 +38,7 @@ import { directoryIdentity } from "./checkout/directory-identity.ts";
 import { type EngineDeps, lockWaitMs, lostState, privateStateMissing, pullRequired, refuseNesting } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
-import { refuseNonDirectory, scanNotebook } from "./checkout/scan.ts";
+import { type FileStamp, refuseNonDirectory, scanNotebook } from "./checkout/scan.ts";
 import { HeldPaths } from "./checkout/ignored.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
 import { decodeText } from "./merge/text.ts";
@@ -90,12 +90,29 @@ function unreadable(cause: unknown): DomainError {
   return new DomainError("LOCAL_STATE", "The private state of this checkout could not be read.", { cause });
 }
 
+/** What readUnderLock read of a checkout. */
+export interface CheckoutRead {
+  stateDir: string;
+  baseline: Baseline;
+  /** The baseline's files (blob ids by path). */
+  baselineFiles: FlatTree;
+  /** The visible files' blob ids, and the bytes of those read (by blob id). */
+  local: FlatTree;
+  contents: Map<string, Uint8Array>;
+  /** Each visible file's stamp as the scan saw it. */
+  stamps: Map<string, FileStamp>;
+  interrupted: boolean;
+  ignored: string[];
+}
+
 /**
  * The baseline, the visible files (blob ids, and the bytes read) and whether
  * an operation was interrupted, read under the lock, once the state at the
  * checkout's path is the state of the directory there (settleState).
+ * `underLock` runs on what was read before the lock is released: for what
+ * must happen before another call could change the checkout.
  */
-async function readUnderLock(deps: EngineDeps, dir: string) {
+export async function readUnderLock<T = undefined>(deps: EngineDeps, dir: string, underLock?: (read: CheckoutRead) => T): Promise<CheckoutRead & { kept?: T }> {
   const stateDir = checkoutStateDir(deps.privateRoot, deps.storeId, dir);
   const directory = directoryIdentity(dir);
   if (!existsSync(join(stateDir, "state.json")) && !hasSetAside(deps.privateRoot, deps.storeId, stateDir, directory)) {
@@ -122,11 +139,13 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
     const cache = StatCache.load(join(stateDir, "stat-cache.json"));
     // Temporary files an interrupted call left are recorded in its journal: not the user's files.
     const ours = interrupted ? readJournalProgress(stateDir).scratch : new Set<string>();
-    const held = new HeldPaths(await baselineTreeFiles(deps, stateDir, state.baseline));
-    const { files: scanned, ignored } = scanNotebook(dir, { known: cache.known, ours, held });
+    const baselineFiles = await baselineTreeFiles(deps, stateDir, state.baseline);
+    const { files: scanned, ignored } = scanNotebook(dir, { known: cache.known, ours, held: new HeldPaths(baselineFiles) });
     const local: FlatTree = new Map();
     const contents = new Map<string, Uint8Array>();
+    const stamps = new Map<string, FileStamp>();
     for (const [path, file] of scanned) {
+      stamps.set(path, file.stamp);
       if (file.oid !== null) {
         local.set(path, file.oid);
         continue;
@@ -135,7 +154,8 @@ async function readUnderLock(deps: EngineDeps, dir: string) {
       local.set(path, oid);
       contents.set(oid, file.bytes);
     }
-    return { stateDir, baseline: state.baseline, local, contents, interrupted, ignored };
+    const read: CheckoutRead = { stateDir, baseline: state.baseline, baselineFiles, local, contents, stamps, interrupted, ignored };
+    return underLock === undefined ? read : { ...read, kept: underLock(read) };
   } finally {
     lock.release();
   }

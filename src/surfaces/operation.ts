@@ -151,6 +151,13 @@ export interface Operation<I = any, R = any> {
    * (diff's patch), not a report. `--json` prints the result object instead.
    */
   renderStdout?(result: R): string;
+  /**
+   * What a success did, in a few words (names quoted as human output
+   * quotes them), for an operation that changes something ("the commit
+   * landed at generation 7"): the CLI says it even when the answer could
+   * not be written to stdout (a full disk).
+   */
+  done?(result: R): string | undefined;
   /** The exit code of a success, where it is not 0 (doctor's verdict that the store is not usable). */
   exitCode?(result: R): number;
 }

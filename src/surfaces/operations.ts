@@ -45,6 +45,9 @@ const SINCE_FLAG = { type: "string", description: "Only publications since a dat
 /** How a pull's result reads (and an attach's that found the store had not gone backwards). */
 const PULLED = { verb: "pulled", upToDate: (dir: string, g: number) => `pulled ${dir}: up to date at generation ${g}` };
 
+/** What a pull did, for the line that says so when its answer could not be written. */
+const pulledTo = (r: { path: string; generation: number }) => `${cli().quotePath(r.path)} was pulled to generation ${r.generation}`;
+
 /** Requests of each kind doctor times: enough for a p50, and a p99 that is the slowest of 20. */
 const DOCTOR_SAMPLES = 20;
 const DOCTOR_MAX_SAMPLES = 1_000;
@@ -79,6 +82,7 @@ export const OPERATIONS: readonly Operation[] = [
     },
     renderTo: "stderr",
     render: (r) => cli().renderDiffstat(r, PULLED) + ignoredLine(r),
+    done: (r) => pulledTo(r),
   }),
 
   defineOperation({
@@ -113,6 +117,7 @@ export const OPERATIONS: readonly Operation[] = [
       const head = `attached ${quotePath(r.path)} to the store as it is, at generation ${r.generation}: its files are local edits against it; review them with slivingdoc status, publish them with slivingdoc commit`;
       return `${moved}${head}\n${renderDiffstat(r, { verb: "merged the store's files into", upToDate: () => "no file changed on disk" })}`;
     },
+    done: (r) => (r.attached ? `${cli().quotePath(r.path)} was attached to the store at generation ${r.generation}` : pulledTo(r)),
   }),
 
   defineOperation({
@@ -148,6 +153,8 @@ export const OPERATIONS: readonly Operation[] = [
     renderTo: "stderr",
     render: (r) =>
       cli().renderDiffstat(r, { verb: "committed", upToDate: (dir, g) => `nothing to publish in ${dir}; up to date at generation ${g}` }) + ignoredLine(r),
+    done: (r) =>
+      r.files.length > 0 ? `the commit landed at generation ${r.generation}` : `nothing was published; ${cli().quotePath(r.path)} is up to date at generation ${r.generation}`,
   }),
 
   defineOperation({
@@ -205,6 +212,7 @@ export const OPERATIONS: readonly Operation[] = [
           : "";
       return `gc: generation ${s.generation}, ${s.referenced} packs referenced; ${verb} ${s.deleted} unreferenced packs, kept ${s.young} younger than the grace period${onHead}${brought}${proposals}${busy}\n`;
     },
+    done: (s) => (s.dryRun ? undefined : `gc removed ${s.deleted} unreferenced packs and ${s.proposals} abandoned proposals`),
   }),
 
   defineOperation({
@@ -361,6 +369,7 @@ export const OPERATIONS: readonly Operation[] = [
           `${r.shallow ? ` (shallow: generation ${r.oldestRetained}'s parent is older than the retained history)` : ""}\n` +
           `  read it with: git -C ${quotePath(r.directory)} log --stat\n`;
     },
+    done: (r) => (r.generation === 0 ? undefined : `generations ${r.oldestRetained}–${r.generation} were exported to ${cli().quotePath(r.directory)}`),
   }),
 
   defineOperation({
@@ -513,6 +522,7 @@ export const OPERATIONS: readonly Operation[] = [
       if (r.skipped.length > 0) lines.push(`left as they are (paths this process may not change): ${r.skipped.map(quotePath).join(", ")}`);
       return `${lines.join("\n")}\n`;
     },
+    done: (r) => `${r.files.length} files were restored from generation ${r.from} into ${cli().quotePath(r.path)}`,
   }),
 
   defineOperation({

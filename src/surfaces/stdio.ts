@@ -7,7 +7,7 @@
  * holds for `isTTY`, so terminal checks load node:tty only when asked.
  */
 
-/** Text written in order; `flush` resolves when all of it has reached the descriptor. */
+/** Text written in order; `flush` resolves when all of it has reached the descriptor, and rejects with the first write's failure. */
 export interface TextSink {
   write(text: string): void;
   flush(): Promise<void>;
@@ -17,17 +17,23 @@ export interface TextSink {
 export function textSink(file: typeof Bun.stdout): TextSink {
   const sink = file.writer();
   let pending: Promise<unknown> = Promise.resolve();
-  // A failed write (the reader went away: EPIPE) is reported by the next flush, never as an unhandled rejection.
+  // A failed write (the reader went away: EPIPE; a full disk: ENOSPC) is reported by the next flush, never as an
+  // unhandled rejection: the sink fails synchronously, or, for a text larger than its buffer, through the promise
+  // its write returns, which nothing else would catch (the process would crash with a stack trace).
   let failure: { error: unknown } | null = null;
   const fail = (error: unknown) => {
     failure ??= { error };
   };
+  const follow = (result: number | Promise<number>) => {
+    if (typeof result !== "number") pending = Promise.all([pending, result.catch(fail)]);
+  };
   return {
     write(text) {
+      // After a failed write the descriptor takes nothing more: the rest would be lost or torn all the same.
+      if (failure !== null) return;
       try {
-        sink.write(text);
-        const flushed = sink.flush();
-        if (typeof flushed !== "number") pending = Promise.all([pending, flushed.catch(fail)]);
+        follow(sink.write(text));
+        follow(sink.flush());
       } catch (error) {
         fail(error);
       }

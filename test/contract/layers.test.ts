@@ -35,7 +35,7 @@ test("the import finder sees every form of import", () => {
   expect(importsIn('import { a } from "./a.ts";\nimport "./d.ts";\nconst b = await import("./b.ts");\nconst c = require("./c.ts") as C;')).toEqual(["./a.ts", "./d.ts", "./b.ts", "./c.ts"]);
   // The lazy loads this test exists for are really seen.
   expect(imports("surfaces/engine-deps.ts")).toContain("../engine/engine.ts");
-  expect(imports("surfaces/mcp/serve.ts")).toContain("../../engine/checkout/discard.ts");
+  expect(imports("surfaces/mcp/session.ts")).toContain("../../engine/discard-unchanged.ts");
 });
 
 test("imports point down the layers only", () => {

@@ -9,9 +9,14 @@
  *
  * Every command of the registry is in the table below: a new one fails
  * here until it is decided.
+ *
+ * When stdout cannot take the answer: a reader that closed the pipe early
+ * (`| head`) is no failure, as in git; any other failed write (`>
+ * /dev/full`: no space left) is one line on stderr and exit 5, never a lost
+ * answer with exit 0, nor a stack trace with exit 1.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OPERATIONS } from "../../src/surfaces/operations.ts";
@@ -126,4 +131,68 @@ test("--json: exactly one JSON document and a newline on stdout, no words on std
   const refused = await piped(["show", "9", "--json"]);
   expect(refused.stderr).toBe("");
   expect(JSON.parse(refused.received)).toMatchObject({ code: "INVALID_REQUEST", reason: "MALFORMED_INPUT" });
+});
+
+/** `slivingdoc ARGS > /dev/full`: every write to stdout fails with ENOSPC, as on a full disk. */
+async function intoFullDevice(args: string[]): Promise<{ stderr: string; code: number }> {
+  const p = Bun.spawn(["sh", "-c", '"$@" > /dev/full', "sh", BINARY, ...args], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
+  const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+  return { stderr, code };
+}
+
+const NO_SPACE = "slivingdoc: could not write the answer: no space left on device";
+
+test("an answer that cannot be written (stdout on a full device): one line on stderr and exit 5, for a small answer and a large one", async () => {
+  expect(existsSync("/dev/full")).toBe(true);
+  // An edit not committed yet, for diff's patch.
+  writeFileSync(join(nb, "pending.md"), "pending\n");
+  const cases = [
+    ["generation"],
+    ["generation", "--json"],
+    ["log"],
+    ["log", "--json"],
+    ["status", nb, "--json"],
+    ["show", "2"],
+    ["diff", nb],
+    ["export", join(root, "exported-full.git")],
+  ];
+  for (const args of cases) {
+    const r = await intoFullDevice(args);
+    // show's entry is a note on stderr before its patch, as ever: the line comes after it.
+    const stderr = args[0] === "show" ? r.stderr.slice(r.stderr.indexOf("slivingdoc:")) : r.stderr;
+    expect({ args: args.join(" "), code: r.code, stderr }).toEqual({
+      args: args.join(" "),
+      code: 5,
+      stderr: args[0] === "export" ? `${NO_SPACE}; generations 1–3 were exported to ${join(root, "exported-full.git")}\n` : `${NO_SPACE}\n`,
+    });
+  }
+  // Past the sink's buffer, a write fails through a promise of its own: still one line, never a stack trace.
+  writeFileSync(join(nb, "big.md"), Array.from({ length: 20_000 }, (_, i) => `line ${i} of a long file\n`).join(""));
+  const big = await intoFullDevice(["diff", nb]);
+  expect({ code: big.code, stderr: big.stderr }).toEqual({ code: 5, stderr: `${NO_SPACE}\n` });
+  rmSync(join(nb, "big.md"));
+});
+
+test("commit --json into a full device: the commit lands, and the line on stderr says so", async () => {
+  writeFileSync(join(nb, "landed.md"), "landed\n");
+  const before = JSON.parse((await direct(["generation", "--json"])).stdout).generation as number;
+  const r = await intoFullDevice(["commit", nb, "-m", "answer lost", "--json"]);
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 5, stderr: `${NO_SPACE}; the commit landed at generation ${before + 1}\n` });
+  const log = await direct(["log", "--limit", "1"]);
+  expect(log.stdout).toContain("answer lost");
+  // A failed answer of a refusal keeps the refusal's own exit code.
+  const refused = await intoFullDevice(["show", "99", "--json"]);
+  expect({ code: refused.code, stderr: refused.stderr }).toEqual({ code: 3, stderr: `${NO_SPACE}\n` });
+});
+
+test("a reader that closes the pipe early (`| head`) ends the command quietly, exit 0, even with a large answer left to write", async () => {
+  writeFileSync(join(nb, "long.md"), Array.from({ length: 20_000 }, (_, i) => `line ${i}\n`).join(""));
+  await direct(["commit", nb, "-m", "a long file"]);
+  const generation = JSON.parse((await direct(["generation", "--json"])).stdout).generation as number;
+  for (const args of [["show", String(generation)], ["log", "--json"]]) {
+    const r = await piped(args, "head -c 10");
+    // show's entry is its note on stderr, before the patch; nothing more.
+    const note = args[0] === "show" ? r.stderr.replace(/^generation \d+ · [^]*?long\.md \| \+20000 -0 \(added\)\n/, "") : r.stderr;
+    expect({ args: args.join(" "), code: r.code, stderr: note, received: r.received.length }).toEqual({ args: args.join(" "), code: 0, stderr: "", received: 10 });
+  }
 });

@@ -51,6 +51,8 @@ export interface RawMcp {
   kill(signal: NodeJS.Signals | number): void;
   /** Close stdin, as a host ends the session. */
   endInput(): void;
+  /** Stop reading stdout and close it, as a host that went away: the server's next write finds no reader (EPIPE). */
+  closeOutput(): Promise<void>;
   /** The exit code, once both streams ended and the process exited. */
   exited: Promise<number>;
   /** Close stdin and wait for the exit; returns everything the process wrote. */
@@ -80,10 +82,15 @@ export function spawnMcp(command: string[], env: Record<string, string | undefin
   const wake = () => {
     for (const w of waiters.splice(0)) w();
   };
+  const readers: Partial<Record<"stdout" | "stderr", { cancel(): Promise<void> }>> = {};
   const lines = async (stream: ReadableStream<Uint8Array>, name: "stdout" | "stderr", each: (line: string) => void) => {
     const decoder = new TextDecoder();
     let buffer = "";
-    for await (const chunk of stream) {
+    const reader = stream.getReader();
+    readers[name] = reader;
+    for (;;) {
+      const { done, value: chunk } = await reader.read();
+      if (done) break;
       const got = decoder.decode(chunk, { stream: true });
       text[name] += got;
       buffer += got;
@@ -172,6 +179,9 @@ export function spawnMcp(command: string[], env: Record<string, string | undefin
     },
     kill: (signal) => p.kill(signal),
     endInput: () => void p.stdin.end(),
+    closeOutput: async () => {
+      await readers.stdout?.cancel();
+    },
     exited,
     async finish() {
       await p.stdin.end();

@@ -53,6 +53,8 @@ export interface CliIo {
   cwd: string;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** Resolves once all that `stdout` was given reached the descriptor; rejects with the error of a write that failed. */
+  stdoutWritten?: () => Promise<void>;
   version: string;
   /** Colours in help only on a terminal: escape codes would litter a pipe or a file. */
   stdoutIsTTY?: boolean;
@@ -64,8 +66,48 @@ function help(text: string, io: CliIo): string {
   return `${io.stdoutIsTTY ? text : text.replace(ANSI, "")}\n`;
 }
 
+/** What a command did, for the line that says so when its answer could not be written. */
+interface Done {
+  what?: string | undefined;
+}
+
 /** Run the CLI; returns the exit code. Only main.ts exits the process. */
 export async function runCli(io: CliIo): Promise<number> {
+  const done: Done = {};
+  return answerWritten(io, await dispatch(io, done), done);
+}
+
+/** Words for a write's failure, by its error code; never the library's own text. */
+const WRITE_FAILURES: Record<string, string> = {
+  ENOSPC: "no space left on device",
+  EDQUOT: "disk quota exceeded",
+  EFBIG: "file too large",
+  EIO: "input/output error",
+  EBADF: "standard output is not open",
+};
+
+/**
+ * The exit code once stdout took the answer. A reader that went away early
+ * (EPIPE: `log | head`) is no failure, as in git. Any other failed write (a
+ * full disk, stdout closed) would lose the answer without a word: it is one
+ * line on stderr, saying what was done all the same (a commit that landed),
+ * and exit 5, retryable, when the command had succeeded — its own failure's
+ * code otherwise (docs/cli.md, "Exit codes").
+ */
+async function answerWritten(io: CliIo, code: number, done: Done): Promise<number> {
+  try {
+    await io.stdoutWritten?.();
+    return code;
+  } catch (e) {
+    const errno = String((e as NodeJS.ErrnoException | null)?.code ?? "");
+    if (errno === "EPIPE") return code;
+    const why = WRITE_FAILURES[errno] ?? `the write failed${errno === "" ? "" : ` (${errno})`}`;
+    io.stderr(`slivingdoc: could not write the answer: ${why}${done.what === undefined ? "" : `; ${done.what}`}\n`);
+    return code === EXIT_CODES.OK ? EXIT_CODES.RETRYABLE : code;
+  }
+}
+
+async function dispatch(io: CliIo, done: Done): Promise<number> {
   const root = rootCommand(io.version);
   const [first, ...rest] = io.argv;
   if (first === undefined || first === "--help" || first === "-h" || first === "help") {
@@ -119,7 +161,7 @@ export async function runCli(io: CliIo): Promise<number> {
     return refused(e, io);
   }
   if (operation === undefined) return runServe(parsed, io);
-  return execute(operation, args, parsed, io);
+  return execute(operation, args, parsed, io, done);
 }
 
 /**
@@ -228,7 +270,7 @@ function causeLog(io: CliIo): Log {
 }
 
 /** One operation of the registry, from the command line. */
-async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo): Promise<number> {
+async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo, done: Done): Promise<number> {
   const json = parsed.flags.json === true;
   const started = await startUp(parsed, io, openingOf(operation.cli));
   if (typeof started === "number") return started;
@@ -270,6 +312,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     if (typeof outcome === "number") return outcome;
     progress.done();
     if (outcome.ok) {
+      done.what = operation.done?.(outcome.result);
       if (json) io.stdout(jsonDocument(outcome.result));
       else {
         const to = typeof operation.renderTo === "function" ? operation.renderTo(outcome.result) : operation.renderTo;

@@ -1,29 +1,30 @@
 /**
  * `slivingdoc serve`: the MCP server over stdio. Stdout carries only
- * protocol messages; logs go to stderr. The server exits when stdin closes,
- * so a host that goes away never leaves it orphaned, and on SIGTERM or
- * SIGINT (`docker stop`, Ctrl-C): it takes no new call, lets the calls in
- * flight finish and answer, and stops as it does when stdin closes — what
- * the process memory written out, "server stopped" logged, exit 0.
+ * protocol messages; logs go to stderr. The server exits when stdin closes
+ * or stdout refuses an answer (the host closed it), so a host that goes
+ * away never leaves it orphaned, and on SIGTERM, SIGINT or SIGHUP (`docker
+ * stop`, Ctrl-C, a closed terminal): it takes no new call, lets the calls
+ * in flight finish and answer, and stops as it
+ * does when stdin closes — the process memory written out, "server
+ * stopped" logged, its session directory removed when nothing in it is
+ * unpublished (session.ts), exit 0.
  *
  * Start-up is short because the MCP SDK, the engine and the tools' code are
  * loaded only after a plain `initialize` has been answered (handshake.ts):
  * a host waits for that answer, not for the first tool call.
  */
-import { mkdirSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { deadlineIn } from "../../store/deadline.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
 import { type RuntimeConfig, runtimeSecrets } from "../config.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { clientAgent } from "../../contract/agent.ts";
-import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder, SYSTEM_RANDOM } from "../engine-deps.ts";
+import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder } from "../engine-deps.ts";
 import type { OperationContext } from "../operation.ts";
 import { storeIdentity } from "../stores.ts";
 import type { TextSink } from "../stdio.ts";
 import { earlyInitializeResponse, serverIdentity } from "./handshake.ts";
+import { type NotebookRoot, notebookRoot, removeSession, sweepSessions } from "./session.ts";
 import { StdioTransport } from "./stdio.ts";
 
 export interface ServeOptions {
@@ -41,31 +42,15 @@ export interface ServeOptions {
   output: TextSink;
 }
 
-/**
- * Without --workspace-root the server makes a fresh session directory whose
- * `notebook/` is both its notebook directory and its workspace root
- * (docs/decisions/0004-checkouts-and-the-private-root.md); with it, the
- * workspace root is the notebook directory.
- */
-function notebookRoot(config: RuntimeConfig, env: Record<string, string | undefined>): { dir: string; session: string | null } {
-  if (config.workspaceRoot !== null) {
-    mkdirSync(config.workspaceRoot, { recursive: true });
-    return { dir: realpathSync(config.workspaceRoot), session: null };
-  }
-  const session = mkdtempSync(join(env.TMPDIR || tmpdir(), "slivingdoc-"));
-  const dir = join(session, "notebook");
-  mkdirSync(dir);
-  return { dir: realpathSync(dir), session };
-}
-
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
-const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
+const STOP_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
 
 /**
- * SIGTERM and SIGINT as a request to stop: `requested` resolves with the
- * first one's name. Without a handler either signal would end the process
- * at once, mid-call, and drop what its process memory holds for its end.
+ * SIGTERM, SIGINT and SIGHUP as a request to stop: `requested` resolves
+ * with the first one's name. Without a handler any of them would end the
+ * process at once, mid-call, and drop what its process memory holds for
+ * its end, and the session directory with it.
  * `dispose` removes the handlers once the server has stopped.
  */
 function stopSignals(log: Log): { requested: Promise<string>; dispose(): void } {
@@ -98,9 +83,9 @@ function stopSignals(log: Log): { requested: Promise<string>; dispose(): void } 
 /** Serve until stdin closes; resolves when the server has shut down. */
 export async function serve(options: ServeOptions): Promise<void> {
   const { config, log } = options;
-  const root = notebookRoot(config, options.env);
-  // Before the handshake, as ever: a private root that cannot be made ends the start.
-  preparePrivateRoot(config);
+  // Before the handshake, as ever: a private root that cannot be made ends the start (before a session is made).
+  const privateRoot = preparePrivateRoot(config);
+  const root = notebookRoot(config.workspaceRoot, options.env, { storeId: storeIdentity(config.store), privateRoot });
   const identity = serverIdentity(options.version, root.dir, config.pathSets);
   const transport = new StdioTransport(options.input, options.output);
   const signals = stopSignals(log);
@@ -115,29 +100,15 @@ export async function serve(options: ServeOptions): Promise<void> {
     signals.dispose();
   }
   log.info("server stopped", {});
-  if (root.session !== null) removeSession(root as { dir: string; session: string }, config);
-}
-
-/**
- * The session directory goes when it holds nothing unpublished (discard.ts),
- * with its checkout's private state, so servers' sessions do not pile up;
- * one whose notebook has files, or lacks files its baseline has (deletions
- * not yet published), stays for the next commit from it.
- */
-function removeSession(root: { dir: string; session: string }, config: RuntimeConfig): void {
-  const privateRoot = preparePrivateRoot(config);
-  // Loaded here, not at the top: the engine stays out of the handshake's path.
-  const { discardIfNothingUnpublished } = require("../../engine/checkout/discard.ts") as typeof import("../../engine/checkout/discard.ts");
-  try {
-    if (discardIfNothingUnpublished({ privateRoot, storeId: storeIdentity(config.store), dir: root.dir, randomId: SYSTEM_RANDOM.randomId })) rmdirSync(root.session);
-  } catch {
-    /* not removable: keep it */
-  }
+  if (root.session === null) return;
+  // What the process memory holds goes out first: the discard reads the checkout as the disk has it.
+  options.memory.flush();
+  await removeSession(engineDeps(config, options.store, options.memory.get()), root.session);
 }
 
 async function run(
   options: ServeOptions,
-  root: { dir: string },
+  root: NotebookRoot,
   identity: ReturnType<typeof serverIdentity>,
   transport: StdioTransport,
   stopRequested: Promise<string>,
@@ -163,6 +134,8 @@ async function run(
   // Logged before connecting: connecting delivers the lines already read, which may log.
   log.info("server started", { version: options.version, notebook: root.dir, store: options.store.kind });
   await server.connect(transport);
+  // Beside the calls, and finished before the server's end: sessions that servers killed left behind.
+  const swept = sweepSessions(operation.deps, options.env, root.session, log).catch(() => {});
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -180,7 +153,13 @@ async function run(
     })();
   };
   void Promise.race([transport.ended, stopRequested]).then(stop);
+  // A host that closed stdout is gone, whether or not it closed stdin: no new call starts, the ones running finish.
+  void transport.outputGone.then(() => {
+    transport.hold();
+    stop();
+  });
   await closed;
+  await swept;
 }
 
 /** A plain `initialize` as the first line is answered at once, before the SDK and the engine are loaded (handshake.ts). */

@@ -76,6 +76,9 @@ export class StdioTransport implements Transport {
 
   /** Resolves when stdin has ended (or failed): the host is gone. */
   readonly ended: Promise<void>;
+  /** Resolves when stdout refused a write (the host closed it): no answer can reach the host any more. */
+  readonly outputGone: Promise<void>;
+  private loseOutput!: () => void;
 
   private readonly reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> };
   /** The bytes of the line being read, while it is within MAX_LINE_BYTES. */
@@ -108,6 +111,9 @@ export class StdioTransport implements Transport {
   ) {
     this.reader = input.getReader();
     this.ended = this.pump();
+    this.outputGone = new Promise((resolve) => {
+      this.loseOutput = resolve;
+    });
   }
 
   /** Waits for the first complete line (or the end of input) and returns it without consuming it. */
@@ -177,7 +183,10 @@ export class StdioTransport implements Transport {
       }
     }
     this.write(message);
-    await this.output.flush();
+    await this.output.flush().catch((error: unknown) => {
+      this.loseOutput();
+      throw error;
+    });
   }
 
   async close(): Promise<void> {
@@ -244,7 +253,7 @@ export class StdioTransport implements Transport {
       if (typeof line === "string") this.receive(line);
       else this.refuse(line.refused);
     }
-    void this.output.flush().catch(() => {});
+    void this.output.flush().catch(() => this.loseOutput());
   }
 
   /** One line of text: a message, a batch, or what refuses it. */
@@ -338,7 +347,7 @@ export class StdioTransport implements Transport {
     // A batch of notifications alone gets no answer, not an empty array.
     if (batch.answers.length > 0) {
       this.write(batch.answers);
-      void this.output.flush().catch(() => {});
+      void this.output.flush().catch(() => this.loseOutput());
     }
   }
 
