@@ -349,6 +349,7 @@ export const OPERATIONS: readonly Operation[] = [
         throw new StartupRefusal(
           "argument refusal",
           `export DIR "${input.directory}" ${e.why}; ${e.advice ?? "export writes only into a new or empty directory, or an earlier export of this notebook"}`,
+          [input.directory],
         );
       });
     },
