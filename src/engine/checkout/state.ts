@@ -21,8 +21,9 @@
  * state is set aside (checkout/registry.ts) for its directory to take back,
  * at this path or another: a volume mounted here again, a directory moved.
  * Every file is replaced
- * atomically (write a temporary file, fsync, rename), so a crash leaves the
- * old or the new state, never a torn one — except the stat cache, written
+ * atomically (write a temporary file, fsync, rename, fsync the directory),
+ * so a crash leaves the old or the new state, never a torn one, and a power
+ * loss never the old one after a call answered — except the stat cache, written
  * without fsync: a torn one does not parse, and is simply rebuilt.
  *
  * The state is only what the checkout knew. One that does not read as this
