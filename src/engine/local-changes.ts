@@ -97,7 +97,7 @@ function unreadable(cause: unknown): DomainError {
  */
 async function readUnderLock(deps: EngineDeps, dir: string) {
   const stateDir = checkoutStateDir(deps.privateRoot, deps.storeId, dir);
-  const directory = directoryIdentity(dir);
+  const directory = directoryIdentity(dir, deps.directoryStat !== undefined ? { stat: deps.directoryStat } : {});
   if (!existsSync(join(stateDir, "state.json")) && !hasSetAside(deps.privateRoot, deps.storeId, stateDir, directory)) {
     throw pullRequired(null, NOTHING_READ);
   }
