@@ -29,16 +29,30 @@ export function writeAtomic(file: string, data: string, randomId: RandomSource["
   if (durable) fsyncDirectory(dirname(file));
 }
 
-/** What a file system that cannot flush a directory answers (some network and FUSE file systems): nothing more can be done there. */
-const NO_DIRECTORY_FSYNC = new Set(["EINVAL", "ENOTSUP", "EOPNOTSUPP", "EISDIR", "EBADF"]);
+/**
+ * What a system that cannot open or flush a directory answers (Windows
+ * opens none; some network and FUSE file systems flush none): nothing more
+ * can be done there, and the rename stands as the system keeps it.
+ */
+const NO_DIRECTORY_FSYNC = new Set(["EINVAL", "ENOTSUP", "EOPNOTSUPP", "EISDIR", "EBADF", "EPERM", "EACCES"]);
+
+function cannotFlushDirectory(e: unknown): boolean {
+  return NO_DIRECTORY_FSYNC.has((e as NodeJS.ErrnoException).code ?? "");
+}
 
 /** Flush the directory `dir`'s entries to disk. */
 export function fsyncDirectory(dir: string): void {
-  const fd = openSync(dir, "r");
+  let fd: number;
+  try {
+    fd = openSync(dir, "r");
+  } catch (e) {
+    if (cannotFlushDirectory(e)) return;
+    throw e;
+  }
   try {
     fsyncSync(fd);
   } catch (e) {
-    if (!NO_DIRECTORY_FSYNC.has((e as NodeJS.ErrnoException).code ?? "")) throw e;
+    if (!cannotFlushDirectory(e)) throw e;
   } finally {
     closeSync(fd);
   }
