@@ -5,6 +5,7 @@ import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { withRgw } from "./rgw.mjs";
+import { ensureTestPackages } from "./test-packages.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const bun = join(root, "node_modules", ".bin", "bun");
@@ -15,6 +16,8 @@ try {
   const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
   const typed = spawnSync(process.execPath, [tsc, "--noEmit", "-p", "tsconfig.json"], { cwd: root, stdio: "inherit" });
   if (typed.status !== 0) throw new Error("the type check (tsc --noEmit) failed; see the errors above");
+  // Programs the suites call (strace): installed here, never by a suite.
+  ensureTestPackages();
   // The end-to-end suites spawn the built binary, as users run it.
   const built = spawnSync(bun, ["build/compile.ts"], { cwd: root, stdio: "inherit" });
   if (built.status !== 0) throw new Error("the build failed; see the lines above");

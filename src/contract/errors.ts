@@ -30,6 +30,12 @@ export interface DomainErrorInit {
   recovery?: RecoveryReport;
   /** The underlying cause, for the log record only; never sent to a caller. */
   cause?: unknown;
+  /**
+   * The caller's own values the message names beyond `files` (paths it gave,
+   * files of its checkout): the scrubber leaves them as they are, whatever
+   * they look like (scrub.ts).
+   */
+  named?: readonly string[];
 }
 
 export class DomainError extends Error {
@@ -39,6 +45,8 @@ export class DomainError extends Error {
   readonly files: ErrorFile[];
   readonly detail: EngineDetail | undefined;
   readonly recovery: RecoveryReport | undefined;
+  /** The caller's own values the message names beyond `files` (DomainErrorInit.named). */
+  readonly named: readonly string[];
 
   constructor(
     readonly reason: Reason,
@@ -61,6 +69,7 @@ export class DomainError extends Error {
     this.files = init.files ?? [];
     this.detail = init.detail;
     this.recovery = init.recovery;
+    this.named = init.named ?? [];
   }
 
   get retryable(): boolean {

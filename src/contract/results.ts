@@ -84,8 +84,9 @@ export function newDiagnosticId(): string {
 /**
  * The envelope of a domain error. Its message is scrubbed of what the process
  * knows must not leak (`confidential`: credentials, the private root) and of
- * store keys and object ids, while the files and path sets it names — the
- * caller's own values — stay as they are, in `files` and in the message.
+ * store keys and object ids, while the files, other values of the caller's
+ * (DomainError.named) and path sets it names stay as they are, in `files`
+ * and in the message.
  */
 export function errorEnvelope(
   error: DomainError,
@@ -93,7 +94,7 @@ export function errorEnvelope(
   sets: PathSets,
   confidential: Pick<Confidential, "credentials" | "privatePaths"> = {},
 ): ErrorEnvelope {
-  const callerValues = [...error.files.map((f) => f.path), ...sets.readOnly, ...sets.writable];
+  const callerValues = [...error.files.map((f) => f.path), ...error.named, ...sets.readOnly, ...sets.writable];
   const envelope: ErrorEnvelope = {
     code: error.code,
     reason: error.reason,

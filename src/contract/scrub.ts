@@ -21,8 +21,9 @@
  * `packs/<64 hex>.pack`, a proposal key, a probe key `probe/<16 hex>/…`
  * (each after any key prefix), a 40- or 64-hex id. Part of a longer name
  * (`<40 hex>.md`, `/home/me/packs/x.md`) is none of these, and neither is
- * the text of a value the caller gave (an error's files, the path sets),
- * whatever it looks like. Log records keep store keys, ids and local paths:
+ * the text of a value the caller gave (an error's files, the other values
+ * of the caller's it names — DomainError's `named`, a refusal's — and the
+ * path sets), whatever it looks like. Log records keep store keys, ids and local paths:
  * the operator needs them.
  */
 

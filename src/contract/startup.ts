@@ -17,12 +17,14 @@ export class StartupRefusal extends Error {
   constructor(
     readonly kind: RefusalKind,
     message: string,
+    /** The caller's own values the message quotes (a directory as typed): never scrubbed, whatever they look like. */
+    readonly named: readonly string[] = [],
   ) {
     super(message);
   }
 
-  /** The one diagnostic line, scrubbed of the process's `credentials` and of store keys and object ids (scrub.ts). */
+  /** The one diagnostic line, scrubbed of the process's `credentials` and of store keys and object ids (scrub.ts), the caller's `named` values kept. */
   diagnostic(credentials: readonly string[] = []): string {
-    return scrubText(`slivingdoc: ${this.kind}: ${this.message}`, { credentials }).replace(/\s*\n\s*/g, " ");
+    return scrubText(`slivingdoc: ${this.kind}: ${this.message}`, { credentials, callerValues: this.named }).replace(/\s*\n\s*/g, " ");
   }
 }

@@ -3,6 +3,7 @@
  * private state lives, who we are, time and chance, and the hooks tests and
  * logs use.
  */
+import type { DirectoryStat } from "./checkout/directory-identity.ts";
 import { mkdirSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { DEFAULT_AGENT } from "../contract/agent.ts";
@@ -63,6 +64,12 @@ export interface EngineDeps extends Clock, RandomSource {
   deadline?: Deadline;
   /** How long an operation waits for another one on the same checkout, at most: by default until the deadline, or 30 s without one. */
   lockTimeoutMs?: number;
+  /**
+   * How a checkout's directory is stat'ed for its identity
+   * (checkout/directory-identity.ts): the file system's by default; tests
+   * give one that reports no birth time, as some file systems do.
+   */
+  directoryStat?: DirectoryStat;
   /**
    * Whether a commit from a checkout at the state this process last saw may
    * publish without reading `current` first (commit.ts). Default true; fault
@@ -136,8 +143,8 @@ export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | 
 
 /** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
 export interface OpenCheckout {
-  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs" | "onReplace">> &
-    Pick<EngineDeps, "deadline" | "lockTimeoutMs" | "onReplace"> & {
+  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs" | "onReplace" | "directoryStat">> &
+    Pick<EngineDeps, "deadline" | "lockTimeoutMs" | "onReplace" | "directoryStat"> & {
     onStage: (stage: string) => Promise<void> | void;
     afterWrite: () => Promise<void> | void;
   };
@@ -239,6 +246,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
     dir,
     self: full.self,
     lockTimeoutMs: lockWaitMs(full),
+    ...(full.directoryStat !== undefined ? { directoryStat: full.directoryStat } : {}),
     memory: full.memory,
     clock: full,
   });

@@ -114,7 +114,7 @@ export interface CheckoutRead {
  */
 export async function readUnderLock<T = undefined>(deps: EngineDeps, dir: string, underLock?: (read: CheckoutRead) => T): Promise<CheckoutRead & { kept?: T }> {
   const stateDir = checkoutStateDir(deps.privateRoot, deps.storeId, dir);
-  const directory = directoryIdentity(dir);
+  const directory = directoryIdentity(dir, deps.directoryStat !== undefined ? { stat: deps.directoryStat } : {});
   if (!existsSync(join(stateDir, "state.json")) && !hasSetAside(deps.privateRoot, deps.storeId, stateDir, directory)) {
     throw pullRequired(null, NOTHING_READ);
   }

@@ -68,7 +68,9 @@ const byPath = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 export function normalizeNotebookPath(raw: string): string {
   const segments = raw.split("/").filter((s) => s !== "" && s !== ".");
   if (raw.startsWith("/") || raw.includes("\\") || segments.length === 0 || segments.includes("..") || /[\u0000-\u001f]/.test(raw)) {
-    throw new DomainError("MALFORMED_INPUT", `"${raw.slice(0, 80)}" is not a notebook path; name files or directories relative to the notebook directory, without .. or a leading /.`);
+    throw new DomainError("MALFORMED_INPUT", `"${raw.slice(0, 80)}" is not a notebook path; name files or directories relative to the notebook directory, without .. or a leading /.`, {
+      named: [raw.slice(0, 80)],
+    });
   }
   return segments.join("/");
 }
@@ -135,7 +137,7 @@ function planRestore(local: FlatTree, target: FlatTree, input: RestoreInput, set
   for (const e of entries) {
     const found = (t: FlatTree) => [...t.keys()].some((p) => isAtOrBelowEntry(e, p));
     if (!found(target) && !found(local)) {
-      throw new DomainError("MALFORMED_INPUT", `"${e}" names no file in generation ${input.from} nor in the checkout; nothing was restored.`);
+      throw new DomainError("MALFORMED_INPUT", `"${e}" names no file in generation ${input.from} nor in the checkout; nothing was restored.`, { named: [e] });
     }
   }
   const selected = (p: string) => entries.length === 0 || entries.some((e) => isAtOrBelowEntry(e, p));
@@ -178,6 +180,7 @@ function refuseRestore(plan: RestorePlan, input: RestoreInput, local: FlatTree, 
     throw new DomainError(
       "MALFORMED_INPUT",
       `The restore would overwrite unpublished local edits (${shown}); nothing was restored. Commit them first, leave those paths out, or add --force to overwrite them.`,
+      { named: unpublished },
     );
   }
 }

@@ -356,7 +356,8 @@ export const OPERATIONS: readonly Operation[] = [
         if (!(e instanceof ExportRefused)) throw e;
         throw new StartupRefusal(
           "argument refusal",
-          `export DIR "${input.directory}" ${e.why}; export writes only into a new or empty directory, or an earlier export of this notebook`,
+          `export DIR "${input.directory}" ${e.why}; ${e.advice ?? "export writes only into a new or empty directory, or an earlier export of this notebook"}`,
+          [input.directory],
         );
       });
     },

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { DomainError } from "../../src/contract/errors.ts";
 import { errorEnvelope, errorText, NO_PATH_SETS } from "../../src/contract/results.ts";
 import { scrubCredentials } from "../../src/contract/scrub.ts";
+import { StartupRefusal } from "../../src/contract/startup.ts";
 import { ACTION_WORDING, CODES, ENGINE_DETAILS, REASONS } from "../../src/contract/tokens.ts";
 
 const doc = readFileSync(join(import.meta.dir, "../../docs/errors.md"), "utf8").split("\n");
@@ -162,6 +163,14 @@ describe("scrubbing replaces the values the product knows, never a name that loo
     const sets = { readOnly: [HEX64], writable: [] };
     const readOnly = `Write only where this process may (read-only: ${HEX64}), then commit again.`;
     expect(scrub(readOnly, [], sets)).toBe(readOnly);
+  });
+
+  test("a value the caller gave or owns that a message names beyond its files (DomainError's named) passes unchanged; a real id beside it does not", () => {
+    const message = `The restore would overwrite unpublished local edits (${HEX40}, ${HEX64}); nothing was restored. Commit them first.`;
+    const envelope = (named: string[]) => errorEnvelope(new DomainError("MALFORMED_INPUT", `${message} head ${HEX40.toUpperCase()}.`, { named }), "0011223344556677", NO_PATH_SETS);
+    expect(envelope([HEX40, HEX64]).message).toBe(`${message} head <id>.`);
+    const refusal = new StartupRefusal("argument refusal", `export DIR "${HEX40}" is a regular file; head ${HEX64}`, [HEX40]);
+    expect(refusal.diagnostic()).toBe(`slivingdoc: argument refusal: export DIR "${HEX40}" is a regular file; head <id>`);
   });
 
   test("the product's own values are scrubbed as values, with the sentence around them kept", () => {

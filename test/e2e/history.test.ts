@@ -7,7 +7,7 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
@@ -342,6 +342,54 @@ test("export writes only into a new or empty directory or an earlier export of t
   symlinkSync(place, join(root, "link-to-place"));
   expect(await json(["export", join(root, "link-to-place", "fresh"), ...store])).toMatchObject({ generation: 1, added: 1 });
   expect(git(at("fresh"), "fsck", "--strict", "--no-dangling")).toMatchObject({ code: 0, err: "" });
+});
+
+test("export into a directory this user may not write is refused by its name, untouched, never STORAGE_FAILURE · INTERNAL", async () => {
+  requireBinary();
+  // Permissions bind only an unprivileged process: as root, the binary runs as
+  // nobody (65534) in a world of its own, so EACCES really happens.
+  const asRoot = process.getuid?.() === 0;
+  const world = mkdtempSync(join(tmpdir(), "slivingdoc-export-perm-"));
+  try {
+    if (asRoot) chownSync(world, 65534, 65534);
+    const worldEnv = { ...env, HOME: join(world, "home"), XDG_STATE_HOME: join(world, "state"), SLIVINGDOC_STORE: `sqlite:${join(world, "store.db")}` };
+    const user = async (...args: string[]) => {
+      const prefix = asRoot ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+      const p = Bun.spawn([...prefix, BINARY, ...args], { cwd: world, env: worldEnv, stdout: "pipe", stderr: "pipe" });
+      const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      return { stdout, stderr, code };
+    };
+    const nb = join(world, "nb");
+    expect((await user("pull", nb)).code).toBe(0);
+    writeFileSync(join(nb, "a.md"), "a\n");
+    expect((await user("commit", "-m", "first", nb)).code).toBe(0);
+    const made = (name: string) => {
+      mkdirSync(join(world, name));
+      if (asRoot) chownSync(join(world, name), 65534, 65534);
+      return join(world, name);
+    };
+    const locked = made("locked"); // empty, no write permission
+    const parent = made("parent"); // export would make DIR in it
+    expect((await user("export", join(world, "earlier"))).code).toBe(0);
+    writeFileSync(join(nb, "a.md"), "a\nb\n");
+    expect((await user("commit", "-m", "second", nb)).code).toBe(0);
+    chmodSync(locked, 0o555);
+    chmodSync(parent, 0o555);
+    chmodSync(join(world, "earlier", "objects", "pack"), 0o555); // an earlier export whose pack directory is read-only
+    const targets = () => ["locked", "parent", "earlier"].map((t) => listing(join(world, t)));
+    const before = targets();
+    const advice = "export needs a directory this user may write into: give it write permission (chmod u+w), or name another directory";
+    for (const name of ["locked", "parent/new", "earlier"]) {
+      const r = await user("export", name, "--json");
+      expect([r.code, r.stdout, r.stderr]).toEqual([EXIT_CODES.STARTUP, "", `slivingdoc: argument refusal: export DIR "${name}" cannot be written (permission denied); ${advice}\n`]);
+      expect(targets()).toEqual(before);
+    }
+    // Made writable, the same export goes on where it stopped.
+    chmodSync(join(world, "earlier", "objects", "pack"), 0o755);
+    expect(JSON.parse((await user("export", "earlier", "--json")).stdout)).toMatchObject({ generation: 2, added: 1 });
+  } finally {
+    rmSync(world, { recursive: true, force: true });
+  }
 });
 
 test("an earlier export is recognised after git gc packed its refs, one written before export marked its config, and one cut short after its mark", async () => {

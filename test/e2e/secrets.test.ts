@@ -283,6 +283,29 @@ describe("through the binary: a caller's names that look like keys or ids pass u
     const started = stderr.split("\n").filter((l) => l.includes('"server started"')).map((l) => JSON.parse(l));
     expect(started.map((r) => r.notebook)).toEqual([workspace]);
   }, 60_000);
+
+  // restore's refusal lists the unpublished files in its message only (they are not in `files`),
+  // and export's refusal quotes DIR as typed: names the caller gave or owns, exactly ids or not.
+  test("in restore's refusal to overwrite unpublished edits and of a path naming nothing, and export's refusal of DIR", async () => {
+    const nb = join(root, "restore-lookalikes");
+    expect(JSON.parse((await cli("pull", "--json", nb)).stdout).code).toBe("OK");
+    writeFileSync(join(nb, HEX40), "one\n");
+    writeFileSync(join(nb, HEX64), "one\n");
+    expect(JSON.parse((await cli("commit", "-m", "ids", "--json", nb)).stdout).code).toBe("OK");
+    writeFileSync(join(nb, HEX40), "two\n");
+    writeFileSync(join(nb, HEX64), "two\n");
+    const overwrite = `The restore would overwrite unpublished local edits (${HEX40}, ${HEX64}); nothing was restored. Commit them first, leave those paths out, or add --force to overwrite them.`;
+    const refused = await cli("restore", "--from", "1", "--dir", nb, "--json");
+    expect(JSON.parse(refused.stdout)).toMatchObject({ reason: "MALFORMED_INPUT", files: [], message: overwrite });
+    expect((await cli("restore", "--from", "1", "--dir", nb)).stderr).toContain(`\n${overwrite}\n`);
+    const missing = HEX40.split("").reverse().join("");
+    const nothing = await cli("restore", "--from", "1", "--dir", nb, "--json", missing);
+    expect(JSON.parse(nothing.stdout).message).toBe(`"${missing}" names no file in generation 1 nor in the checkout; nothing was restored.`);
+    writeFileSync(join(root, HEX64), "a file, not a directory\n");
+    const p = Bun.spawn([binary, "export", HEX64], { cwd: root, env: local, stdout: "pipe", stderr: "pipe" });
+    const [stderr] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    expect(stderr).toBe(`slivingdoc: argument refusal: export DIR "${HEX64}" is a regular file, not a directory; export writes only into a new or empty directory, or an earlier export of this notebook\n`);
+  }, 60_000);
 });
 
 const env = process.env;

@@ -3,10 +3,12 @@
  * checkout/state.ts): set aside when the directory leaves its path, taken
  * over where it turns up again, bounded; and damaged state counts as lost.
  */
-import { afterEach, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DIRECTORY_MARK, type DirectoryStat } from "../../src/engine/checkout/directory-identity.ts";
 import { checkoutStateDir } from "../../src/engine/checkout/registry.ts";
+import { commit } from "../../src/engine/commit.ts";
 import { type Baseline, CheckoutState } from "../../src/engine/checkout/state.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
 import { pull } from "../../src/engine/pull.ts";
@@ -111,4 +113,81 @@ test("a call reads its state and journal once, when it settles them under the lo
   } finally {
     state.release();
   }
+});
+
+/**
+ * Where the file system records no birth time (tmpfs on older kernels, some
+ * network file systems), a directory is known by its device, inode and the
+ * mark slivingdoc writes into it (directory-identity.ts). The stat is
+ * injected to report no birth time on any machine, and, for the harshest
+ * case, to give every directory one device and inode, as a directory made
+ * again at once may be given the inode of the one removed.
+ */
+describe("without birth times", () => {
+  const noBirthTime: DirectoryStat = (dir) => {
+    const st = statSync(dir);
+    return { dev: st.dev, ino: st.ino, birthtimeMs: 0 };
+  };
+  const oneInode: DirectoryStat = (dir) => ({ dev: statSync(dir).dev, ino: 42, birthtimeMs: 0 });
+
+  test("a directory replaced at its path, with the same device and inode, is a new checkout; the old state is set aside and its directory takes it back", async () => {
+    world = makeWorld();
+    const deps = world.deps({ directoryStat: oneInode });
+    const a = world.checkout("a");
+    await seedNotebook(deps, a, { "gone.md": "to be deleted\n", "keep.md": "kept\n" });
+    rmSync(join(a, "gone.md"));
+    const away = world.checkout("away");
+    renameSync(a, away);
+    mkdirSync(a);
+    // A commit from the new, empty directory would publish the deletion of every file: refused.
+    const e = await refusal(() => commit(deps, { path: a, message: "wipe" }));
+    expect([e.reason, e.message]).toEqual(["PULL_REQUIRED", "This directory is not the one that was pulled here (it was removed or replaced); call pull for it once, then commit. No remote state was touched."]);
+    expect(readdirSync(setAside())).toHaveLength(1);
+    await pull(deps, { path: a });
+    expect([read(a, "gone.md"), read(a, "keep.md")]).toEqual(["to be deleted\n", "kept\n"]);
+    // The original, back at the path: its unpublished deletion is still a local edit.
+    rmSync(a, { recursive: true });
+    renameSync(away, a);
+    expect((await readLocalChanges(deps, { path: a })).changes.map((c) => [c.path, c.change])).toEqual([["gone.md", "deleted"]]);
+    await commit(deps, { path: a, message: "delete" });
+    const other = world.checkout("other");
+    await pull(deps, { path: other });
+    expect([read(other, "gone.md"), read(other, "keep.md")]).toEqual([null, "kept\n"]);
+  });
+
+  test("a moved checkout keeps its state, and the mark is never published nor listed", async () => {
+    world = makeWorld();
+    const deps = world.deps({ directoryStat: noBirthTime });
+    const a = await (async () => {
+      const dir = world.checkout("a");
+      await seedNotebook(deps, dir, { "gone.md": "to be deleted\n", "keep.md": "kept\n" });
+      rmSync(join(dir, "gone.md"));
+      return dir;
+    })();
+    const moved = world.checkout("moved");
+    renameSync(a, moved);
+    expect((await readLocalChanges(deps, { path: moved })).changes.map((c) => [c.path, c.change])).toEqual([["gone.md", "deleted"]]);
+    expect(readdirSync(moved).sort()).toEqual([DIRECTORY_MARK, "keep.md"]);
+    expect((await commit(deps, { path: moved, message: "delete" })).files.map((f) => f.path)).toEqual(["gone.md"]);
+    const other = world.checkout("other");
+    await pull(deps, { path: other });
+    expect(readdirSync(other).sort()).toEqual([DIRECTORY_MARK, "keep.md"]);
+    expect(readFileSync(join(other, DIRECTORY_MARK), "utf8")).not.toBe(readFileSync(join(moved, DIRECTORY_MARK), "utf8"));
+  });
+
+  test("a state recorded before the mark (device and inode alone) stays the directory's", async () => {
+    world = makeWorld();
+    const deps = world.deps({ directoryStat: noBirthTime });
+    const a = world.checkout("a");
+    await seedNotebook(deps, a, { "gone.md": "to be deleted\n", "keep.md": "kept\n" });
+    rmSync(join(a, "gone.md"));
+    // What an earlier version left: no mark, the identity without one.
+    rmSync(join(a, DIRECTORY_MARK));
+    const stateFile = join(checkoutStateDir(world.privateRoot, deps.storeId, a), "state.json");
+    const state = JSON.parse(readFileSync(stateFile, "utf8"));
+    const st = statSync(a);
+    writeFileSync(stateFile, JSON.stringify({ ...state, directory: `${st.dev}:${st.ino}:0` }));
+    expect((await commit(deps, { path: a, message: "delete" })).files.map((f) => f.path)).toEqual(["gone.md"]);
+    expect(JSON.parse(readFileSync(stateFile, "utf8")).directory).toBe(`${st.dev}:${st.ino}:m${readFileSync(join(a, DIRECTORY_MARK), "utf8").trim()}`);
+  });
 });

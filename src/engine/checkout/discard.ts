@@ -13,7 +13,8 @@
  * lock) also keeps it.
  */
 import { createHash } from "../git/hash.ts";
-import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
+import { isDirectoryMark } from "./directory-identity.ts";
 import { join } from "node:path";
 import type { RandomSource } from "../../contract/clock.ts";
 import { checkoutStateDir, forgetCheckoutState } from "./registry.ts";
@@ -30,9 +31,10 @@ export interface DiscardTarget {
   randomId: RandomSource["randomId"];
 }
 
+/** Empty but for the directory's mark (directory-identity.ts), which is slivingdoc's. */
 function isEmptyDir(dir: string): boolean {
   try {
-    return readdirSync(dir).length === 0;
+    return readdirSync(dir).every(isDirectoryMark);
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "ENOENT";
   }
@@ -69,6 +71,7 @@ export function discardIfNothingUnpublished(target: DiscardTarget): boolean {
   if (stateHoldsWork(join(stateDir, "state.json"))) return false;
   // The directory first, and only while empty: a file written into it meanwhile keeps both.
   try {
+    for (const name of readdirSync(target.dir).filter(isDirectoryMark)) rmSync(join(target.dir, name), { force: true });
     rmdirSync(target.dir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") return false;

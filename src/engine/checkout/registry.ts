@@ -12,9 +12,9 @@
  * included, stay local edits, and its journal and recorded publication come
  * with it.
  * Set-aside states are bounded (SET_ASIDE, pruneSetAside). A directory whose
- * identity has no birth time gets none set aside: another directory made
- * later may be given the same device and inode, and would take over a
- * baseline of files it never held (directory-identity.ts).
+ * identity has neither birth time nor mark gets none set aside: another
+ * directory made later may be given the same device and inode, and would
+ * take over a baseline of files it never held (directory-identity.ts).
  */
 import { createHash } from "../git/hash.ts";
 import { lstatSync, mkdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
@@ -22,7 +22,7 @@ import { join } from "node:path";
 import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { readJson, writeAtomic, namesIn } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./lock.ts";
-import { directoryIdentity, isUnique } from "./directory-identity.ts";
+import { directoryIdentity, type DirectoryStat, isUnique, sameDirectory } from "./directory-identity.ts";
 import { check } from "./schema.ts";
 import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
 import { fileIdentity } from "../memory/file-identity.ts";
@@ -75,7 +75,7 @@ export interface RegistryMemory {
  * lock.
  */
 export function registeredCheckouts(
-  deps: { privateRoot: string; memory: RegistryMemory } & FileClock,
+  deps: { privateRoot: string; memory: RegistryMemory; directoryStat?: DirectoryStat } & FileClock,
   options: { self?: ProcessIdentity; opening?: string } = {},
 ): string[] {
   const { privateRoot } = deps;
@@ -101,8 +101,8 @@ export function registeredCheckouts(
         continue; // unreadable state is the business of its own checkout
       }
     }
-    const there = checkout.checkout === options.opening ? undefined : identityAt(checkout.checkout);
-    const left = there === null || (there !== undefined && checkout.directory !== undefined && there !== checkout.directory);
+    const there = checkout.checkout === options.opening ? undefined : identityAt(checkout.checkout, deps.directoryStat);
+    const left = there === null || (there !== undefined && checkout.directory !== undefined && !sameDirectory(checkout.directory, there));
     if (!left) {
       dirs.push(checkout.checkout);
       continue;
@@ -116,9 +116,9 @@ export function registeredCheckouts(
 }
 
 /** The identity of the directory at `path`; null when nothing is there, undefined when that cannot be told. */
-function identityAt(path: string): string | null | undefined {
+function identityAt(path: string, stat: DirectoryStat | undefined): string | null | undefined {
   try {
-    return directoryIdentity(path);
+    return directoryIdentity(path, stat !== undefined ? { stat } : {});
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     return code === "ENOENT" || code === "ENOTDIR" ? null : undefined;
@@ -168,7 +168,7 @@ function setAsideUnheld(privateRoot: string, base: string, id: string, storeId: 
  * Set aside the state in `stateDir`, whose lock the caller holds, made for
  * `directory`, which is no longer at its path: its files move (MOVED), and
  * the state directory stays for the checkout now at the path. Without a
- * birth time to know the directory by, the state is dropped instead.
+ * birth time or a mark to know the directory by, the state is dropped instead.
  */
 export function setAsideHeld(privateRoot: string, stateDir: string, storeId: string, directory: string, clock: FileClock): void {
   rmSync(join(stateDir, "stat-cache.json"), { force: true });

@@ -18,6 +18,7 @@ import { lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node
 import { DomainError, type ErrorFile } from "../../contract/errors.ts";
 import { isText } from "../merge/text.ts";
 import { IGNORE_FILE, type IgnoreRules } from "../patterns/ignore.ts";
+import { isDirectoryMark } from "./directory-identity.ts";
 import { builtInRules, type HeldPaths, isRuleFile, NOTHING_HELD } from "./ignored.ts";
 
 /**
@@ -322,6 +323,8 @@ function entriesInPathOrder(scan: Scan, absDir: string, relDir: string, names: s
         if (!scan.ours.has(relDir + name)) bad(scan, relDir + name, "reserved");
         continue;
       }
+      // The directory's mark (directory-identity.ts): slivingdoc's, never a notebook file.
+      if (relDir === "" && isDirectoryMark(name)) continue;
     }
     let st: Stats;
     try {

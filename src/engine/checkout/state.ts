@@ -21,8 +21,9 @@
  * state is set aside (checkout/registry.ts) for its directory to take back,
  * at this path or another: a volume mounted here again, a directory moved.
  * Every file is replaced
- * atomically (write a temporary file, fsync, rename), so a crash leaves the
- * old or the new state, never a torn one — except the stat cache, written
+ * atomically (write a temporary file, fsync, rename, fsync the directory),
+ * so a crash leaves the old or the new state, never a torn one, and a power
+ * loss never the old one after a call answered — except the stat cache, written
  * without fsync: a torn one does not parse, and is simply rebuilt.
  *
  * The state is only what the checkout knew. One that does not read as this
@@ -39,7 +40,7 @@ import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";
 import { acquireLock, type HeldLock, type ProcessIdentity } from "./lock.ts";
 import { checkoutStateDir, finishTakeover, setAsideHeld, takeOverSetAside } from "./registry.ts";
-import { directoryIdentity } from "./directory-identity.ts";
+import { directoryIdentity, type DirectoryStat, sameDirectory } from "./directory-identity.ts";
 import { diskFullBeforeChange, isDiskFull } from "./disk-full.ts";
 import {
   type Baseline,
@@ -87,6 +88,8 @@ export interface CheckoutStateOptions {
   self: ProcessIdentity;
   /** How long to wait for another operation on the same checkout. */
   lockTimeoutMs?: number;
+  /** How the directory is stat'ed for its identity (EngineDeps.directoryStat). */
+  directoryStat?: DirectoryStat;
   /** The process memory, shared by this process's calls. */
   memory: { objects: ObjectMemory; statCaches: StatCacheMemory };
   /** Time and chance (EngineDeps): the lock's clocks and waits, and the names of temporary files. */
@@ -178,8 +181,8 @@ export function settleState(at: StateLocation, clock: FileClock): SettledState {
   let own = readStateFile(at.stateDir, at.dir, at.storeId);
   let replaced = false;
   const recorded = own.state?.directory;
-  if (own.state !== null && recorded === undefined) {
-    // Written before directories were recorded: this is the directory it knew.
+  if (own.state !== null && (recorded === undefined || (recorded !== at.directory && sameDirectory(recorded, at.directory)))) {
+    // Written before directories were recorded, or before they were marked: this is the directory it knew.
     own.state = { ...own.state, directory: at.directory };
     writeStateFile(at.stateDir, own.state, clock.randomId);
   } else if (recorded !== undefined && recorded !== at.directory) {
@@ -251,7 +254,8 @@ export class CheckoutState {
       throw unopened(cause, options.dir, stateDir);
     }
     try {
-      directory = directoryIdentity(options.dir);
+      // Under the lock: the one place a directory without birth time is marked.
+      directory = directoryIdentity(options.dir, { ...(options.directoryStat !== undefined ? { stat: options.directoryStat } : {}), mark: options.clock.randomId });
       const settled = settleState({ privateRoot: options.privateRoot, storeId: options.storeId, dir: options.dir, stateDir, directory }, options.clock);
       // The stat cache went with a state set aside or taken over: what this process remembers of it is another directory's.
       if (settled.replaced || settled.takenOver) options.memory.statCaches.forget(join(stateDir, STAT_CACHE_FILE));

@@ -29,8 +29,8 @@
  * notebook identity recorded beside the marker could one day tell the
  * second case, and join the two histories.)
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, type Stats, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { accessSync, constants, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, type Stats, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { DomainError } from "../../contract/errors.ts";
 import { isAtOrBelow } from "../../contract/path-containment.ts";
 import type { FileClock, RandomSource } from "../../contract/clock.ts";
@@ -70,10 +70,17 @@ export interface ExportDeps extends HistoryDeps, FileClock {
  */
 export class ExportRefused extends Error {
   override readonly name = "ExportRefused";
-  constructor(readonly why: string) {
+  constructor(
+    readonly why: string,
+    /** What the caller does about it, when not the usual (name a new or empty directory, or an earlier export). */
+    readonly advice?: string,
+  ) {
     super(why);
   }
 }
+
+/** What to do about a directory this user may not write: the caller's to mend, as a file it may not read is. */
+const WRITABLE_ADVICE = "export needs a directory this user may write into: give it write permission (chmod u+w), or name another directory";
 
 /** Where an export may go: nothing there yet (missing or empty), or an earlier export and the commit its `main` names. */
 export type ExportTarget = { kind: "new" } | { kind: "export"; main: string | null; marked: boolean };
@@ -127,6 +134,29 @@ function lookFailed(e: unknown): never {
   throw e;
 }
 
+/**
+ * A write that the directory's permissions or file system refused, as the
+ * refusal it is: the caller's to mend, never an unexplained internal error.
+ * Anything else (a full disk) is thrown as it is.
+ */
+function writeFailed(e: unknown): never {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "EACCES" || code === "EPERM") throw new ExportRefused("cannot be written (permission denied)", WRITABLE_ADVICE);
+  if (code === "EROFS") throw new ExportRefused("is on a read-only file system", WRITABLE_ADVICE);
+  throw e;
+}
+
+/** Refuse a directory that will be written into, or one to be made in the nearest existing `dir`, that this user may not write. */
+function checkWritable(dir: string): void {
+  let at = dir;
+  while (entryAt(at) === null && dirname(at) !== at) at = dirname(at);
+  try {
+    accessSync(at, constants.W_OK);
+  } catch (e) {
+    writeFailed(e);
+  }
+}
+
 /** What is at `path`: nothing, or its lstat. */
 function entryAt(path: string): Stats | null {
   try {
@@ -157,7 +187,7 @@ export function checkExportTarget(deps: ExportDeps, named: string, dir: string):
   // What the caller named: a symlink is not the directory, wherever it points.
   if (entryAt(named)?.isSymbolicLink()) throw new ExportRefused("is a symbolic link, not a directory");
   const entry = entryAt(dir);
-  if (entry === null) return { kind: "new" };
+  if (entry === null) return writableTarget(dir, { kind: "new" });
   if (entry.isSymbolicLink()) throw new ExportRefused("is a symbolic link, not a directory");
   if (entry.isFile()) throw new ExportRefused("is a regular file, not a directory");
   if (!entry.isDirectory()) throw new ExportRefused("is not a directory");
@@ -167,14 +197,20 @@ export function checkExportTarget(deps: ExportDeps, named: string, dir: string):
   } catch (e) {
     return lookFailed(e);
   }
-  if (names.length === 0) return { kind: "new" };
+  if (names.length === 0) return writableTarget(dir, { kind: "new" });
   const config = readIfFile(join(dir, "config"));
   const marked = config !== undefined && marksExport(config);
   const unmarked = config === UNMARKED_EXPORT_CONFIG && ["HEAD", "objects", "refs"].every((n) => names.includes(n));
-  if (marked || unmarked) return { kind: "export", main: readMain(dir), marked };
+  if (marked || unmarked) return writableTarget(dir, { kind: "export", main: readMain(dir), marked });
   if (names.includes(".git")) throw new ExportRefused("is a git working tree, with files of its own");
   if (names.includes("HEAD") && isDirectory(join(dir, "objects"))) throw new ExportRefused("is a git repository that export did not write");
   throw new ExportRefused("holds files of its own");
+}
+
+/** `target`, once this user may write where export will write it (checkWritable). */
+function writableTarget(dir: string, target: ExportTarget): ExportTarget {
+  checkWritable(dir);
+  return target;
 }
 
 /** Atomic write: a temporary name beside the target, then rename. */
@@ -228,20 +264,27 @@ async function writeExport(deps: ExportDeps, history: History, named: string, di
   if (target.kind === "export" && target.main !== null && target.main !== history.boundary && !history.publications.some((p) => p.commit === target.main)) {
     throw new ExportRefused("is an export of another notebook, or of this one from before the history the store keeps");
   }
-  prepareRepository(dir, target, deps.randomId);
-  const have = packedObjects(dir);
-  const { commits, wanted } = await missingObjects(deps, history, dir, have);
-  if (wanted.length > 0) await writeObjects(deps, history, dir, wanted, have);
-  const boundary = writeShallow(dir, have, oldest, deps.randomId);
-  writeAtomic(join(dir, "refs", "heads", "main"), `${newest.commit}\n`, deps.randomId);
+  // Permissions can still refuse inside an earlier export (a subdirectory made read-only).
+  const written = await writeRepository(deps, history, dir, target).catch((e: unknown) => writeFailed(e));
   return {
     directory: dir,
     generation: newest.generation,
     oldestRetained: oldest.generation,
-    added: commits.length,
-    objects: wanted.length,
-    shallow: boundary,
+    ...written,
   };
+}
+
+/** Everything export writes, in the order the module comment gives: what was added, and whether the oldest is a shallow boundary. */
+async function writeRepository(deps: ExportDeps, history: History, dir: string, target: ExportTarget): Promise<{ added: number; objects: number; shallow: boolean }> {
+  const newest = history.publications[0]!;
+  const oldest = history.publications[history.publications.length - 1]!;
+  prepareRepository(dir, target, deps.randomId);
+  const have = packedObjects(dir);
+  const { commits, wanted } = await missingObjects(deps, history, dir, have);
+  if (wanted.length > 0) await writeObjects(deps, history, dir, wanted, have);
+  const shallow = writeShallow(dir, have, oldest, deps.randomId);
+  writeAtomic(join(dir, "refs", "heads", "main"), `${newest.commit}\n`, deps.randomId);
+  return { added: commits.length, objects: wanted.length, shallow };
 }
 
 /** The repository's frame: its directories, HEAD, and the config that marks it as an export. */

@@ -25,7 +25,7 @@
 import { DomainError } from "../../contract/errors.ts";
 import type { AcceptedState } from "./accepted-state.ts";
 import { checkoutStates } from "../checkout/registry.ts";
-import { directoryIdentity } from "../checkout/directory-identity.ts";
+import { directoryIdentity, type DirectoryStat, sameDirectory } from "../checkout/directory-identity.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { decodeCommit } from "../git/objects.ts";
 import type { Manifest } from "./manifest.ts";
@@ -83,7 +83,7 @@ interface Checkout {
   dir: string;
   git: ObjectCache;
   baseline: Baseline | null;
-  deps: { privateRoot: string; storeId: string };
+  deps: { privateRoot: string; storeId: string; directoryStat?: DirectoryStat };
 }
 
 /**
@@ -126,13 +126,13 @@ function anotherNotebook(checkout: Checkout, manifest: Manifest | null): DomainE
   if (manifest?.notebook === undefined) return null;
   let directory: string;
   try {
-    directory = directoryIdentity(checkout.dir);
+    directory = directoryIdentity(checkout.dir, checkout.deps.directoryStat !== undefined ? { stat: checkout.deps.directoryStat } : {});
   } catch {
     return null;
   }
   for (const other of checkoutStates(checkout.deps.privateRoot)) {
     const seen = other.baseline;
-    if (other.checkout !== checkout.dir || other.store === checkout.deps.storeId || other.directory !== directory) continue;
+    if (other.checkout !== checkout.dir || other.store === checkout.deps.storeId || (other.directory === undefined || !sameDirectory(other.directory, directory))) continue;
     if (seen.generation === 0 || seen.notebook === undefined || seen.notebook === manifest.notebook) continue;
     return new DomainError(
       "HISTORY_INVALID",
