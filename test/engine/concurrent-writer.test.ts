@@ -205,6 +205,39 @@ test("a line written through a descriptor opened before the pull removes the fil
   expect(await accepted("c", "old.md")).toBe(`to be removed by b\n${writer.lines[0]}`);
 });
 
+test("a pull that replaces more files than it holds open: the old ones are read before they are let go, and few stay open", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  const b = world.checkout("b");
+  const names = Array.from({ length: 100 }, (_, i) => `f${String(i).padStart(3, "0")}.md`);
+  await seedNotebook(world.deps(), a, Object.fromEntries(names.map((n) => [n, SEED])));
+  await pull(world.deps(), { path: b });
+  for (const n of names) write(b, n, SEED.replace("line 1\n", "line 1 by b\n"));
+  await commit(world.deps(), { path: b, message: "b" });
+  const descriptors = () => readdirSync("/proc/self/fd").length;
+  const before = descriptors();
+  let most = 0;
+  // Written long after its replacement, before the call answers: the first file is let go (and read) once 64 more are held.
+  const writer = appendThroughOld(a, "f000.md", "gated:f000.md", ["write:40"]);
+  const hooks: Hooks = {
+    ...writer.hooks,
+    afterWrite: () => {
+      most = Math.max(most, descriptors());
+      return writer.hooks.afterWrite?.();
+    },
+  };
+  try {
+    await pull(world.deps(hooks), { path: a });
+  } finally {
+    writer.close();
+  }
+  expect(writer.lines.length).toBe(1);
+  expect(count(read(a, "f000.md"), writer.lines[0]!)).toBe(1);
+  expect(count(read(a, "f000.md"), "line 1 by b\n")).toBe(1);
+  expect(most - before).toBeLessThan(80);
+  expect(most - before).toBeGreaterThan(60);
+});
+
 test("a line appended to a file the pull removes, in the instant before the removal: the file comes back, and conflicts", async () => {
   const { a } = await twoWriters();
   const line = "appended to the file b removed\n";
