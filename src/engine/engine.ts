@@ -24,7 +24,7 @@ import { diskFullBeforeChange, isDiskFull } from "./checkout/disk-full.ts";
 import type { ReplaceMoment } from "./checkout/visible-writes.ts";
 import { materialize, type RecoveryContext } from "./checkout/materialize.ts";
 import { recoverInterrupted } from "./checkout/recovery.ts";
-import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
+import { type Remerge, ReplacedFiles, type WrittenFile } from "./checkout/visible-writes.ts";
 import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 import { MAX_FILE_BYTES, refuseNonDirectory, scanNotebook, tooBigAdvice } from "./checkout/scan.ts";
@@ -163,6 +163,8 @@ export interface OpenCheckout {
   ignored: string[];
   /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
   lineCounts: Map<string, number>;
+  /** The old files materialize replaced, held open until the checkout is closed: what is appended to them meanwhile goes into the new ones. */
+  replaced: ReplacedFiles;
   baseline: Baseline | null;
   /** Why `baseline` is null, when the directory was pulled before (pullRequired). */
   lost: LostState | null;
@@ -264,6 +266,7 @@ export async function openCheckout(deps: EngineDeps, path: string, create: boole
       held: null,
       ignored: [],
       lineCounts: new Map(),
+      replaced: new ReplacedFiles(),
       baseline,
       lost,
     };
@@ -454,7 +457,7 @@ export async function materializeInto(
   // Already there (a call that found nothing to do): no file to write, no state to replace.
   if (b && b.generation === target.generation && b.head === target.head && b.tree === target.tree && sameTree(checkout.local, to)) return { written: [], left: [] };
   const written = (oid: string, bytes: Uint8Array) => checkout.lineCounts.set(oid, lineCount(bytes));
-  const done = await materialize(checkout.state, checkout.local, to, target, { ...checkout.deps, written, ...(remerge ? { remerge } : {}) }, recovery, leftBase);
+  const done = await materialize(checkout.state, checkout.local, to, target, { ...checkout.deps, written, replaced: checkout.replaced, ...(remerge ? { remerge } : {}) }, recovery, leftBase);
   checkout.baseline = done.baseline;
   if (done.written.length > 0) {
     checkout.statCache.recordWrites(done.written);
@@ -552,8 +555,17 @@ export function localFailure(checkout: OpenCheckout, e: unknown): unknown {
   return diskFullBeforeChange(e, { notebook: checkout.dir, privateState: checkout.state.stateDir });
 }
 
+/**
+ * The end of an operation, before it answers: the old files it replaced are
+ * read once more, for lines a writer that opened one before its rename
+ * wrote into it since (checkout/visible-writes.ts, ReplacedFiles); then the lock goes.
+ */
 export function closeCheckout(checkout: OpenCheckout): void {
-  checkout.state.release();
+  try {
+    checkout.replaced.release();
+  } finally {
+    checkout.state.release();
+  }
 }
 
 /** The baseline's files, or none when they are missing from the cache (a pull fetches them, and then knows what is held: pull.ts). */

@@ -10,8 +10,10 @@
  * Each line is classified by whether the path still named the very file it
  * wrote into, checked after the write: "named" lines were written into the
  * file while it had its name, so nothing may lose them; "unnamed" ones went
- * into a file that had been replaced by then, which no tool can keep
- * (docs/failures.md). The test asserts on the first and reports the second.
+ * into a file that had been replaced by then, which slivingdoc carries into
+ * the new file only when they were written before the call's last look at
+ * the old one (docs/failures.md). The test asserts on the first and reports
+ * the second.
  * `replaced` counts the times the file at the path was another one than at
  * the previous append: the rewrites the test is about.
  */

@@ -7,7 +7,7 @@
  * crash tests' hooks), or between the check of a file and its replacement.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { appendFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, closeSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { DomainError } from "../../src/contract/errors.ts";
 import { commit } from "../../src/engine/commit.ts";
@@ -70,6 +70,35 @@ function appendAt(dir: string, file: string, at: string, line: string): Hooks {
   };
 }
 
+/**
+ * Hooks that open `file` in `dir` for appending at the first moment named
+ * `openAt`, as `echo line >> FILE` does, and write one line through that
+ * descriptor at the first moment named each of `writeAt` — after the file
+ * was replaced, for most: into the old file, which no longer has a name.
+ * `close` closes it (after the call: a writer may keep it open past it).
+ */
+function appendThroughOld(dir: string, file: string, openAt: string, writeAt: string[]): { hooks: Hooks; lines: string[]; close: () => void } {
+  let fd: number | null = null;
+  const lines: string[] = [];
+  const seen = new Set<string>();
+  let writes = 0;
+  const at = (moment: string) => {
+    if (seen.has(moment)) return;
+    seen.add(moment);
+    if (moment === openAt) fd = openSync(join(dir, file), "a");
+    if (fd === null || !writeAt.includes(moment)) return;
+    const line = `opened at ${openAt}, written at ${moment}\n`;
+    writeSync(fd, line);
+    lines.push(line);
+  };
+  const hooks: Hooks = {
+    onStage: (stage) => at(stage),
+    afterWrite: () => at(`write:${++writes}`),
+    onReplace: (path, moment) => at(`${moment}:${path}`),
+  };
+  return { hooks, lines, close: () => fd !== null && closeSync(fd) };
+}
+
 function count(text: string | null, line: string): number {
   return (text ?? "").split("\n").filter((l) => `${l}\n` === line).length;
 }
@@ -111,6 +140,103 @@ for (const op of ["pull", "commit"] as const) {
     }
   });
 }
+
+/** A call on a's checkout, with `hooks`. */
+async function call(op: "pull" | "commit", a: string, hooks: Hooks): Promise<void> {
+  if (op === "pull") await pull(world.deps(hooks), { path: a });
+  else await commit(world.deps(hooks), { path: a, message: "a" });
+}
+
+for (const op of ["pull", "commit"] as const) {
+  describe(`a line written through a descriptor of the file opened before a ${op} replaces it`, async () => {
+    const stages = await stagesOf(op);
+    const opens = ["materialize", "checked:shared.md", "gated:shared.md"];
+    test("the call goes through the moments it is tested at", () => {
+      for (const moment of [...opens, "renamed:shared.md", "diffstat"]) expect(stages).toContain(moment);
+      expect(stages.indexOf("diffstat")).toBe(stages.length - 1);
+    });
+    for (const openAt of opens) {
+      for (const writeAt of stages.slice(stages.indexOf(openAt) + 1)) {
+        test(`opened at ${openAt}, written at ${writeAt}: in the new file, then published once`, async () => {
+          const { a } = await twoWriters();
+          const writer = appendThroughOld(a, "shared.md", openAt, [writeAt]);
+          try {
+            await call(op, a, writer.hooks);
+          } finally {
+            writer.close();
+          }
+          expect(writer.lines.length).toBe(1);
+          const [line] = writer.lines as [string];
+          expect([count(read(a, "shared.md"), line), count(read(a, "shared.md"), "line 1 by b\n")]).toEqual([1, 1]);
+          await commit(world.deps(), { path: a, message: "after" });
+          const shared = await accepted("c", "shared.md");
+          expect([count(shared, line), count(shared, "line 1 by b\n")]).toEqual([1, 1]);
+          expect(readdirSync(a).filter((n) => n.startsWith(".slivingdoc-partial-"))).toEqual([]);
+        });
+      }
+    }
+    test("opened in the instant before the rename, a line written at every moment after it: each kept once", async () => {
+      const { a } = await twoWriters();
+      const writer = appendThroughOld(a, "shared.md", "gated:shared.md", stages.slice(stages.indexOf("gated:shared.md") + 1));
+      try {
+        await call(op, a, writer.hooks);
+      } finally {
+        writer.close();
+      }
+      expect(writer.lines.length).toBe(stages.length - 1 - stages.indexOf("gated:shared.md"));
+      await commit(world.deps(), { path: a, message: "after" });
+      const shared = await accepted("c", "shared.md");
+      expect(writer.lines.map((line) => count(shared, line))).toEqual(writer.lines.map(() => 1));
+    });
+  });
+}
+
+test("a line written through a descriptor opened before the pull removes the file, after the removal: the file comes back holding it", async () => {
+  const { a } = await twoWriters();
+  const writer = appendThroughOld(a, "old.md", "gated:old.md", ["write:1"]);
+  try {
+    await pull(world.deps(writer.hooks), { path: a });
+  } finally {
+    writer.close();
+  }
+  // The removal stands in the accepted state; the file is back here, as a local file, with what it held and the line.
+  expect(read(a, "old.md")).toBe(`to be removed by b\n${writer.lines[0]}`);
+  await commit(world.deps(), { path: a, message: "after" });
+  expect(await accepted("c", "old.md")).toBe(`to be removed by b\n${writer.lines[0]}`);
+});
+
+test("a pull that replaces more files than it holds open: the old ones are read before they are let go, and few stay open", async () => {
+  world = makeWorld();
+  const a = world.checkout("a");
+  const b = world.checkout("b");
+  const names = Array.from({ length: 100 }, (_, i) => `f${String(i).padStart(3, "0")}.md`);
+  await seedNotebook(world.deps(), a, Object.fromEntries(names.map((n) => [n, SEED])));
+  await pull(world.deps(), { path: b });
+  for (const n of names) write(b, n, SEED.replace("line 1\n", "line 1 by b\n"));
+  await commit(world.deps(), { path: b, message: "b" });
+  const descriptors = () => readdirSync("/proc/self/fd").length;
+  const before = descriptors();
+  let most = 0;
+  // Written long after its replacement, before the call answers: the first file is let go (and read) once 64 more are held.
+  const writer = appendThroughOld(a, "f000.md", "gated:f000.md", ["write:40"]);
+  const hooks: Hooks = {
+    ...writer.hooks,
+    afterWrite: () => {
+      most = Math.max(most, descriptors());
+      return writer.hooks.afterWrite?.();
+    },
+  };
+  try {
+    await pull(world.deps(hooks), { path: a });
+  } finally {
+    writer.close();
+  }
+  expect(writer.lines.length).toBe(1);
+  expect(count(read(a, "f000.md"), writer.lines[0]!)).toBe(1);
+  expect(count(read(a, "f000.md"), "line 1 by b\n")).toBe(1);
+  expect(most - before).toBeLessThan(80);
+  expect(most - before).toBeGreaterThan(60);
+});
 
 test("a line appended to a file the pull removes, in the instant before the removal: the file comes back, and conflicts", async () => {
   const { a } = await twoWriters();

@@ -22,7 +22,7 @@ import type { Baseline, CheckoutState } from "./state.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { diskFullBeforeChange, diskFullWhileWriting, isDiskFull } from "./disk-full.ts";
 import { recoverInterrupted, treeWithOverrides } from "./recovery.ts";
-import { apply, type FileWrite, type Remerge, type ReplaceMoment, type Writer, writerClock, type WrittenFile } from "./visible-writes.ts";
+import { apply, type FileWrite, type Remerge, type ReplacedFiles, type ReplaceMoment, type Writer, writerClock, type WrittenFile } from "./visible-writes.ts";
 
 /** The visible files that differ between `from` (what is on disk) and `to`. */
 export function plannedWrites(from: FlatTree, to: FlatTree): FileWrite[] {
@@ -45,6 +45,8 @@ export interface MaterializeHooks extends FileClock {
   onReplace?: (path: string, moment: ReplaceMoment) => void;
   /** How a file written to since the scan is merged again (visible-writes.ts, apply); without it, such a file is left as it is. */
   remerge?: Remerge;
+  /** Where the old files replaced stay open, to be read once more before the call answers (visible-writes.ts). */
+  replaced?: ReplacedFiles;
 }
 
 /** Where a failure after local mutation began is reported (errors.md RECOVERY_FAILURE). */
@@ -115,7 +117,7 @@ export async function materialize(
 /** The journaled writes, each file brought from `before` to `after` (visible-writes.ts). */
 async function writeFiles(state: CheckoutState, writes: FileWrite[], hooks: MaterializeHooks): Promise<{ written: WrittenFile[]; left: string[] }> {
   const progress = state.openJournalProgress(false);
-  const writer: Writer = { ...writerClock(hooks), root: state.dir, git: state.git, side: "after", progress, made: new Set(), onReplace: hooks.onReplace, checkLock: () => state.checkLock() };
+  const writer: Writer = { ...writerClock(hooks), root: state.dir, git: state.git, side: "after", progress, made: new Set(), onReplace: hooks.onReplace, checkLock: () => state.checkLock(), replaced: hooks.replaced };
   try {
     const changes = writes.map((w) => ({ path: w.path, expected: w.before, target: w.after }));
     return await apply(writer, changes, hooks);

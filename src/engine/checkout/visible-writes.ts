@@ -18,9 +18,12 @@
  * the new content is the local side), and tried again; or, when that keeps
  * failing or the caller says so, left as it is for the next call, its
  * baseline chosen so that the next merge takes the writes for local edits
- * (materialize.ts, `skippedBase`). What a writer that still holds the old
- * file open writes after the rename goes into a file that no longer has a
- * name: no tool can keep that (docs/failures.md).
+ * (materialize.ts, `skippedBase`). A writer that opened the old file just
+ * before the rename (`echo line >> FILE` opens, then writes) may write into
+ * it after the rename, into a file that no longer has a name: the call keeps
+ * it open and reads it again before it answers (ReplacedFiles), and what was
+ * appended to it goes into the new file as a local edit. What is written
+ * after that last look is lost (docs/failures.md).
  *
  * A file that did not exist before is written in place, which spares a
  * rename per file on a cold pull: it is created exclusively (so it cannot
@@ -33,7 +36,7 @@
  * made: recovery removes exactly those, and the scan refuses the pattern by
  * name, so a user's file is never taken for one of ours.
  */
-import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, type Stats, writeSync } from "node:fs";
+import { closeSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmdirSync, rmSync, type Stats, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { FileClock, RandomSource } from "../../contract/clock.ts";
 import type { JournalProgressLog } from "./state.ts";
@@ -87,6 +90,8 @@ export interface Writer {
   randomId: RandomSource["randomId"];
   /** Before each file: LOCAL_STATE once the checkout's lock is no longer this call's (CheckoutState.checkLock). */
   checkLock: () => void;
+  /** Where the files replaced stay open until the call answers; without it, each is let go right after its rename. */
+  replaced?: ReplacedFiles;
 }
 
 /** A writer's clock and names, from the call's (EngineDeps). */
@@ -190,22 +195,22 @@ function stamped(w: Writer, c: Change, file: string): WrittenFile {
  * The file is held under a second name (the same file), read there and
  * compared; then, a moment before the rename, a gate: nothing was written
  * while it was read, and the path still names it. A write in the instant
- * between the gate and the rename is found after it: when it only appended
- * to the file (a script logging into it), the appended bytes are appended
- * to the new content too; anything else, and the written file goes back as
- * it was left. Appending rather than putting back keeps a write made to the
- * new file in the instant after the rename, which putting back would lose.
+ * between the gate and the rename is found after it (afterRename). The old
+ * file is held open too, for a writer that opened it before the rename and
+ * writes after that look (ReplacedFiles).
  */
 function replaceIfUnchanged(w: Writer, c: Change, bytes: Uint8Array | null): boolean {
   const file = join(w.root, c.path);
   const tmp = bytes === null ? null : scratchFile(w, c.path);
   const aside = scratchFile(w, c.path);
+  let old: number | null = null;
   try {
     if (tmp !== null && bytes !== null && !writeNew(tmp, bytes)) throw new Error("a fresh temporary name was taken");
     const held = holdAside(file, aside);
     // Removed since the scan: for a removal that is the same; for a rewrite, an edit to keep.
     if (held === "gone") return tmp === null;
     if (held === "other") return false;
+    if (held === "linked") old = openSync(aside, "r");
     // Without hard links the comparison is made at the path itself, a moment before the rename (docs/failures.md).
     const subject = held === "linked" ? aside : file;
     const seen = lstatSync(subject);
@@ -217,17 +222,11 @@ function replaceIfUnchanged(w: Writer, c: Change, bytes: Uint8Array | null): boo
     if (held === "linked" && lstatOrNull(file)?.ino !== gate.ino) return false;
     w.onReplace?.(c.path, "gated");
     swap(w, c, file, tmp);
-    if (held === "linked") {
+    if (old !== null) {
       w.onReplace?.(c.path, "renamed");
-      const late = writtenAfter(w, aside, gate, checked);
-      if (late === "other") {
-        putBack(w, c, aside, file);
-        return false;
-      }
-      if (late !== null) {
-        keepLateAppend(w, c, aside, file, late);
-        if (tmp === null) return false;
-      }
+      const kept = afterRename(w, c, { file, aside, tmp, gate, checked, fd: old });
+      old = null; // afterRename closed it, or handed it on
+      if (!kept) return false;
     }
     if (tmp === null) {
       // The second name goes first: the directory must be empty to go too.
@@ -236,8 +235,54 @@ function replaceIfUnchanged(w: Writer, c: Change, bytes: Uint8Array | null): boo
     }
     return true;
   } finally {
+    if (old !== null) closeSync(old);
     if (tmp !== null) rmSync(tmp, { force: true });
     rmSync(aside, { force: true });
+  }
+}
+
+/** The old file, just replaced: its two names, the new content's temporary one (null: removed), the gate's look at it, what it held then, and a descriptor of it. */
+interface Replaced {
+  file: string;
+  aside: string;
+  tmp: string | null;
+  gate: Stats;
+  checked: Uint8Array;
+  fd: number;
+}
+
+/**
+ * Right after the rename, a look at the old file for a write in the instant
+ * before it: when it only appended to the file (a script logging into it),
+ * the appended bytes are appended to the new content too; anything else,
+ * and the written file goes back as it was left (false). Appending rather
+ * than putting back keeps a write made to the new file in the instant after
+ * the rename, which putting back would lose. The old file's descriptor is
+ * closed, or, while the old file has no name, kept for the look before the
+ * call answers (ReplacedFiles).
+ */
+function afterRename(w: Writer, c: Change, r: Replaced): boolean {
+  let fd: number | null = r.fd;
+  try {
+    const late = writtenAfter(w, r.aside, r.gate, r.checked);
+    if (late === "other") {
+      putBack(w, c, r.aside, r.file);
+      return false;
+    }
+    if (late !== null) {
+      keepLateAppend(w, c, r.aside, r.file, late);
+      // A removal put the old file back at its name: nothing left without one.
+      if (r.tmp === null) return false;
+    }
+    const known = late === null ? r.checked : Buffer.concat([r.checked, late]);
+    const prefix = late === null ? c.expected! : blobId(known);
+    if (w.replaced) {
+      w.replaced.keep({ file: r.file, fd, size: known.length, prefix, removed: r.tmp === null });
+      fd = null;
+    }
+    return true;
+  } finally {
+    if (fd !== null) closeSync(fd);
   }
 }
 
@@ -295,12 +340,83 @@ function keepLateAppend(w: Writer, c: Change, aside: string, file: string, late:
     }
     late = readFileSync(aside);
   }
+  appendTo(file, late);
+}
+
+function appendTo(file: string, bytes: Uint8Array): void {
   const fd = openSync(file, "a");
   try {
-    for (let done = 0; done < late.length; ) done += writeSync(fd, late, done, late.length - done);
+    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
   } finally {
     closeSync(fd);
   }
+}
+
+/** An old file replaced by this call, held open: the path it had, its size and blob id as last read (what was carried of it), and whether the call removed it rather than replacing it. */
+export interface HeldFile {
+  file: string;
+  fd: number;
+  size: number;
+  prefix: string;
+  removed: boolean;
+}
+
+/** At most this many old files held open at once (descriptors are few): beyond, the oldest is read and let go. */
+const HELD = 64;
+
+/**
+ * The files a call replaced, each held open after its rename. A writer that
+ * opened one just before the rename (`echo line >> FILE` opens, then
+ * writes) may write into it after afterRename's look, into a file that no
+ * longer has a name. Read again before the call answers (`release`), what
+ * was appended to it since is appended to the file at its path: a local
+ * edit, which the next commit publishes. A write after that last look, or
+ * one that is not an append, is lost (docs/failures.md).
+ */
+export class ReplacedFiles {
+  private readonly held: HeldFile[] = [];
+
+  keep(h: HeldFile): void {
+    this.held.push(h);
+    // The oldest has had the longest for a late write to arrive.
+    while (this.held.length > HELD) settle(this.held.shift()!);
+  }
+
+  /** Read each once more, carry what was appended, and let them go. */
+  release(): void {
+    for (const h of this.held.splice(0)) settle(h);
+  }
+}
+
+function settle(h: HeldFile): void {
+  try {
+    carryAppended(h);
+  } catch {
+    /* the new file cannot be written now (gone with its directory, disk full): the old one's late bytes have nowhere to go */
+  } finally {
+    closeSync(h.fd);
+  }
+}
+
+/**
+ * Bytes appended to the old file `h` since it was last read, appended to
+ * the file at its path now. The old file of a removal comes back whole, as
+ * in keepLateAppend (a file made at the path meanwhile gets it appended).
+ * A change other than an append is not carried.
+ */
+function carryAppended(h: HeldFile): void {
+  const size = fstatSync(h.fd).size;
+  if (size <= h.size) return;
+  const content = Buffer.alloc(size);
+  for (let done = 0; done < size; ) {
+    const n = readSync(h.fd, content, done, size - done, done);
+    if (n === 0) break;
+    done += n;
+  }
+  if (blobId(content.subarray(0, h.size)) !== h.prefix) return;
+  if (h.removed) mkdirSync(dirname(h.file), { recursive: true });
+  if (h.removed && writeNew(h.file, content)) return;
+  appendTo(h.file, h.removed ? content : content.subarray(h.size));
 }
 
 /**
