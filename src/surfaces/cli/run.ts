@@ -244,6 +244,9 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   const memory = processMemory();
   try {
     await serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, ...io.protocol() });
+  } catch (e) {
+    // A store opened after the handshake that turned out of a newer format (mcp/serve.ts).
+    return refused(e, io, [config.privateRoot]);
   } finally {
     await store.close();
     // As in execute(): the server's calls left some state in the process memory only.

@@ -18,6 +18,8 @@ import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
 import { type RuntimeConfig, runtimeSecrets } from "../config.ts";
 import { DeferredStore } from "../deferred-store.ts";
+import { StartupRefusal } from "../../contract/startup.ts";
+import { refuseNewerStore } from "../verified-store.ts";
 import { clientAgent } from "../../contract/agent.ts";
 import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder } from "../engine-deps.ts";
 import type { OperationContext } from "../operation.ts";
@@ -122,8 +124,16 @@ async function run(
   let client: { getClientVersion(): { name: string; version: string } | undefined } | null = null;
   const operation = operationContext(options, root, () => client?.getClientVersion());
   // A store left unopened at start (a trusted S3 store) opens now, not in the first call;
-  // a failure there surfaces in that call, as every store failure does.
-  if (options.store instanceof DeferredStore) options.store.open().catch(() => {});
+  // a failure there surfaces in that call, as every store failure does. A store of a newer
+  // format ends the server as a refused start would (verified-store.ts), calls running meanwhile
+  // answering MANIFEST_INVALID in the same words.
+  const newer: Promise<StartupRefusal | null> =
+    options.store instanceof DeferredStore
+      ? options.store.open().then(refuseNewerStore).then(
+          () => null,
+          (e: unknown) => (e instanceof StartupRefusal ? e : null),
+        )
+      : Promise.resolve(null);
   const { server, idle, busy } = createMcpServer({ identity, sets: config.pathSets, operation });
   client = server;
   const closed = new Promise<void>((resolve) => {
@@ -153,6 +163,11 @@ async function run(
     })();
   };
   void Promise.race([transport.ended, stopRequested]).then(stop);
+  void newer.then((refusal) => {
+    if (refusal === null) return;
+    transport.hold();
+    stop();
+  });
   // A host that closed stdout is gone, whether or not it closed stdin: no new call starts, the ones running finish.
   void transport.outputGone.then(() => {
     transport.hold();
@@ -160,6 +175,9 @@ async function run(
   });
   await closed;
   await swept;
+  // Awaited even when the host left first: a server that met a newer store says so and exits 2.
+  const refusal = await newer;
+  if (refusal !== null) throw refusal;
 }
 
 /** A plain `initialize` as the first line is answered at once, before the SDK and the engine are loaded (handshake.ts). */
