@@ -150,7 +150,7 @@ function startupMs(file: string): number {
     const started = performance.now();
     const run = spawnSync(file, ["--version"], { encoding: "utf8" });
     const elapsed = performance.now() - started;
-    if (run.status !== 0 || run.stdout !== `${version}\n`) fail(`${file} --version gave ${JSON.stringify(run.stdout)} (exit ${run.status}), not ${version}`);
+    if (run.status !== 0 || run.stdout.split("\n")[0] !== `slivingdoc ${version}`) fail(`${file} --version gave ${JSON.stringify(run.stdout)} (exit ${run.status}), not slivingdoc ${version}`);
     if (i > 0) times.push(elapsed);
   }
   times.sort((a, b) => a - b);
