@@ -120,6 +120,11 @@ export interface CliForm {
    * command's report, not a start-up refusal.
    */
   examinesStore?: boolean;
+  /**
+   * Sets a notebook up (init): an embedded store's file is made where it is
+   * asked for, as `--create` would, since this is the first set-up path.
+   */
+  createsStore?: boolean;
   /** The operation's input from the parsed flags and positionals (a start-up refusal for a bad flag value). */
   toInput(flags: Record<string, string | boolean>, path: string | undefined, positionals: string[]): Record<string, unknown>;
 }

@@ -61,6 +61,40 @@ function defineOperation<I, R>(operation: Operation<I, R>): Operation<I, R> {
 export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
+      name: "init",
+      createsStore: true,
+      summary: "Start a team's notebook: publish the recommended .gitattributes, .gitignore and AGENTS.md where they are missing, then pull PATH if given",
+      usage: "init [PATH]",
+      flags: {},
+      path: true,
+      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+    },
+    input: objectInput("init", { path: optional(stringField({})) }),
+    async run(ctx, input) {
+      const { initNotebook } = await import("../engine/init.ts");
+      const { tmpdir } = await import("node:os");
+      // Its scratch checkout is made in the system's temporary directory, away from every checkout.
+      const layout = await initNotebook(ctx.engine(), { scratchParent: tmpdir() });
+      if (input.path === undefined) return { ...layout, pulled: null };
+      const { pull } = await import("../engine/pull.ts");
+      return { ...layout, pulled: withIgnored(await pull(ctx.engine(), { path: ctx.notebookPath(input.path) }), ctx.sets) };
+    },
+    renderTo: "stderr",
+    render(r) {
+      const { plural, renderDiffstat } = cli();
+      const names = (paths: string[]) => paths.join(", ");
+      const head =
+        r.published.length === 0
+          ? `init: the notebook already has ${names(r.left)}; nothing published (generation ${r.generation})`
+          : `init: published ${names(r.published)} at generation ${r.generation}` +
+            (r.left.length > 0 ? `; left ${plural(r.left.length, "file")} the notebook already had as ${r.left.length === 1 ? "it is" : "they are"}: ${names(r.left)}` : "");
+      return `${head}\n${r.pulled === null ? "" : renderDiffstat(r.pulled, PULLED) + ignoredLine(r.pulled)}`;
+    },
+    done: (r) => (r.published.length > 0 ? `init published ${r.published.join(", ")} at generation ${r.generation}` : undefined),
+  }),
+
+  defineOperation({
+    cli: {
       name: "pull",
       writesNothing: true,
       summary: "Write the accepted notebook into PATH, merging your unpublished edits",

@@ -275,7 +275,9 @@ function causeLog(io: CliIo): Log {
 /** One operation of the registry, from the command line. */
 async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo, done: Done): Promise<number> {
   const json = parsed.flags.json === true;
-  const started = await startUp(parsed, io, openingOf(operation.cli));
+  // init is the first set-up path: it makes the embedded store's directory as --create would.
+  const setUp = operation.cli.createsStore === true ? { ...parsed, flags: { ...parsed.flags, create: true } } : parsed;
+  const started = await startUp(setUp, io, openingOf(operation.cli));
   if (typeof started === "number") return started;
   const { config, store, deadline, forgetProbe } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
