@@ -93,6 +93,8 @@ export interface CliForm {
   summary: string;
   /** How to call it, for a refusal that lacks a required flag ("commit -m MSG [PATH]"). */
   usage: string;
+  /** One example, as `--help` shows it. */
+  example: string;
   flags: Record<string, CliFlag>;
   /** Takes one optional notebook PATH (true), any number of notebook paths ("paths": restore's files), or none. */
   path: boolean | "paths";

@@ -62,6 +62,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "init",
+      example: "slivingdoc init ./notebook",
       createsStore: true,
       summary: "Start a team's notebook: publish the recommended .gitattributes, .gitignore and AGENTS.md where they are missing, then pull PATH if given",
       usage: "init [PATH]",
@@ -96,6 +97,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "pull",
+      example: "slivingdoc pull ./notebook",
       writesNothing: true,
       summary: "Write the accepted notebook into PATH, merging your unpublished edits",
       usage: "pull [PATH]",
@@ -122,6 +124,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "attach",
+      example: "slivingdoc attach ./notebook",
       writesNothing: true,
       summary: "After the store went backwards (or its manifest was damaged, with --replace-damaged-manifest): attach PATH to the store as it is, keeping its files as local edits to publish (operators)",
       usage: "attach [PATH] [--replace-damaged-manifest]",
@@ -157,6 +160,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "commit",
+      example: 'slivingdoc commit -m "plan: ship on Friday" ./notebook',
       summary: "Publish the changes in PATH and incorporate concurrent changes",
       usage: "commit -m MSG [PATH]",
       flags: {
@@ -194,6 +198,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "gc",
+      example: "slivingdoc gc --dry-run",
       summary: "Remove packs no manifest references, older than a grace period (maintenance)",
       usage: "gc [--grace DURATION] [--dry-run] [--delete-lost]",
       flags: {
@@ -252,6 +257,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "generation",
+      example: "slivingdoc generation",
       writesNothing: true,
       summary: "Print the accepted generation of the notebook (reads the store only)",
       usage: "generation",
@@ -271,6 +277,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "log",
+      example: "slivingdoc log --since 2d --path shared/plan.md",
       writesNothing: true,
       summary: "List the retained publications, newest first: generation, time, agent, message, files changed",
       usage: "log [--limit N] [--since DATE|DURATION] [--path a,b] [--oneline | --stat]",
@@ -315,6 +322,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "agents",
+      example: "slivingdoc agents --since 1d",
       writesNothing: true,
       summary: "List the agents of the retained history: publications, first and last, files touched",
       usage: "agents [--since DATE|DURATION]",
@@ -336,6 +344,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "show",
+      example: "slivingdoc show 12 > generation-12.patch",
       writesNothing: true,
       summary: "Show what one publication changed, as git's unified diff",
       usage: "show GENERATION [--stat] [--path a,b]",
@@ -371,6 +380,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "export",
+      example: "slivingdoc export ./history && git -C ./history log --stat",
       writesNothing: true,
       summary: "Write the retained history into DIR as a bare git repository (updated incrementally when run again)",
       usage: "export DIR",
@@ -410,6 +420,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "status",
+      example: "slivingdoc status ./notebook",
       summary: "What a commit of PATH would publish, and how far it is behind (reads only; works offline)",
       usage: "status [PATH]",
       flags: {},
@@ -463,6 +474,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "diff",
+      example: "slivingdoc diff ./notebook",
       summary: "Print the changes in PATH against its baseline as a unified diff (reads only; works offline)",
       usage: "diff [--stat] [PATH]",
       flags: { stat: { type: "boolean", description: "Print git's diffstat instead of the patch" } },
@@ -507,6 +519,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "restore",
+      example: "slivingdoc restore --from 7 --dir ./notebook plan.md",
       writesNothing: true,
       summary: "Write a retained generation's version of files into a checkout, as local edits to review and commit",
       usage: "restore --from GENERATION [PATH…]",
@@ -563,6 +576,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "doctor",
+      example: "slivingdoc doctor --samples 50 --deadline 2m",
       examinesStore: true,
       summary: "Examine the configured store: permissions, conditional writes, latency, write rate, clock skew, and the settings it calls for (operators)",
       usage: "doctor [--samples N]",

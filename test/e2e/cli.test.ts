@@ -291,5 +291,25 @@ describe("refusals before anything is touched", () => {
     expect(h.stdout).toContain("--message");
     expect(h.stdout).toContain("--commit-retries");
     expect(h.stdout).toContain("--deadline");
+    // Not a terminal: 80 columns, no trailing spaces; the command's own flags first, the shared settings under their heading; one example.
+    for (const args of [["--help"], ...["serve", "init", "pull", "commit", "log", "doctor"].map((c) => [c, "--help"])]) {
+      const text = (await cli(root, ...args)).stdout;
+      expect({ args, long: text.split("\n").filter((l) => l.length > 80) }).toEqual({ args, long: [] });
+      expect({ args, trailing: text.split("\n").filter((l) => / $/.test(l)) }).toEqual({ args, trailing: [] });
+    }
+    const own = h.stdout.indexOf("--message");
+    const shared = h.stdout.indexOf("Store and process options (every command):");
+    expect(own).toBeGreaterThan(0);
+    expect(shared).toBeGreaterThan(own);
+    expect(h.stdout.indexOf("--store")).toBeGreaterThan(shared);
+    expect(h.stdout.indexOf("--deadline")).toBeGreaterThan(shared);
+    expect(h.stdout).toEndWith('Example:\n  slivingdoc commit -m "plan: ship on Friday" ./notebook\n');
+    expect(await cli(root, "help", "commit")).toEqual(h);
+    // A mistyped command: the closest one suggested; unknown flags still refused.
+    const typo = await cli(root, "comit", "-m", "x");
+    expect({ code: typo.code, stdout: typo.stdout }).toEqual({ code: EXIT_CODES.STARTUP, stdout: "" });
+    expect(typo.stderr).toStartWith('slivingdoc: argument refusal: unknown command "comit" (did you mean commit?);');
+    expect((await cli(root, "xyzzy")).stderr).not.toContain("did you mean");
+    expect((await cli(root, "commit", "--mesage", "x")).stderr).toContain("unknown option --mesage");
   });
 });
