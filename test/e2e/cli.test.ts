@@ -141,6 +141,40 @@ describe("long work", () => {
     expect(piped.code).toBe(0);
     expect(piped.out).not.toContain("files written");
   });
+
+  test("a commit of 2,000 files or more shows its stages on a terminal only: scan, pack, upload", async () => {
+    const many = join(root, "many");
+    const envMany = { ...env, SLIVINGDOC_STORE: `sqlite:${join(root, "many.db")}` };
+    const run = (args: string[], tty: boolean) => {
+      const command = [process.execPath, main, ...args].map((a) => `'${a}'`).join(" ");
+      const argv = tty ? ["script", "-qec", command, "/dev/null"] : ["sh", "-c", command];
+      const p = Bun.spawnSync(argv, { cwd: root, env: envMany, stdout: "pipe", stderr: "pipe" });
+      return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
+    };
+    expect(run(["pull", many], false).code).toBe(0);
+    for (let i = 0; i < 2100; i++) write(many, `f${i}.md`, `file ${i}\n`);
+    const onTerminal = run(["commit", "-m", "many files", many], true);
+    expect(onTerminal.code).toBe(0);
+    expect(onTerminal.out).toContain("files scanned: 2100 of 2100…");
+    for (const stage of ["packing…", "uploading…", "publishing…"]) expect(onTerminal.out).toContain(stage);
+    // A small notebook's quick commit says nothing of its stages; a pipe and --json never do.
+    const few = join(root, "few");
+    expect(run(["pull", "--store", `sqlite:${join(root, "few.db")}`, few], false).code).toBe(0);
+    write(few, "a.md", "one\n");
+    const small = run(["commit", "-m", "one file", "--store", `sqlite:${join(root, "few.db")}`, few], true);
+    expect(small.code).toBe(0);
+    expect(small.out).not.toContain("packing…");
+    for (let i = 0; i < 2100; i++) write(many, `f${i}.md`, `file ${i} again\n`);
+    const piped = run(["commit", "-m", "again", many], false);
+    expect(piped.code).toBe(0);
+    expect(piped.out).not.toContain("…\u001b");
+    expect(piped.out).not.toContain("packing");
+    expect(piped.out).not.toContain("scanned");
+    for (let i = 0; i < 2100; i++) write(many, `f${i}.md`, `file ${i} once more\n`);
+    const json = run(["commit", "-m", "once more", "--json", many], true);
+    expect(json.code).toBe(0);
+    expect(json.out).not.toContain("packing");
+  });
 });
 
 describe("gc", () => {
