@@ -16,14 +16,37 @@ import { conflictError } from "./merge/conflict.ts";
 import { HeldPaths } from "./checkout/ignored.ts";
 import { takeAcceptedSide } from "./protect.ts";
 import { attachBase, refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
+import { closestGeneration } from "./history/base.ts";
+import { type History, readHistoryBlob, withHistory } from "./history/read.ts";
+import type { ObjectCache } from "./git/object-cache.ts";
 
 export interface PullInput {
   /** The notebook directory. */
   path: string;
+  /**
+   * Refuse (ForeignFiles) a first pull into a directory that holds files, was
+   * never a checkout, and whose files match nothing of the retained history:
+   * its files would all be local edits, and the next commit would publish
+   * them. The surfaces decide: the CLI refuses unless told `--adopt`; serve
+   * judges its workspace root once, at start, and its tools' pulls adopt.
+   */
+  refuseForeign?: boolean;
 }
 
 export async function pull(deps: EngineDeps, input: PullInput): Promise<OperationOutcome> {
-  return (await pullOrAttach(deps, input.path, false)).outcome;
+  return (await pullOrAttach(deps, input.path, false, input.refuseForeign === true)).outcome;
+}
+
+/**
+ * A first pull refused (PullInput.refuseForeign): the directory holds
+ * `count` files that are nothing of the notebook's, and it was never a
+ * checkout. Nothing was written.
+ */
+export class ForeignFiles extends Error {
+  override readonly name = "ForeignFiles";
+  constructor(readonly count: number) {
+    super(`the directory holds ${count} files that are nothing of the notebook's`);
+  }
 }
 
 /**
@@ -34,16 +57,16 @@ export async function pull(deps: EngineDeps, input: PullInput): Promise<Operatio
  * `attached` says whether it went backwards; if not, this was a plain pull.
  */
 export async function attach(deps: EngineDeps, input: PullInput): Promise<{ outcome: OperationOutcome; attached: boolean }> {
-  return pullOrAttach(deps, input.path, true);
+  return pullOrAttach(deps, input.path, true, false);
 }
 
-async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean): Promise<{ outcome: OperationOutcome; attached: boolean }> {
+async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean, refuseForeign: boolean): Promise<{ outcome: OperationOutcome; attached: boolean }> {
   const checkout = await openCheckout(deps, path, true, { attach: attaching });
   try {
     const current = await readCurrentDuringScan(checkout);
     const fetched = await fetchAccepted(checkout, attaching, current);
     await checkout.deps.onStage("merge");
-    const { accepted, baselineTree } = await pullBase(checkout, fetched);
+    const { accepted, baselineTree } = await pullBase(checkout, fetched, refuseForeign);
     await refuseOversizeAccepted(checkout, baselineTree, accepted.files);
     await holdAccepted(checkout, baselineTree, accepted.files);
     const { backwards } = fetched;
@@ -118,9 +141,15 @@ async function fetchAccepted(checkout: OpenCheckout, attaching: boolean, read: M
 async function pullBase(
   checkout: OpenCheckout,
   fetched: { accepted: AcceptedState; backwards: DomainError | null },
+  refuseForeign: boolean,
 ): Promise<{ accepted: AcceptedState; baselineTree: FlatTree }> {
   try {
-    const baselineTree = fetched.backwards !== null ? await attachBase(checkout, fetched.accepted) : await baselineFiles(checkout);
+    const baselineTree =
+      fetched.backwards !== null
+        ? await attachBase(checkout, fetched.accepted)
+        : checkout.baseline === null
+          ? await lostBase(checkout, fetched.accepted, refuseForeign)
+          : await baselineFiles(checkout);
     return { accepted: fetched.accepted, baselineTree };
   } catch (e) {
     if (!(e instanceof BaselineMissing)) throw e;
@@ -136,6 +165,42 @@ async function pullBase(
     // differing file becomes a conflict block; nothing is lost.
     if (!(again instanceof BaselineMissing)) throw again;
     return { accepted, baselineTree: new Map() };
+  }
+}
+
+/**
+ * The base of a checkout without a baseline — never pulled here, or its
+ * private state gone or damaged — is the retained generation its files
+ * agree with most (history/base.ts), or nothing when none matches. Only
+ * read when a visible file differs from the accepted state: otherwise every
+ * file already is the notebook's, and a cold pull into an empty directory
+ * never reads the history. `refuseForeign`: ForeignFiles for a directory
+ * that was never a checkout and whose files match no generation.
+ */
+async function lostBase(checkout: OpenCheckout, accepted: AcceptedState, refuseForeign: boolean): Promise<FlatTree> {
+  const local = checkout.local;
+  if (![...local].some(([path, oid]) => accepted.files.get(path) !== oid)) return new Map();
+  return withHistory(checkout.deps, async (history) => {
+    const found = await closestGeneration(history, local);
+    if (found === null) {
+      // A damaged state, or one another directory left at this path, was a checkout's: pulled as one.
+      if (refuseForeign && checkout.lost === null) throw new ForeignFiles(local.size);
+      return new Map();
+    }
+    await copyBaseBlobs(history, checkout.git, found.files, local, accepted.files);
+    return found.files;
+  });
+}
+
+/**
+ * The base's blobs the merge reads — where it differs from both sides, so
+ * that both changed the file — copied from the history cache into the
+ * checkout's, which has only what pulls need.
+ */
+async function copyBaseBlobs(history: History, git: ObjectCache, base: FlatTree, local: FlatTree, accepted: FlatTree): Promise<void> {
+  for (const [path, oid] of base) {
+    if (oid === local.get(path) || oid === accepted.get(path) || (await git.has(oid))) continue;
+    await git.writeBlob(await readHistoryBlob(history, oid));
   }
 }
 

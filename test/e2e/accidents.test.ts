@@ -144,19 +144,79 @@ test("moved, with a new directory made at the old path: each is its own checkout
   expect([read(nb, "gone.md"), read(nb, "keep.md")]).toEqual([null, "one\nappended\n"]);
 });
 
-test("a copy (cp -r) is a new checkout; the original keeps its state and its unpublished edits", async () => {
+/**
+ * A checkout at `nb` that pulled generation 1 (a.md, b.md, c.md, gone.md); then
+ * another checkout published generation 2 (b.md and c.md changed); then, unpublished
+ * and without a pull, nb appended to a.md and c.md and deleted gone.md.
+ */
+async function behindWithEdits(run: (...args: string[]) => Promise<{ code: number }>, nb: string, other: string): Promise<void> {
+  expect((await run("pull", nb)).code).toBe(0);
+  for (const name of ["a", "b", "c", "gone"]) write(nb, `${name}.md`, `${name}\n`);
+  expect((await run("commit", "-m", "init", nb)).code).toBe(0);
+  expect((await run("pull", other)).code).toBe(0);
+  write(other, "b.md", "b\nfrom other\n");
+  write(other, "c.md", "c\nfrom other\n");
+  expect((await run("commit", "-m", "other", other)).code).toBe(0);
+  write(nb, "a.md", "a\nmine\n");
+  write(nb, "c.md", "c\nmine\n");
+  rmSync(join(nb, "gone.md"));
+}
+
+/**
+ * The pull of a directory holding behindWithEdits's files without their state: merged
+ * against generation 1, which its files match best, so only c.md, which both sides
+ * changed, conflicts; a.md keeps its edit, b.md takes the other's, gone.md comes back;
+ * and once c.md is resolved, the commit publishes a.md and c.md, and no deletion.
+ */
+async function pullsAgainstRetained(run: (...args: string[]) => Promise<{ code: number; json: any }>, dir: string): Promise<void> {
+  const pulled = await run("pull", "--json", dir);
+  expect(pulled.json).toMatchObject({ code: "CONTENT_CONFLICT", reason: "MERGE_CONFLICT" });
+  expect(pulled.json.files.map((f: { path: string }) => f.path)).toEqual(["c.md"]);
+  expect([read(dir, "a.md"), read(dir, "b.md"), read(dir, "gone.md")]).toEqual(["a\nmine\n", "b\nfrom other\n", "gone\n"]);
+  expect(read(dir, "c.md")).toContain("<<<<<<<");
+  write(dir, "c.md", "c\nmine\nfrom other\n");
+  const committed = await run("commit", "-m", "after the state was lost", "--json", dir);
+  expect(committed.json).toMatchObject({ generation: 3, filesChanged: 2, deletions: 0 });
+  expect(committed.json.files.map((f: { path: string }) => f.path)).toEqual(["a.md", "c.md"]);
+}
+
+test("a copy (cp -r) is a new checkout merged against the generation it was at: only what both sides changed conflicts; the original keeps its state", async () => {
   const { dir, run } = world("copy");
   const nb = dir("nb");
   const copy = dir("copy");
-  await withUnpublishedEdits(run, nb);
+  await behindWithEdits(run, nb, dir("other"));
   cpSync(nb, copy, { recursive: true });
-  // A new directory holding files: its first pull merges them against nothing, as any first pull does —
-  // the file the original deleted comes back, the one it edited holds both versions.
-  expect((await run("pull", "--json", copy)).json).toMatchObject({ reason: "MERGE_CONFLICT", files: [{ path: "keep.md" }] });
-  expect(read(copy, "gone.md")).toBe("to be deleted\n");
-  expect((await run("status", "--json", nb)).json).toMatchObject({ files: UNPUBLISHED });
-  expect((await run("pull", "--json", nb)).json).toMatchObject({ generation: 1, files: [] });
-  expect(read(nb, "gone.md")).toBe(null);
+  await pullsAgainstRetained(run, copy);
+  // The original still knows its own edits, its deletion included.
+  expect((await run("status", "--json", nb)).json).toMatchObject({
+    generation: 1,
+    files: [
+      { path: "a.md", change: "modified" },
+      { path: "c.md", change: "modified" },
+      { path: "gone.md", change: "deleted" },
+    ],
+  });
+});
+
+test("a checkout whose private state is gone (a lost volume) is merged against the retained generation its files match best", async () => {
+  const { dir, run, privateRoot } = world("lost-state");
+  const nb = dir("nb");
+  await behindWithEdits(run, nb, dir("other"));
+  rmSync(privateRoot, { recursive: true });
+  expect((await run("commit", "-m", "x", "--json", nb)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  await pullsAgainstRetained(run, nb);
+});
+
+test("a damaged state.json: the pull merges against the retained generation the files match best", async () => {
+  const { dir, run, privateRoot } = world("damaged-retained");
+  const nb = dir("nb");
+  await behindWithEdits(run, nb, dir("other"));
+  const nbState = readdirSync(join(privateRoot, "checkouts"))
+    .map((id) => join(privateRoot, "checkouts", id))
+    .find((s) => readFileSync(join(s, "state.json"), "utf8").includes(`"${nb}"`))!;
+  writeFileSync(join(nbState, "state.json"), "{\"version\":");
+  expect((await run("status", "--json", nb)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  await pullsAgainstRetained(run, nb);
 });
 
 test("a volume swapped away and back (A, then B, then A at one path over the same private state): A's unpublished edits are all kept", async () => {
@@ -223,7 +283,8 @@ for (const [what, damage] of DAMAGE) {
       expect(`${refused.json.message}\n${refused.stderr}`).not.toMatch(/JSON|Zod|zod|Parse|expected|cause/);
     }
     const pulled = await run("pull", "--json", a);
-    // Merged against nothing: a file that differs from the notebook holds both versions.
+    // No file here is exactly as any retained generation holds it, so there is no base to
+    // merge against: a file that differs from the notebook holds both versions.
     expect(pulled.json).toMatchObject({ code: "CONTENT_CONFLICT", reason: "MERGE_CONFLICT", files: [{ path: "one.md" }] });
     expect(read(a, "one.md")).toContain("unpublished\n");
     expect(read(a, "mine.md")).toBe("mine\n");
