@@ -17,6 +17,7 @@ import { HeldPaths } from "./checkout/ignored.ts";
 import { takeAcceptedSide } from "./protect.ts";
 import { attachBase, refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
 import { closestGeneration } from "./history/base.ts";
+import { foreignContent } from "./foreign.ts";
 import { type History, readHistoryBlob, withHistory } from "./history/read.ts";
 import type { ObjectCache } from "./git/object-cache.ts";
 
@@ -24,10 +25,10 @@ export interface PullInput {
   /** The notebook directory. */
   path: string;
   /**
-   * Refuse (ForeignFiles) a first pull into a directory that holds files, was
-   * never a checkout, and whose files match nothing of the retained history:
-   * its files would all be local edits, and the next commit would publish
-   * them. The surfaces decide: the CLI refuses unless told `--adopt`; serve
+   * Refuse (foreign.ts, ForeignFiles) a first pull into a directory that
+   * holds files, was never a checkout, and whose files match nothing of the
+   * retained history: its files would all be local edits, and the next
+   * commit would publish them. The surfaces decide: the CLI refuses unless told `--adopt`; serve
    * judges its workspace root once, at start, and its tools' pulls adopt.
    */
   refuseForeign?: boolean;
@@ -35,18 +36,6 @@ export interface PullInput {
 
 export async function pull(deps: EngineDeps, input: PullInput): Promise<OperationOutcome> {
   return (await pullOrAttach(deps, input.path, false, input.refuseForeign === true)).outcome;
-}
-
-/**
- * A first pull refused (PullInput.refuseForeign): the directory holds
- * `count` files that are nothing of the notebook's, and it was never a
- * checkout. Nothing was written.
- */
-export class ForeignFiles extends Error {
-  override readonly name = "ForeignFiles";
-  constructor(readonly count: number) {
-    super(`the directory holds ${count} files that are nothing of the notebook's`);
-  }
 }
 
 /**
@@ -63,10 +52,15 @@ export async function attach(deps: EngineDeps, input: PullInput): Promise<{ outc
 async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean, refuseForeign: boolean): Promise<{ outcome: OperationOutcome; attached: boolean }> {
   const checkout = await openCheckout(deps, path, true, { attach: attaching });
   try {
+    // Before the scan, which would refuse a binary by name: that one can never be published, the rest could.
+    if (refuseForeign && checkout.baseline === null && checkout.lost === null) {
+      const foreign = await foreignContent(checkout.deps, checkout.dir);
+      if (foreign !== null) throw foreign;
+    }
     const current = await readCurrentDuringScan(checkout);
     const fetched = await fetchAccepted(checkout, attaching, current);
     await checkout.deps.onStage("merge");
-    const { accepted, baselineTree } = await pullBase(checkout, fetched, refuseForeign);
+    const { accepted, baselineTree } = await pullBase(checkout, fetched);
     await refuseOversizeAccepted(checkout, baselineTree, accepted.files);
     await holdAccepted(checkout, baselineTree, accepted.files);
     const { backwards } = fetched;
@@ -141,14 +135,13 @@ async function fetchAccepted(checkout: OpenCheckout, attaching: boolean, read: M
 async function pullBase(
   checkout: OpenCheckout,
   fetched: { accepted: AcceptedState; backwards: DomainError | null },
-  refuseForeign: boolean,
 ): Promise<{ accepted: AcceptedState; baselineTree: FlatTree }> {
   try {
     const baselineTree =
       fetched.backwards !== null
         ? await attachBase(checkout, fetched.accepted)
         : checkout.baseline === null
-          ? await lostBase(checkout, fetched.accepted, refuseForeign)
+          ? await lostBase(checkout, fetched.accepted)
           : await baselineFiles(checkout);
     return { accepted: fetched.accepted, baselineTree };
   } catch (e) {
@@ -174,19 +167,14 @@ async function pullBase(
  * agree with most (history/base.ts), or nothing when none matches. Only
  * read when a visible file differs from the accepted state: otherwise every
  * file already is the notebook's, and a cold pull into an empty directory
- * never reads the history. `refuseForeign`: ForeignFiles for a directory
- * that was never a checkout and whose files match no generation.
+ * never reads the history.
  */
-async function lostBase(checkout: OpenCheckout, accepted: AcceptedState, refuseForeign: boolean): Promise<FlatTree> {
+async function lostBase(checkout: OpenCheckout, accepted: AcceptedState): Promise<FlatTree> {
   const local = checkout.local;
   if (![...local].some(([path, oid]) => accepted.files.get(path) !== oid)) return new Map();
   return withHistory(checkout.deps, async (history) => {
     const found = await closestGeneration(history, local);
-    if (found === null) {
-      // A damaged state, or one another directory left at this path, was a checkout's: pulled as one.
-      if (refuseForeign && checkout.lost === null) throw new ForeignFiles(local.size);
-      return new Map();
-    }
+    if (found === null) return new Map();
     await copyBaseBlobs(history, checkout.git, found.files, local, accepted.files);
     return found.files;
   });

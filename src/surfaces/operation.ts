@@ -39,6 +39,11 @@ export interface OperationContext {
   requireAbsolute: boolean;
   /** The commit retry bound configured (--commit-retries); absent: the engine's default. */
   commitRetries?: number;
+  /**
+   * Set by the CLI only: a StartupRefusal an operation throws is then its
+   * argument refusal (exit 2), and `adopt` says whether `--adopt` was given.
+   */
+  cli?: { adopt: boolean };
 }
 
 /** What an operation's runner gets for one call. */
@@ -50,6 +55,12 @@ export interface RunContext {
   deadline: Deadline;
   /** The commit retry bound configured; absent: the engine's default. */
   commitRetries?: number;
+  /**
+   * Whether a first pull refuses a directory of files that are nothing of
+   * the notebook's (engine/foreign.ts): on the command line unless
+   * `--adopt`; never in `serve`, which judges its workspace root at start.
+   */
+  refuseForeign: boolean;
   /** The engine's dependencies, with this call's stage timing; made on first use. */
   engine(): EngineDeps;
   /** A caller's notebook path (absent or "": the default directory), resolved and bounded by the workspace root. */
@@ -206,6 +217,7 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
       store,
       deadline,
       ...(ctx.commitRetries !== undefined ? { commitRetries: ctx.commitRetries } : {}),
+      refuseForeign: ctx.cli !== undefined && !ctx.cli.adopt,
       engine: () =>
         (deps ??= {
           ...ctx.deps,
@@ -232,9 +244,10 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
     });
     return { ok: true, result, diagnosticId };
   } catch (e) {
-    // A command-line operation that refuses its arguments once it has looked at the disk (export DIR):
-    // the CLI's argument refusal, exit 2, not an operation failure. The MCP tools answer the envelope only.
-    if (e instanceof StartupRefusal && op.tool === undefined) {
+    // An operation that refuses its arguments once it has looked at the disk (export DIR, pull into
+    // a directory of foreign files): on the command line, the CLI's argument refusal, exit 2, not an
+    // operation failure. The MCP tools answer the envelope only.
+    if (e instanceof StartupRefusal && (op.tool === undefined || ctx.cli !== undefined)) {
       ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: e.kind, ...timer.finish() });
       throw e;
     }

@@ -30,7 +30,7 @@ function world(name: string) {
     const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     return { stdout, stderr, code, json: stdout ? JSON.parse(stdout) : null };
   };
-  return { dir: (n: string) => join(base, n), run, privateRoot: join(base, "private") };
+  return { dir: (n: string) => join(base, n), run, privateRoot: join(base, "private"), env };
 }
 
 test("rm -rf of a checkout, then pull: a full copy, and the next commit deletes nothing", async () => {
@@ -348,4 +348,77 @@ test("an empty lock file does not wedge the checkout", async () => {
   const pulled = await run("pull", "--json", a);
   expect([pulled.code, pulled.json.generation]).toEqual([0, 0]);
   expect(existsSync(lock)).toBe(false);
+});
+
+/** A directory that was never a checkout, holding what a home directory does: 3 files, a credentials file among them. */
+function foreignHome(home: string): string[] {
+  write(home, ".aws/credentials", "[default]\naws_access_key_id = AKIAFAKEFAKEFAKEFAKE\naws_secret_access_key = fake/secret/for/the/test\n");
+  write(home, ".bashrc", "export PATH=$HOME/bin:$PATH\n");
+  write(home, "todo.txt", "buy milk\n");
+  return readdirSync(home, { recursive: true }).map(String).sort();
+}
+
+/** `serve` with these arguments and stdin closed at once: its exit code and stderr. */
+async function serveOnce(env: Record<string, string>, cwd: string, ...args: string[]): Promise<{ code: number; stderr: string }> {
+  const p = Bun.spawn([binary, "serve", ...args], { cwd, env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  p.stdin.end();
+  const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+  return { code, stderr };
+}
+
+test("a first pull into a directory of files that are nothing of the notebook's (a home directory) is refused unless --adopt; nothing is published", async () => {
+  const { dir, run, env } = world("foreign");
+  const nb = dir("nb");
+  expect((await run("pull", nb)).code).toBe(0);
+  write(nb, "notes.md", "shared\n");
+  expect((await run("commit", "-m", "init", nb)).code).toBe(0);
+  const home = dir("home-of-someone");
+  foreignHome(home);
+  // A file no notebook may hold is counted, and does not turn the refusal into one of its own.
+  write(home, "photo.jpg", new Uint8Array([0xff, 0xd8, 0, 0, 0xff, 0xd9]));
+  const before = readdirSync(home, { recursive: true }).map(String).sort();
+
+  const refused = await run("pull", "--json", home);
+  expect(refused.code).toBe(2);
+  expect(refused.stdout).toBe("");
+  expect(refused.stderr).toContain("argument refusal");
+  expect(refused.stderr).toContain(`pull PATH "${home}" holds 4 files and was never a checkout`);
+  expect(refused.stderr).toContain("--adopt");
+  // Nothing written into it, and nothing it holds can be published.
+  expect(readdirSync(home, { recursive: true }).map(String).sort()).toEqual(before);
+  expect((await run("commit", "-m", "oops", "--json", home)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  expect((await run("generation", "--json")).json).toEqual({ generation: 1 });
+
+  // serve over it is refused at start the same way, unless --adopt.
+  const served = await serveOnce(env, dir(""), "--workspace-root", home);
+  expect(served.code).toBe(2);
+  expect(served.stderr).toContain("invalid configuration");
+  expect(served.stderr).toContain(`--workspace-root "${home}" holds 4 files and was never a checkout`);
+  expect((await serveOnce(env, dir(""), "--adopt", "--workspace-root", home)).code).toBe(0);
+  // serve's own session directory is unaffected, and so is a root that is a checkout.
+  expect((await serveOnce(env, dir(""))).code).toBe(0);
+  expect((await serveOnce(env, dir(""), "--workspace-root", nb)).code).toBe(0);
+
+  // --adopt: these files are mine to publish (the ones a notebook can hold).
+  rmSync(join(home, "photo.jpg"));
+  const adopted = await run("pull", "--adopt", "--json", home);
+  expect(adopted.code).toBe(0);
+  expect(read(home, "notes.md")).toBe("shared\n");
+  expect((await run("status", "--json", home)).json.files.map((f: { path: string }) => f.path)).toEqual([".aws/credentials", ".bashrc", "todo.txt"]);
+});
+
+test("a first pull into a directory of files while the store holds no notebook yet is refused too; --adopt begins the notebook with them", async () => {
+  const { dir, run } = world("foreign-empty-store");
+  const seed = dir("seed");
+  foreignHome(seed);
+  const refused = await run("pull", seed);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain("holds 3 files and was never a checkout, and the store holds no notebook yet");
+  expect((await run("generation", "--json")).json).toEqual({ generation: 0 });
+  expect((await run("pull", "--adopt", seed)).code).toBe(0);
+  expect((await run("commit", "-m", "seed", "--json", seed)).json).toMatchObject({ generation: 1, filesChanged: 3 });
+  // Pulled again after its state is lost, it is a former checkout: no --adopt needed.
+  const copy = dir("copy");
+  cpSync(seed, copy, { recursive: true });
+  expect((await run("pull", "--json", copy)).json).toMatchObject({ generation: 1, files: [] });
 });

@@ -57,7 +57,13 @@ function operationCommand(op: Operation): CommandDef<ArgsDef> {
 
 export const serveCommand = defineCommand({
   meta: { name: "serve", description: "Run the MCP server over stdio, with the tools notes_pull and notes_commit" },
-  args: CONFIG_FLAGS,
+  args: {
+    ...CONFIG_FLAGS,
+    adopt: {
+      type: "boolean",
+      description: "Publish the files already in --workspace-root, a directory that was never a checkout, with the agent's commits (refused without it when none is in the notebook)",
+    },
+  },
 }) as CommandDef<ArgsDef>;
 
 /** Every command by name: `serve`, then the registry's operations in its order. */

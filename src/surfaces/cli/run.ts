@@ -179,7 +179,9 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   const { serve } = await import("../mcp/serve.ts");
   const memory = processMemory();
   try {
-    await serve({ config, store, memory, version: io.version, log, env: io.env, ...io.protocol() });
+    await serve({ config, store, memory, version: io.version, log, env: io.env, adopt: parsed.flags.adopt === true, ...io.protocol() });
+  } catch (e) {
+    return refused(e, io, [config.privateRoot]);
   } finally {
     await store.close();
     // As in execute(): the server's calls left some state in the process memory only.
@@ -235,6 +237,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
         secrets: runtimeSecrets(io.env),
         privatePaths: [config.privateRoot],
         requireAbsolute: false,
+        cli: { adopt: parsed.flags.adopt === true },
         ...(config.commitRetries !== undefined ? { commitRetries: config.commitRetries } : {}),
       },
       operation,

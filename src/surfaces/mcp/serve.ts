@@ -10,7 +10,7 @@
  * loaded only after a plain `initialize` has been answered (handshake.ts):
  * a host waits for that answer, not for the first tool call.
  */
-import { mkdirSync, mkdtempSync, realpathSync, rmdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deadlineIn } from "../../store/deadline.ts";
@@ -19,6 +19,8 @@ import type { Log } from "../log.ts";
 import { type RuntimeConfig, runtimeSecrets } from "../config.ts";
 import { DeferredStore } from "../deferred-store.ts";
 import { clientAgent } from "../../contract/agent.ts";
+import { StartupRefusal } from "../../contract/startup.ts";
+import { foreignRefusal } from "../operations.ts";
 import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder, SYSTEM_RANDOM } from "../engine-deps.ts";
 import type { OperationContext } from "../operation.ts";
 import { storeIdentity } from "../stores.ts";
@@ -37,6 +39,8 @@ export interface ServeOptions {
   /** The protocol's input (stdin) and output (stdout). */
   input: ReadableStream<Uint8Array>;
   output: TextSink;
+  /** `serve --adopt`: a --workspace-root of files that are nothing of the notebook's is taken as the agent's to publish (refuseForeignRoot). */
+  adopt?: boolean;
 }
 
 /**
@@ -99,6 +103,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const root = notebookRoot(config, options.env);
   // Before the handshake, as ever: a private root that cannot be made ends the start.
   preparePrivateRoot(config);
+  if (root.session === null && options.adopt !== true) await refuseForeignRoot(options, root.dir);
   const identity = serverIdentity(options.version, root.dir, config.pathSets);
   const transport = new StdioTransport(options.input, options.output);
   const signals = stopSignals(log);
@@ -114,6 +119,22 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
   log.info("server stopped", {});
   if (root.session !== null) removeSession(root as { dir: string; session: string }, config);
+}
+
+/**
+ * A --workspace-root that holds files, was never a checkout, and whose files
+ * match nothing of the notebook's retained history (engine/foreign.ts) is
+ * refused at start, as `pull` refuses such a directory: the tools' pulls
+ * would make every file a local edit, and a commit would publish them.
+ * `serve --adopt` takes them. An empty root needs no look at the engine.
+ */
+async function refuseForeignRoot(options: ServeOptions, dir: string): Promise<void> {
+  if (readdirSync(dir).length === 0) return;
+  const { foreignFiles } = require("../../engine/foreign.ts") as typeof import("../../engine/foreign.ts");
+  const deps = engineDeps(options.config, options.store, options.memory.get());
+  const what = `--workspace-root "${dir}"`;
+  const foreign = await foreignFiles(deps, dir);
+  if (foreign !== null) throw new StartupRefusal("invalid configuration", foreignRefusal(what, foreign, "start serve with --adopt"));
 }
 
 /**
