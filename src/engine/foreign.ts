@@ -14,7 +14,8 @@ import { join } from "node:path";
 import type { EngineDeps } from "./engine.ts";
 import { directoryIdentity } from "./checkout/directory-identity.ts";
 import { HeldPaths } from "./checkout/ignored.ts";
-import { checkoutStateDir, hasSetAside } from "./checkout/registry.ts";
+import { isAtOrBelow } from "../contract/path-containment.ts";
+import { checkoutStateDir, checkoutStates, hasSetAside } from "./checkout/registry.ts";
 import { MAX_FILE_BYTES, scanNotebook } from "./checkout/scan.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { blobId } from "./git/objects.ts";
@@ -42,12 +43,24 @@ export class ForeignFiles extends Error {
  * judged without taking it as a checkout: `serve` asks this of its
  * workspace root at start. Any state under the private root — its own,
  * damaged or not, or one set aside for this directory — says it was a
- * checkout.
+ * checkout (knownToPrivateRoot).
  */
 export async function foreignFiles(deps: EngineDeps, dir: string): Promise<ForeignFiles | null> {
   const stateDir = checkoutStateDir(deps.privateRoot, deps.storeId, dir);
   if (existsSync(join(stateDir, "state.json")) || hasSetAside(deps.privateRoot, deps.storeId, stateDir, directoryIdentity(dir))) return null;
+  if (knownToPrivateRoot(deps, dir)) return null;
   return foreignContent(deps, dir);
+}
+
+/**
+ * Whether the private root knows `dir` as a checkout's place: a state set
+ * aside from this path (the checkout removed and made again, another
+ * volume mounted here), or checkouts below it — a workspace root that
+ * holds agents' checkouts, whose files are theirs, and which can never be
+ * pulled itself (a checkout never holds another).
+ */
+export function knownToPrivateRoot(deps: Pick<EngineDeps, "privateRoot" | "storeId">, dir: string): boolean {
+  return checkoutStates(deps.privateRoot).some((state) => (state.checkout === dir ? state.store === deps.storeId : isAtOrBelow(state.checkout, dir)));
 }
 
 /**

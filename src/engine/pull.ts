@@ -17,7 +17,7 @@ import { HeldPaths } from "./checkout/ignored.ts";
 import { takeAcceptedSide } from "./protect.ts";
 import { attachBase, refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
 import { closestGeneration } from "./history/base.ts";
-import { foreignContent } from "./foreign.ts";
+import { foreignContent, knownToPrivateRoot } from "./foreign.ts";
 import { type History, readHistoryBlob, withHistory } from "./history/read.ts";
 import type { ObjectCache } from "./git/object-cache.ts";
 
@@ -53,7 +53,7 @@ async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean, 
   const checkout = await openCheckout(deps, path, true, { attach: attaching });
   try {
     // Before the scan, which would refuse a binary by name: that one can never be published, the rest could.
-    if (refuseForeign && checkout.baseline === null && checkout.lost === null) {
+    if (refuseForeign && checkout.baseline === null && checkout.lost === null && !knownToPrivateRoot(checkout.deps, checkout.dir)) {
       const foreign = await foreignContent(checkout.deps, checkout.dir);
       if (foreign !== null) throw foreign;
     }

@@ -94,6 +94,18 @@ test("a directory put in place of a checkout, holding files of its own, is merge
   expect(committed.json).toMatchObject({ generation: 2, files: [{ path: "mine.md", insertions: 1, deletions: 0 }] });
 });
 
+test("a checkout removed and made again with a file of its own, its state set aside by an earlier call: still a checkout's place, pulled without --adopt", async () => {
+  const { dir, run } = world("replaced-set-aside");
+  const a = dir("a");
+  expect((await run("pull", a)).code).toBe(0);
+  rmSync(a, { recursive: true });
+  write(a, "mine.md", "only here\n");
+  // This call sets the old state aside: the path has no state of its own after it.
+  expect((await run("commit", "-m", "x", "--json", a)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  expect((await run("pull", "--json", a)).code).toBe(0);
+  expect(read(a, "mine.md")).toBe("only here\n");
+});
+
 /** A checkout at `dir` with gone.md and keep.md published, then gone.md deleted and keep.md appended to, unpublished. */
 async function withUnpublishedEdits(run: (...args: string[]) => Promise<{ code: number }>, dir: string): Promise<void> {
   expect((await run("pull", dir)).code).toBe(0);
