@@ -60,7 +60,7 @@ export async function foreignFiles(deps: EngineDeps, dir: string): Promise<Forei
  * pulled itself (a checkout never holds another).
  */
 export function knownToPrivateRoot(deps: Pick<EngineDeps, "privateRoot" | "storeId">, dir: string): boolean {
-  return checkoutStates(deps.privateRoot).some((state) => (state.checkout === dir ? state.store === deps.storeId : isAtOrBelow(state.checkout, dir)));
+  return checkoutStates(deps.privateRoot).some((state) => (state.checkout === dir ? state.store === deps.storeId : isAtOrBelow(dir, state.checkout)));
 }
 
 /**

@@ -410,6 +410,11 @@ test("a first pull into a directory of files that are nothing of the notebook's 
   // serve's own session directory is unaffected, and so is a root that is a checkout.
   expect((await serveOnce(env, dir(""))).code).toBe(0);
   expect((await serveOnce(env, dir(""), "--workspace-root", nb)).code).toBe(0);
+  // A root holding an agent's checkout (with an unpublished file) is theirs: it can never be pulled itself.
+  const agent = join(dir("ws"), "agent1");
+  expect((await run("pull", agent)).code).toBe(0);
+  write(agent, "draft.md", "unpublished\n");
+  expect((await serveOnce(env, dir(""), "--workspace-root", dir("ws"))).code).toBe(0);
 
   // --adopt: these files are mine to publish (the ones a notebook can hold).
   rmSync(join(home, "photo.jpg"));
