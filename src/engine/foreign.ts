@@ -55,12 +55,14 @@ export async function foreignFiles(deps: EngineDeps, dir: string): Promise<Forei
 /**
  * Whether the private root knows `dir` as a checkout's place: a state set
  * aside from this path (the checkout removed and made again, another
- * volume mounted here), or checkouts below it — a workspace root that
- * holds agents' checkouts, whose files are theirs, and which can never be
- * pulled itself (a checkout never holds another).
+ * volume mounted here); a checkout here of another store, which the pull
+ * refuses for what it is (a wrong --store: went-backwards.ts); or
+ * checkouts below it — a workspace root that holds agents' checkouts,
+ * whose files are theirs, and which can never be pulled itself (a
+ * checkout never holds another).
  */
-export function knownToPrivateRoot(deps: Pick<EngineDeps, "privateRoot" | "storeId">, dir: string): boolean {
-  return checkoutStates(deps.privateRoot).some((state) => (state.checkout === dir ? state.store === deps.storeId : isAtOrBelow(dir, state.checkout)));
+export function knownToPrivateRoot(deps: Pick<EngineDeps, "privateRoot">, dir: string): boolean {
+  return checkoutStates(deps.privateRoot).some((state) => isAtOrBelow(dir, state.checkout));
 }
 
 /**
