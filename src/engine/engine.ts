@@ -192,7 +192,7 @@ export function pullRequired(lost: LostState | null, then: string): DomainError 
   if (lost?.why === "damaged") {
     return new DomainError(
       "PULL_REQUIRED",
-      `The private state of this checkout is damaged, so what its files last agreed with is unknown. A pull rebuilds it and keeps every file, with conflict blocks where one differs from the notebook: call pull for it once${then}`,
+      `The private state of this checkout is damaged, so what its files last agreed with is unknown. A pull rebuilds it and keeps every file, merged against the retained generation they match best, with conflict blocks where both sides changed one: call pull for it once${then}`,
       { cause: lost.cause },
     );
   }

@@ -100,8 +100,13 @@ export const OPERATIONS: readonly Operation[] = [
       example: "slivingdoc pull ./notebook",
       writesNothing: true,
       summary: "Write the accepted notebook into PATH, merging your unpublished edits",
-      usage: "pull [PATH]",
-      flags: {},
+      usage: "pull [--adopt] [PATH]",
+      flags: {
+        adopt: {
+          type: "boolean",
+          description: "Publish the files already in PATH, a directory that was never a checkout, with the next commit (refused without it when none is in the notebook)",
+        },
+      },
       path: true,
       toInput: (_flags, path) => (path !== undefined ? { path } : {}),
     },
@@ -113,8 +118,13 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("notes_pull", { path: PATH_FIELD }),
     async run(ctx, input) {
       const { pull } = await import("../engine/pull.ts");
+      const { ForeignFiles } = await import("../engine/foreign.ts");
       const path = ctx.notebookPath(input.path);
-      return withIgnored(await pull(ctx.engine(), { path }), ctx.sets);
+      const pulled = await pull(ctx.engine(), { path, refuseForeign: ctx.refuseForeign }).catch((e: unknown): never => {
+        if (!(e instanceof ForeignFiles)) throw e;
+        throw new StartupRefusal("argument refusal", foreignRefusal(`pull PATH "${path}"`, e, "pass --adopt"));
+      });
+      return withIgnored(pulled, ctx.sets);
     },
     renderTo: "stderr",
     render: (r) => cli().renderDiffstat(r, PULLED) + ignoredLine(r),
@@ -675,4 +685,20 @@ export function toolList(sets: PathSets) {
     inputSchema: operationByTool(name).input.jsonSchema(),
     annotations: TOOL_ANNOTATIONS[name],
   }));
+}
+
+/**
+ * The refusal of a first pull into a directory of files that are nothing
+ * of the notebook's (engine/foreign.ts), `what` naming the directory and
+ * `adopt` the way to take them anyway: how many files it holds, and why
+ * they are not pulled over.
+ */
+export function foreignRefusal(what: string, e: { count: number; notebookEmpty: boolean }, adopt: string): string {
+  const files = e.count === 1 ? "1 file" : `${e.count} files`;
+  const matched = e.notebookEmpty ? "the store holds no notebook yet" : `${e.count === 1 ? "it is not" : "none of them is"} in the notebook's retained history`;
+  const seed = e.notebookEmpty ? " (they begin the notebook)" : "";
+  return (
+    `${what} holds ${files} and was never a checkout, and ${matched}: pulled into, every one would be a local edit that the next commit publishes. ` +
+    `Use an empty directory, or ${adopt} if these files are yours to publish${seed}`
+  );
 }

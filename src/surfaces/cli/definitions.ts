@@ -76,12 +76,19 @@ function operationCommand(op: Operation): CommandDef {
   return { name: op.cli.name, description: op.cli.summary, example: op.cli.example, own, args: { ...own, ...CONFIG_FLAGS } };
 }
 
+const ADOPT_FLAG: ArgsDef = {
+  adopt: {
+    type: "boolean",
+    description: "Publish the files already in --workspace-root, a directory that was never a checkout, with the agent's commits (refused without it when none is in the notebook)",
+  },
+};
+
 export const serveCommand: CommandDef = {
   name: "serve",
   description: "Run the MCP server over stdio, with the tools notes_pull and notes_commit",
   example: "slivingdoc serve --workspace-root ~/work --agent planner",
-  own: {},
-  args: CONFIG_FLAGS,
+  own: ADOPT_FLAG,
+  args: { ...ADOPT_FLAG, ...CONFIG_FLAGS },
 };
 
 /** Every command by name: `serve`, then the registry's operations in its order. */

@@ -253,9 +253,9 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   const { serve } = await import("../mcp/serve.ts");
   const memory = processMemory();
   try {
-    await serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, ...io.protocol() });
+    await serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, adopt: parsed.flags.adopt === true, ...io.protocol() });
   } catch (e) {
-    // A store opened after the handshake that turned out of a newer format (mcp/serve.ts).
+    // A refused start found after the handshake (a store of a newer format, mcp/serve.ts) or before it (a foreign workspace root).
     return refused(e, io, [config.privateRoot]);
   } finally {
     await store.close();
@@ -314,7 +314,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
         secrets: runtimeSecrets(io.env),
         privatePaths: [config.privateRoot],
         requireAbsolute: false,
-        newerStoreRefusesStart: true,
+        cli: { adopt: parsed.flags.adopt === true },
         ...(config.commitRetries !== undefined ? { commitRetries: config.commitRetries } : {}),
         credentialsRefused: forgetProbe,
       },
