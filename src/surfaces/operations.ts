@@ -25,6 +25,7 @@ import { EXIT_CODES } from "../contract/tokens.ts";
 import { TOOL_ANNOTATIONS, TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import type { LogView, ShownEntry } from "./cli/render-history.ts";
 import { parseDuration, parseSince } from "./duration.ts";
+import type { EngineDeps } from "../engine/engine.ts";
 import type { Operation } from "./operation.ts";
 
 /** The CLI's rendering code, loaded on first use, synchronously: renderers return text. */
@@ -65,8 +66,13 @@ export const OPERATIONS: readonly Operation[] = [
       example: "slivingdoc init ./notebook",
       createsStore: true,
       summary: "Start a team's notebook: publish the recommended .gitattributes, .gitignore and AGENTS.md where they are missing, then pull PATH if given",
-      usage: "init [PATH]",
-      flags: {},
+      usage: "init [--adopt] [PATH]",
+      flags: {
+        adopt: {
+          type: "boolean",
+          description: "Publish the files already in PATH, a directory that was never a checkout, with the next commit (refused without it when none is in the notebook)",
+        },
+      },
       path: true,
       toInput: (_flags, path) => (path !== undefined ? { path } : {}),
     },
@@ -74,11 +80,14 @@ export const OPERATIONS: readonly Operation[] = [
     async run(ctx, input) {
       const { initNotebook } = await import("../engine/init.ts");
       const { tmpdir } = await import("node:os");
+      const path = input.path === undefined ? null : ctx.notebookPath(input.path);
+      // A PATH a first pull would refuse (files that are nothing of the notebook's) is refused before anything is published.
+      if (path !== null && ctx.refuseForeign) await refuseForeignPath(ctx.engine(), path, `init PATH "${path}"`);
       // Its scratch checkout is made in the system's temporary directory, away from every checkout.
       const layout = await initNotebook(ctx.engine(), { scratchParent: tmpdir() });
-      if (input.path === undefined) return { ...layout, pulled: null };
+      if (path === null) return { ...layout, pulled: null };
       const { pull } = await import("../engine/pull.ts");
-      return { ...layout, pulled: withIgnored(await pull(ctx.engine(), { path: ctx.notebookPath(input.path) }), ctx.sets) };
+      return { ...layout, pulled: withIgnored(await pull(ctx.engine(), { path }), ctx.sets) };
     },
     renderTo: "stderr",
     render(r) {
@@ -620,6 +629,15 @@ function parseCount(name: string, value: string | boolean | undefined, min = 0, 
     throw new StartupRefusal("argument refusal", `${name} must be ${what}; got "${String(value ?? "").slice(0, 40)}"`);
   }
   return Number(value);
+}
+
+/** The argument refusal of a directory a first pull would refuse (engine/foreign.ts), found before the call changes anything. */
+async function refuseForeignPath(deps: EngineDeps, path: string, what: string): Promise<void> {
+  const { existsSync, realpathSync } = await import("node:fs");
+  if (!existsSync(path)) return;
+  const { foreignFiles } = await import("../engine/foreign.ts");
+  const foreign = await foreignFiles(deps, realpathSync(path));
+  if (foreign !== null) throw new StartupRefusal("argument refusal", foreignRefusal(what, foreign, "pass --adopt"));
 }
 
 /** log's view, as the CLI sets it from --oneline or --stat. */

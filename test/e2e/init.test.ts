@@ -89,3 +89,18 @@ test("with some files present, the human line says which it published and which 
   const r = await ok("init", ...store);
   expect(r.stderr).toBe("init: published .gitattributes, .gitignore at generation 2; left 1 file the notebook already had as it is: AGENTS.md\n");
 });
+
+test("a PATH a first pull would refuse is refused before anything is published, unless --adopt", async () => {
+  const store = ["--store", `sqlite:${join(root, "store-4.db")}`];
+  const mine = join(root, "home-like");
+  mkdirSync(join(mine, ".aws"), { recursive: true });
+  writeFileSync(join(mine, ".aws", "credentials"), "[default]\n");
+  writeFileSync(join(mine, "todo.txt"), "mine\n");
+  const r = await run("init", ...store, mine);
+  expect(r.code).toBe(2);
+  expect(r.stderr).toContain(`init PATH "${mine}" holds 2 files`);
+  expect(JSON.parse((await ok("generation", ...store, "--json")).stdout).generation).toBe(0);
+  const adopted = await ok("init", "--adopt", ...store, mine);
+  expect(adopted.stderr).toStartWith("init: published .gitattributes, .gitignore, AGENTS.md at generation 1\n");
+  expect(existsSync(join(mine, "AGENTS.md"))).toBe(true);
+});
