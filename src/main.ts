@@ -27,6 +27,10 @@ const code = await runCli({
   get stderrIsTTY() {
     return isTerminal(2);
   },
+  // Read only for help: touching process.stdout costs every start otherwise.
+  get columns() {
+    return isTerminal(1) ? process.stdout.columns : undefined;
+  },
   protocol: () => ({ input: Bun.stdin.stream(), output: stdout }),
 });
 // Whatever is still buffered for a full pipe goes out before the exit. A failed write to stdout was answered by

@@ -144,7 +144,7 @@ export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | 
 /** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
 export interface OpenCheckout {
   deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs" | "onReplace" | "directoryStat">> &
-    Pick<EngineDeps, "deadline" | "lockTimeoutMs" | "onReplace" | "directoryStat"> & {
+    Pick<EngineDeps, "deadline" | "lockTimeoutMs" | "onReplace" | "directoryStat" | "progress"> & {
     onStage: (stage: string) => Promise<void> | void;
     afterWrite: () => Promise<void> | void;
   };
@@ -192,7 +192,7 @@ export function pullRequired(lost: LostState | null, then: string): DomainError 
   if (lost?.why === "damaged") {
     return new DomainError(
       "PULL_REQUIRED",
-      `The private state of this checkout is damaged, so what its files last agreed with is unknown. A pull rebuilds it and keeps every file, with conflict blocks where one differs from the notebook: call pull for it once${then}`,
+      `The private state of this checkout is damaged, so what its files last agreed with is unknown. A pull rebuilds it and keeps every file, merged against the retained generation they match best, with conflict blocks where both sides changed one: call pull for it once${then}`,
       { cause: lost.cause },
     );
   }
@@ -210,6 +210,7 @@ function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
     ...deps,
     onStage: deps.onStage ?? (() => {}),
     afterWrite: deps.afterWrite ?? (() => {}),
+    ...(deps.progress !== undefined ? { progress: deps.progress } : {}),
   };
 }
 
@@ -372,6 +373,7 @@ export async function scanLocal(checkout: OpenCheckout, useCache = true, held?: 
     return oid;
   };
   const { files: scanned, ignored } = scanNotebook(checkout.dir, { known: cache.known, held: checkout.held, maxFileBytes: checkout.deps.maxFileBytes, absorb });
+  checkout.deps.progress?.("files scanned", scanned.size, scanned.size);
   checkout.ignored = ignored;
   const local: FlatTree = new Map();
   // Read again: files the cache could not vouch for. Changed: files whose

@@ -17,14 +17,26 @@ import { HeldPaths } from "./checkout/ignored.ts";
 import { takeAcceptedSide } from "./protect.ts";
 import { attachBase, refuseWentBackwards, storeWentBackwards } from "./publish/went-backwards.ts";
 import { replaceDamagedManifest } from "./publish/damaged-manifest.ts";
+import { closestGeneration } from "./history/base.ts";
+import { foreignContent, knownToPrivateRoot } from "./foreign.ts";
+import { type History, readHistoryBlob, withHistory } from "./history/read.ts";
+import type { ObjectCache } from "./git/object-cache.ts";
 
 export interface PullInput {
   /** The notebook directory. */
   path: string;
+  /**
+   * Refuse (foreign.ts, ForeignFiles) a first pull into a directory that
+   * holds files, was never a checkout, and whose files match nothing of the
+   * retained history: its files would all be local edits, and the next
+   * commit would publish them. The surfaces decide: the CLI refuses unless told `--adopt`; serve
+   * judges its workspace root once, at start, and its tools' pulls adopt.
+   */
+  refuseForeign?: boolean;
 }
 
 export async function pull(deps: EngineDeps, input: PullInput): Promise<OperationOutcome> {
-  return (await pullOrAttach(deps, input.path, false)).outcome;
+  return (await pullOrAttach(deps, input.path, false, input.refuseForeign === true)).outcome;
 }
 
 /**
@@ -37,7 +49,7 @@ export async function pull(deps: EngineDeps, input: PullInput): Promise<Operatio
 export async function attach(deps: EngineDeps, input: AttachInput): Promise<{ outcome: OperationOutcome; attached: boolean; movedAside: string | null }> {
   // Before the checkout opens: settling a recorded publication reads `current` too.
   const movedAside = input.replaceDamagedManifest === true ? await replaceDamagedManifest(deps.store, deps.now) : null;
-  return { ...(await pullOrAttach(deps, input.path, true)), movedAside };
+  return { ...(await pullOrAttach(deps, input.path, true, false)), movedAside };
 }
 
 export interface AttachInput extends PullInput {
@@ -49,9 +61,14 @@ export interface AttachInput extends PullInput {
   replaceDamagedManifest?: boolean;
 }
 
-async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean): Promise<{ outcome: OperationOutcome; attached: boolean }> {
+async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean, refuseForeign: boolean): Promise<{ outcome: OperationOutcome; attached: boolean }> {
   const checkout = await openCheckout(deps, path, true, { attach: attaching });
   try {
+    // Before the scan, which would refuse a binary by name: that one can never be published, the rest could.
+    if (refuseForeign && checkout.baseline === null && checkout.lost === null && !knownToPrivateRoot(checkout.deps, checkout.dir)) {
+      const foreign = await foreignContent(checkout.deps, checkout.dir);
+      if (foreign !== null) throw foreign;
+    }
     const current = await readCurrentDuringScan(checkout);
     const fetched = await fetchAccepted(checkout, attaching, current);
     await checkout.deps.onStage("merge");
@@ -132,7 +149,12 @@ async function pullBase(
   fetched: { accepted: AcceptedState; backwards: DomainError | null },
 ): Promise<{ accepted: AcceptedState; baselineTree: FlatTree }> {
   try {
-    const baselineTree = fetched.backwards !== null ? await attachBase(checkout, fetched.accepted) : await baselineFiles(checkout);
+    const baselineTree =
+      fetched.backwards !== null
+        ? await attachBase(checkout, fetched.accepted)
+        : checkout.baseline === null
+          ? await lostBase(checkout, fetched.accepted)
+          : await baselineFiles(checkout);
     return { accepted: fetched.accepted, baselineTree };
   } catch (e) {
     if (!(e instanceof BaselineMissing)) throw e;
@@ -148,6 +170,37 @@ async function pullBase(
     // differing file becomes a conflict block; nothing is lost.
     if (!(again instanceof BaselineMissing)) throw again;
     return { accepted, baselineTree: new Map() };
+  }
+}
+
+/**
+ * The base of a checkout without a baseline — never pulled here, or its
+ * private state gone or damaged — is the retained generation its files
+ * agree with most (history/base.ts), or nothing when none matches. Only
+ * read when a visible file differs from the accepted state: otherwise every
+ * file already is the notebook's, and a cold pull into an empty directory
+ * never reads the history.
+ */
+async function lostBase(checkout: OpenCheckout, accepted: AcceptedState): Promise<FlatTree> {
+  const local = checkout.local;
+  if (![...local].some(([path, oid]) => accepted.files.get(path) !== oid)) return new Map();
+  return withHistory(checkout.deps, async (history) => {
+    const found = await closestGeneration(history, local);
+    if (found === null) return new Map();
+    await copyBaseBlobs(history, checkout.git, found.files, local, accepted.files);
+    return found.files;
+  });
+}
+
+/**
+ * The base's blobs the merge reads — where it differs from both sides, so
+ * that both changed the file — copied from the history cache into the
+ * checkout's, which has only what pulls need.
+ */
+async function copyBaseBlobs(history: History, git: ObjectCache, base: FlatTree, local: FlatTree, accepted: FlatTree): Promise<void> {
+  for (const [path, oid] of base) {
+    if (oid === local.get(path) || oid === accepted.get(path) || (await git.has(oid))) continue;
+    await git.writeBlob(await readHistoryBlob(history, oid));
   }
 }
 

@@ -48,11 +48,13 @@ export interface OperationContext {
    */
   credentialsRefused?(): void;
   /**
-   * A command line answers a store of a newer format than it reads as its
-   * start-up refusal (INCOMPATIBLE_STORE, exit 2), since upgrading is the
-   * only way on; `serve`'s calls keep the token table's MANIFEST_INVALID.
+   * Set by the CLI only: a StartupRefusal an operation throws is then its
+   * argument refusal (exit 2), and `adopt` says whether `--adopt` was given.
+   * A store of a newer format than this binary reads is its start-up
+   * refusal too (INCOMPATIBLE_STORE), since upgrading is the only way on;
+   * `serve`'s calls keep the token table's MANIFEST_INVALID.
    */
-  newerStoreRefusesStart?: boolean;
+  cli?: { adopt: boolean };
 }
 
 /** What an operation's runner gets for one call. */
@@ -64,6 +66,12 @@ export interface RunContext {
   deadline: Deadline;
   /** The commit retry bound configured; absent: the engine's default. */
   commitRetries?: number;
+  /**
+   * Whether a first pull refuses a directory of files that are nothing of
+   * the notebook's (engine/foreign.ts): on the command line unless
+   * `--adopt`; never in `serve`, which judges its workspace root at start.
+   */
+  refuseForeign: boolean;
   /** The engine's dependencies, with this call's stage timing; made on first use. */
   engine(): EngineDeps;
   /** A caller's notebook path (absent or "": the default directory), resolved and bounded by the workspace root. */
@@ -93,6 +101,8 @@ export interface CliForm {
   summary: string;
   /** How to call it, for a refusal that lacks a required flag ("commit -m MSG [PATH]"). */
   usage: string;
+  /** One example, as `--help` shows it. */
+  example: string;
   flags: Record<string, CliFlag>;
   /** Takes one optional notebook PATH (true), any number of notebook paths ("paths": restore's files), or none. */
   path: boolean | "paths";
@@ -120,6 +130,11 @@ export interface CliForm {
    * command's report, not a start-up refusal.
    */
   examinesStore?: boolean;
+  /**
+   * Sets a notebook up (init): an embedded store's file is made where it is
+   * asked for, as `--create` would, since this is the first set-up path.
+   */
+  createsStore?: boolean;
   /** The operation's input from the parsed flags and positionals (a start-up refusal for a bad flag value). */
   toInput(flags: Record<string, string | boolean>, path: string | undefined, positionals: string[]): Record<string, unknown>;
 }
@@ -227,6 +242,7 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
       store,
       deadline,
       ...(ctx.commitRetries !== undefined ? { commitRetries: ctx.commitRetries } : {}),
+      refuseForeign: ctx.cli !== undefined && !ctx.cli.adopt,
       engine: () =>
         (deps ??= {
           ...ctx.deps,
@@ -253,13 +269,14 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
     });
     return { ok: true, result, diagnosticId };
   } catch (e) {
-    // A command-line operation that refuses its arguments once it has looked at the disk (export DIR):
-    // the CLI's argument refusal, exit 2, not an operation failure. The MCP tools answer the envelope only.
-    if (e instanceof StartupRefusal && op.tool === undefined) {
+    // An operation that refuses its arguments once it has looked at the disk (export DIR, pull into
+    // a directory of foreign files): on the command line, the CLI's argument refusal, exit 2, not an
+    // operation failure. The MCP tools answer the envelope only.
+    if (e instanceof StartupRefusal && (op.tool === undefined || ctx.cli !== undefined)) {
       ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: e.kind, ...timer.finish() });
       throw e;
     }
-    if (e instanceof NewerStoreFormat && ctx.newerStoreRefusesStart === true) {
+    if (e instanceof NewerStoreFormat && ctx.cli !== undefined) {
       ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: "INCOMPATIBLE_STORE", ...timer.finish() });
       throw e.startupRefusal();
     }

@@ -25,6 +25,7 @@ import { EXIT_CODES } from "../contract/tokens.ts";
 import { TOOL_ANNOTATIONS, TOOL_NAMES, type ToolName, withSentences } from "../contract/tools.ts";
 import type { LogView, ShownEntry } from "./cli/render-history.ts";
 import { parseDuration, parseSince } from "./duration.ts";
+import type { EngineDeps } from "../engine/engine.ts";
 import type { Operation } from "./operation.ts";
 
 /** The CLI's rendering code, loaded on first use, synchronously: renderers return text. */
@@ -61,11 +62,60 @@ function defineOperation<I, R>(operation: Operation<I, R>): Operation<I, R> {
 export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
+      name: "init",
+      example: "slivingdoc init ./notebook",
+      createsStore: true,
+      summary: "Start a team's notebook: publish the recommended .gitattributes, .gitignore and AGENTS.md where they are missing, then pull PATH if given",
+      usage: "init [--adopt] [PATH]",
+      flags: {
+        adopt: {
+          type: "boolean",
+          description: "Publish the files already in PATH, a directory that was never a checkout, with the next commit (refused without it when none is in the notebook)",
+        },
+      },
+      path: true,
+      toInput: (_flags, path) => (path !== undefined ? { path } : {}),
+    },
+    input: objectInput("init", { path: optional(stringField({})) }),
+    async run(ctx, input) {
+      const { initNotebook } = await import("../engine/init.ts");
+      const { tmpdir } = await import("node:os");
+      const path = input.path === undefined ? null : ctx.notebookPath(input.path);
+      // A PATH a first pull would refuse (files that are nothing of the notebook's) is refused before anything is published.
+      if (path !== null && ctx.refuseForeign) await refuseForeignPath(ctx.engine(), path, `init PATH "${path}"`);
+      // Its scratch checkout is made in the system's temporary directory, away from every checkout.
+      const layout = await initNotebook(ctx.engine(), { scratchParent: tmpdir() });
+      if (path === null) return { ...layout, pulled: null };
+      const { pull } = await import("../engine/pull.ts");
+      return { ...layout, pulled: withIgnored(await pull(ctx.engine(), { path }), ctx.sets) };
+    },
+    renderTo: "stderr",
+    render(r) {
+      const { plural, renderDiffstat } = cli();
+      const names = (paths: string[]) => paths.join(", ");
+      const head =
+        r.published.length === 0
+          ? `init: the notebook already has ${names(r.left)}; nothing published (generation ${r.generation})`
+          : `init: published ${names(r.published)} at generation ${r.generation}` +
+            (r.left.length > 0 ? `; left ${plural(r.left.length, "file")} the notebook already had as ${r.left.length === 1 ? "it is" : "they are"}: ${names(r.left)}` : "");
+      return `${head}\n${r.pulled === null ? "" : renderDiffstat(r.pulled, PULLED) + ignoredLine(r.pulled)}`;
+    },
+    done: (r) => (r.published.length > 0 ? `init published ${r.published.join(", ")} at generation ${r.generation}` : undefined),
+  }),
+
+  defineOperation({
+    cli: {
       name: "pull",
+      example: "slivingdoc pull ./notebook",
       writesNothing: true,
       summary: "Write the accepted notebook into PATH, merging your unpublished edits",
-      usage: "pull [PATH]",
-      flags: {},
+      usage: "pull [--adopt] [PATH]",
+      flags: {
+        adopt: {
+          type: "boolean",
+          description: "Publish the files already in PATH, a directory that was never a checkout, with the next commit (refused without it when none is in the notebook)",
+        },
+      },
       path: true,
       toInput: (_flags, path) => (path !== undefined ? { path } : {}),
     },
@@ -77,8 +127,13 @@ export const OPERATIONS: readonly Operation[] = [
     input: objectInput("notes_pull", { path: PATH_FIELD }),
     async run(ctx, input) {
       const { pull } = await import("../engine/pull.ts");
+      const { ForeignFiles } = await import("../engine/foreign.ts");
       const path = ctx.notebookPath(input.path);
-      return withIgnored(await pull(ctx.engine(), { path }), ctx.sets);
+      const pulled = await pull(ctx.engine(), { path, refuseForeign: ctx.refuseForeign }).catch((e: unknown): never => {
+        if (!(e instanceof ForeignFiles)) throw e;
+        throw new StartupRefusal("argument refusal", foreignRefusal(`pull PATH "${path}"`, e, "pass --adopt"));
+      });
+      return withIgnored(pulled, ctx.sets);
     },
     renderTo: "stderr",
     render: (r) => cli().renderDiffstat(r, PULLED) + ignoredLine(r),
@@ -88,6 +143,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "attach",
+      example: "slivingdoc attach ./notebook",
       writesNothing: true,
       summary: "After the store went backwards (or its manifest was damaged, with --replace-damaged-manifest): attach PATH to the store as it is, keeping its files as local edits to publish (operators)",
       usage: "attach [PATH] [--replace-damaged-manifest]",
@@ -123,6 +179,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "commit",
+      example: 'slivingdoc commit -m "plan: ship on Friday" ./notebook',
       summary: "Publish the changes in PATH and incorporate concurrent changes",
       usage: "commit -m MSG [PATH]",
       flags: {
@@ -160,6 +217,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "gc",
+      example: "slivingdoc gc --dry-run",
       summary: "Remove packs no manifest references, older than a grace period (maintenance)",
       usage: "gc [--grace DURATION] [--dry-run] [--delete-lost]",
       flags: {
@@ -218,6 +276,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "generation",
+      example: "slivingdoc generation",
       writesNothing: true,
       summary: "Print the accepted generation of the notebook (reads the store only)",
       usage: "generation",
@@ -237,6 +296,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "log",
+      example: "slivingdoc log --since 2d --path shared/plan.md",
       writesNothing: true,
       summary: "List the retained publications, newest first: generation, time, agent, message, files changed",
       usage: "log [--limit N] [--since DATE|DURATION] [--path a,b] [--oneline | --stat]",
@@ -281,6 +341,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "agents",
+      example: "slivingdoc agents --since 1d",
       writesNothing: true,
       summary: "List the agents of the retained history: publications, first and last, files touched",
       usage: "agents [--since DATE|DURATION]",
@@ -302,6 +363,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "show",
+      example: "slivingdoc show 12 > generation-12.patch",
       writesNothing: true,
       summary: "Show what one publication changed, as git's unified diff",
       usage: "show GENERATION [--stat] [--path a,b]",
@@ -337,6 +399,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "export",
+      example: "slivingdoc export ./history && git -C ./history log --stat",
       writesNothing: true,
       summary: "Write the retained history into DIR as a bare git repository (updated incrementally when run again)",
       usage: "export DIR",
@@ -376,6 +439,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "status",
+      example: "slivingdoc status ./notebook",
       summary: "What a commit of PATH would publish, and how far it is behind (reads only; works offline)",
       usage: "status [PATH]",
       flags: {},
@@ -429,6 +493,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "diff",
+      example: "slivingdoc diff ./notebook",
       summary: "Print the changes in PATH against its baseline as a unified diff (reads only; works offline)",
       usage: "diff [--stat] [PATH]",
       flags: { stat: { type: "boolean", description: "Print git's diffstat instead of the patch" } },
@@ -473,6 +538,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "restore",
+      example: "slivingdoc restore --from 7 --dir ./notebook plan.md",
       writesNothing: true,
       summary: "Write a retained generation's version of files into a checkout, as local edits to review and commit",
       usage: "restore --from GENERATION [PATH…]",
@@ -529,6 +595,7 @@ export const OPERATIONS: readonly Operation[] = [
   defineOperation({
     cli: {
       name: "doctor",
+      example: "slivingdoc doctor --samples 50 --deadline 2m",
       examinesStore: true,
       summary: "Examine the configured store: permissions, conditional writes, latency, write rate, clock skew, and the settings it calls for (operators)",
       usage: "doctor [--samples N]",
@@ -562,6 +629,15 @@ function parseCount(name: string, value: string | boolean | undefined, min = 0, 
     throw new StartupRefusal("argument refusal", `${name} must be ${what}; got "${String(value ?? "").slice(0, 40)}"`);
   }
   return Number(value);
+}
+
+/** The argument refusal of a directory a first pull would refuse (engine/foreign.ts), found before the call changes anything. */
+async function refuseForeignPath(deps: EngineDeps, path: string, what: string): Promise<void> {
+  const { existsSync, realpathSync } = await import("node:fs");
+  if (!existsSync(path)) return;
+  const { foreignFiles } = await import("../engine/foreign.ts");
+  const foreign = await foreignFiles(deps, realpathSync(path));
+  if (foreign !== null) throw new StartupRefusal("argument refusal", foreignRefusal(what, foreign, "pass --adopt"));
 }
 
 /** log's view, as the CLI sets it from --oneline or --stat. */
@@ -627,4 +703,20 @@ export function toolList(sets: PathSets) {
     inputSchema: operationByTool(name).input.jsonSchema(),
     annotations: TOOL_ANNOTATIONS[name],
   }));
+}
+
+/**
+ * The refusal of a first pull into a directory of files that are nothing
+ * of the notebook's (engine/foreign.ts), `what` naming the directory and
+ * `adopt` the way to take them anyway: how many files it holds, and why
+ * they are not pulled over.
+ */
+export function foreignRefusal(what: string, e: { count: number; notebookEmpty: boolean }, adopt: string): string {
+  const files = e.count === 1 ? "1 file" : `${e.count} files`;
+  const matched = e.notebookEmpty ? "the store holds no notebook yet" : `${e.count === 1 ? "it is not" : "none of them is"} in the notebook's retained history`;
+  const seed = e.notebookEmpty ? " (they begin the notebook)" : "";
+  return (
+    `${what} holds ${files} and was never a checkout, and ${matched}: pulled into, every one would be a local edit that the next commit publishes. ` +
+    `Use an empty directory, or ${adopt} if these files are yours to publish${seed}`
+  );
 }

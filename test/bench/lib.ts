@@ -467,6 +467,14 @@ export function cliRunner(loc: Location, root: string): (i: number, ...args: str
   };
 }
 
+/** `slivingdoc init` on the store, as an operator begins a team's notebook; throws unless it exits 0. */
+export async function cliInit(loc: Location, root: string): Promise<void> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: join(root, "home"), ...loc.env };
+  const p = Bun.spawn([BINARY, "init", ...loc.flags, "--private-root", join(root, "init-private")], { env, stdout: "pipe", stderr: "pipe" });
+  const [err, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`slivingdoc init exited ${code}: ${err.slice(0, 2000)}`);
+}
+
 export async function startServer(loc: Location, opts: { privateRoot: string; workspace: string; home: string; extraArgs?: string[] }): Promise<Server> {
   mkdirSync(opts.home, { recursive: true });
   mkdirSync(opts.workspace, { recursive: true });

@@ -46,6 +46,8 @@ export interface TeamOptions extends TeamSizes {
   mode: "serve" | "cli";
   /** Whether the notebook starts with the recommended `.gitattributes`. */
   attributes: boolean;
+  /** The notebook is begun by `slivingdoc init`, as a new team begins it, instead of the seed's attributes. */
+  init?: boolean;
   seed?: number;
   /** How an agent resolves a conflicted file (the agent's own unless a test breaks it). */
   resolver?: A.Resolver;
@@ -138,6 +140,7 @@ export async function runTeam(loc: L.Location, opts: TeamOptions): Promise<TeamR
       [A.PLAN, A.initialPlan()],
     ]);
     if (opts.attributes) seedFiles.set(".gitattributes", A.RECOMMENDED_ATTRIBUTES);
+    if (opts.init) await L.cliInit(loc, root);
     const before = await L.seedNotebook(L.engineDepsFor(store, loc, join(root, "seed-private")), join(root, "seed"), seedFiles);
     if (opts.mode === "serve") ({ agents, servers } = await serveAgents(loc, root, opts.agents));
     else agents = cliAgents(loc, root, opts.agents);

@@ -54,6 +54,15 @@ describe("S9, small, embedded store", () => {
     });
   }
 
+  test("after slivingdoc init, agents that cross every round never conflict on the log or the board", async () => {
+    const r = await runTeam(L.sqliteLocation(root), { ...small, mode: "cli", lockstep: true, init: true });
+    // The same crossing rounds as the test below, which conflicts on the log every round without the layout.
+    expect(r.conflictsByFile.get(A.LOG) ?? 0).toBe(0);
+    expect(r.conflictsByFile.get(A.BOARD) ?? 0).toBe(0);
+    expect(r.commits).toBe(6);
+    expect(r.losses).toEqual(none);
+  });
+
   test("agents that cross every round conflict on the log, and the agent's resolution loses nothing", async () => {
     const r = await runTeam(L.sqliteLocation(root), { ...small, lockstep: true });
     // Both pull the same generation and append at the log's end: one of each round's two commits conflicts.

@@ -15,7 +15,6 @@ import { join } from "node:path";
 import { parse as parseJsonc, type ParseError } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
 import { parse as parseYaml } from "yaml";
-import type { ArgsDef } from "citty";
 import { parseStrict } from "../../src/surfaces/cli/arguments.ts";
 import { serveCommand } from "../../src/surfaces/cli/definitions.ts";
 
@@ -124,7 +123,7 @@ function slivingdocArgs(s: Snippet, command: string, args: string[]): string[] {
 /** slivingdoc's own parser takes them: `serve`, then flags serve knows. */
 function expectServe(host: string, argv: string[]): void {
   expect({ host, command: argv[0] }).toEqual({ host, command: "serve" });
-  const { positionals } = parseStrict(serveCommand.args as ArgsDef, argv.slice(1));
+  const { positionals } = parseStrict(serveCommand.args, argv.slice(1));
   expect({ host, positionals }).toEqual({ host, positionals: [] });
 }
 

@@ -113,7 +113,7 @@ test("isomorphic-git in one engine file, the AWS SDK in one store file", () => {
   expect(users(/^isomorphic-git/)).toEqual(["engine/git/object-cache.ts"]);
   expect(users(/^@aws-sdk\//)).toEqual(["store/s3.ts"]);
   expect(users(/^@modelcontextprotocol\//).every((f) => f.startsWith("surfaces/mcp/"))).toBe(true);
-  expect(users(/^citty$/).every((f) => f.startsWith("surfaces/cli/"))).toBe(true);
+  expect(users(/^commander$/)).toEqual(["surfaces/cli/help.ts"]);
 });
 
 /**

@@ -30,7 +30,7 @@ function world(name: string) {
     const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     return { stdout, stderr, code, json: stdout ? JSON.parse(stdout) : null };
   };
-  return { dir: (n: string) => join(base, n), run, privateRoot: join(base, "private") };
+  return { dir: (n: string) => join(base, n), run, privateRoot: join(base, "private"), env };
 }
 
 test("rm -rf of a checkout, then pull: a full copy, and the next commit deletes nothing", async () => {
@@ -94,6 +94,18 @@ test("a directory put in place of a checkout, holding files of its own, is merge
   expect(committed.json).toMatchObject({ generation: 2, files: [{ path: "mine.md", insertions: 1, deletions: 0 }] });
 });
 
+test("a checkout removed and made again with a file of its own, its state set aside by an earlier call: still a checkout's place, pulled without --adopt", async () => {
+  const { dir, run } = world("replaced-set-aside");
+  const a = dir("a");
+  expect((await run("pull", a)).code).toBe(0);
+  rmSync(a, { recursive: true });
+  write(a, "mine.md", "only here\n");
+  // This call sets the old state aside: the path has no state of its own after it.
+  expect((await run("commit", "-m", "x", "--json", a)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  expect((await run("pull", "--json", a)).code).toBe(0);
+  expect(read(a, "mine.md")).toBe("only here\n");
+});
+
 /** A checkout at `dir` with gone.md and keep.md published, then gone.md deleted and keep.md appended to, unpublished. */
 async function withUnpublishedEdits(run: (...args: string[]) => Promise<{ code: number }>, dir: string): Promise<void> {
   expect((await run("pull", dir)).code).toBe(0);
@@ -144,19 +156,79 @@ test("moved, with a new directory made at the old path: each is its own checkout
   expect([read(nb, "gone.md"), read(nb, "keep.md")]).toEqual([null, "one\nappended\n"]);
 });
 
-test("a copy (cp -r) is a new checkout; the original keeps its state and its unpublished edits", async () => {
+/**
+ * A checkout at `nb` that pulled generation 1 (a.md, b.md, c.md, gone.md); then
+ * another checkout published generation 2 (b.md and c.md changed); then, unpublished
+ * and without a pull, nb appended to a.md and c.md and deleted gone.md.
+ */
+async function behindWithEdits(run: (...args: string[]) => Promise<{ code: number }>, nb: string, other: string): Promise<void> {
+  expect((await run("pull", nb)).code).toBe(0);
+  for (const name of ["a", "b", "c", "gone"]) write(nb, `${name}.md`, `${name}\n`);
+  expect((await run("commit", "-m", "init", nb)).code).toBe(0);
+  expect((await run("pull", other)).code).toBe(0);
+  write(other, "b.md", "b\nfrom other\n");
+  write(other, "c.md", "c\nfrom other\n");
+  expect((await run("commit", "-m", "other", other)).code).toBe(0);
+  write(nb, "a.md", "a\nmine\n");
+  write(nb, "c.md", "c\nmine\n");
+  rmSync(join(nb, "gone.md"));
+}
+
+/**
+ * The pull of a directory holding behindWithEdits's files without their state: merged
+ * against generation 1, which its files match best, so only c.md, which both sides
+ * changed, conflicts; a.md keeps its edit, b.md takes the other's, gone.md comes back;
+ * and once c.md is resolved, the commit publishes a.md and c.md, and no deletion.
+ */
+async function pullsAgainstRetained(run: (...args: string[]) => Promise<{ code: number; json: any }>, dir: string): Promise<void> {
+  const pulled = await run("pull", "--json", dir);
+  expect(pulled.json).toMatchObject({ code: "CONTENT_CONFLICT", reason: "MERGE_CONFLICT" });
+  expect(pulled.json.files.map((f: { path: string }) => f.path)).toEqual(["c.md"]);
+  expect([read(dir, "a.md"), read(dir, "b.md"), read(dir, "gone.md")]).toEqual(["a\nmine\n", "b\nfrom other\n", "gone\n"]);
+  expect(read(dir, "c.md")).toContain("<<<<<<<");
+  write(dir, "c.md", "c\nmine\nfrom other\n");
+  const committed = await run("commit", "-m", "after the state was lost", "--json", dir);
+  expect(committed.json).toMatchObject({ generation: 3, filesChanged: 2, deletions: 0 });
+  expect(committed.json.files.map((f: { path: string }) => f.path)).toEqual(["a.md", "c.md"]);
+}
+
+test("a copy (cp -r) is a new checkout merged against the generation it was at: only what both sides changed conflicts; the original keeps its state", async () => {
   const { dir, run } = world("copy");
   const nb = dir("nb");
   const copy = dir("copy");
-  await withUnpublishedEdits(run, nb);
+  await behindWithEdits(run, nb, dir("other"));
   cpSync(nb, copy, { recursive: true });
-  // A new directory holding files: its first pull merges them against nothing, as any first pull does —
-  // the file the original deleted comes back, the one it edited holds both versions.
-  expect((await run("pull", "--json", copy)).json).toMatchObject({ reason: "MERGE_CONFLICT", files: [{ path: "keep.md" }] });
-  expect(read(copy, "gone.md")).toBe("to be deleted\n");
-  expect((await run("status", "--json", nb)).json).toMatchObject({ files: UNPUBLISHED });
-  expect((await run("pull", "--json", nb)).json).toMatchObject({ generation: 1, files: [] });
-  expect(read(nb, "gone.md")).toBe(null);
+  await pullsAgainstRetained(run, copy);
+  // The original still knows its own edits, its deletion included.
+  expect((await run("status", "--json", nb)).json).toMatchObject({
+    generation: 1,
+    files: [
+      { path: "a.md", change: "modified" },
+      { path: "c.md", change: "modified" },
+      { path: "gone.md", change: "deleted" },
+    ],
+  });
+});
+
+test("a checkout whose private state is gone (a lost volume) is merged against the retained generation its files match best", async () => {
+  const { dir, run, privateRoot } = world("lost-state");
+  const nb = dir("nb");
+  await behindWithEdits(run, nb, dir("other"));
+  rmSync(privateRoot, { recursive: true });
+  expect((await run("commit", "-m", "x", "--json", nb)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  await pullsAgainstRetained(run, nb);
+});
+
+test("a damaged state.json: the pull merges against the retained generation the files match best", async () => {
+  const { dir, run, privateRoot } = world("damaged-retained");
+  const nb = dir("nb");
+  await behindWithEdits(run, nb, dir("other"));
+  const nbState = readdirSync(join(privateRoot, "checkouts"))
+    .map((id) => join(privateRoot, "checkouts", id))
+    .find((s) => readFileSync(join(s, "state.json"), "utf8").includes(`"${nb}"`))!;
+  writeFileSync(join(nbState, "state.json"), "{\"version\":");
+  expect((await run("status", "--json", nb)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  await pullsAgainstRetained(run, nb);
 });
 
 test("a volume swapped away and back (A, then B, then A at one path over the same private state): A's unpublished edits are all kept", async () => {
@@ -223,7 +295,8 @@ for (const [what, damage] of DAMAGE) {
       expect(`${refused.json.message}\n${refused.stderr}`).not.toMatch(/JSON|Zod|zod|Parse|expected|cause/);
     }
     const pulled = await run("pull", "--json", a);
-    // Merged against nothing: a file that differs from the notebook holds both versions.
+    // No file here is exactly as any retained generation holds it, so there is no base to
+    // merge against: a file that differs from the notebook holds both versions.
     expect(pulled.json).toMatchObject({ code: "CONTENT_CONFLICT", reason: "MERGE_CONFLICT", files: [{ path: "one.md" }] });
     expect(read(a, "one.md")).toContain("unpublished\n");
     expect(read(a, "mine.md")).toBe("mine\n");
@@ -287,4 +360,82 @@ test("an empty lock file does not wedge the checkout", async () => {
   const pulled = await run("pull", "--json", a);
   expect([pulled.code, pulled.json.generation]).toEqual([0, 0]);
   expect(existsSync(lock)).toBe(false);
+});
+
+/** A directory that was never a checkout, holding what a home directory does: 3 files, a credentials file among them. */
+function foreignHome(home: string): string[] {
+  write(home, ".aws/credentials", "[default]\naws_access_key_id = AKIAFAKEFAKEFAKEFAKE\naws_secret_access_key = fake/secret/for/the/test\n");
+  write(home, ".bashrc", "export PATH=$HOME/bin:$PATH\n");
+  write(home, "todo.txt", "buy milk\n");
+  return readdirSync(home, { recursive: true }).map(String).sort();
+}
+
+/** `serve` with these arguments and stdin closed at once: its exit code and stderr. */
+async function serveOnce(env: Record<string, string>, cwd: string, ...args: string[]): Promise<{ code: number; stderr: string }> {
+  const p = Bun.spawn([binary, "serve", ...args], { cwd, env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  p.stdin.end();
+  const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+  return { code, stderr };
+}
+
+test("a first pull into a directory of files that are nothing of the notebook's (a home directory) is refused unless --adopt; nothing is published", async () => {
+  const { dir, run, env } = world("foreign");
+  const nb = dir("nb");
+  expect((await run("pull", nb)).code).toBe(0);
+  write(nb, "notes.md", "shared\n");
+  expect((await run("commit", "-m", "init", nb)).code).toBe(0);
+  const home = dir("home-of-someone");
+  foreignHome(home);
+  // A file no notebook may hold is counted, and does not turn the refusal into one of its own.
+  write(home, "photo.jpg", new Uint8Array([0xff, 0xd8, 0, 0, 0xff, 0xd9]));
+  const before = readdirSync(home, { recursive: true }).map(String).sort();
+
+  const refused = await run("pull", "--json", home);
+  expect(refused.code).toBe(2);
+  expect(refused.stdout).toBe("");
+  expect(refused.stderr).toContain("argument refusal");
+  expect(refused.stderr).toContain(`pull PATH "${home}" holds 4 files and was never a checkout`);
+  expect(refused.stderr).toContain("--adopt");
+  // Nothing written into it, and nothing it holds can be published.
+  expect(readdirSync(home, { recursive: true }).map(String).sort()).toEqual(before);
+  expect((await run("commit", "-m", "oops", "--json", home)).json).toMatchObject({ reason: "PULL_REQUIRED" });
+  expect((await run("generation", "--json")).json).toEqual({ generation: 1 });
+
+  // serve over it is refused at start the same way, unless --adopt.
+  const served = await serveOnce(env, dir(""), "--workspace-root", home);
+  expect(served.code).toBe(2);
+  expect(served.stderr).toContain("invalid configuration");
+  expect(served.stderr).toContain(`--workspace-root "${home}" holds 4 files and was never a checkout`);
+  expect((await serveOnce(env, dir(""), "--adopt", "--workspace-root", home)).code).toBe(0);
+  // serve's own session directory is unaffected, and so is a root that is a checkout.
+  expect((await serveOnce(env, dir(""))).code).toBe(0);
+  expect((await serveOnce(env, dir(""), "--workspace-root", nb)).code).toBe(0);
+  // A root holding an agent's checkout (with an unpublished file) is theirs: it can never be pulled itself.
+  const agent = join(dir("ws"), "agent1");
+  expect((await run("pull", agent)).code).toBe(0);
+  write(agent, "draft.md", "unpublished\n");
+  expect((await serveOnce(env, dir(""), "--workspace-root", dir("ws"))).code).toBe(0);
+
+  // --adopt: these files are mine to publish (the ones a notebook can hold).
+  rmSync(join(home, "photo.jpg"));
+  const adopted = await run("pull", "--adopt", "--json", home);
+  expect(adopted.code).toBe(0);
+  expect(read(home, "notes.md")).toBe("shared\n");
+  expect((await run("status", "--json", home)).json.files.map((f: { path: string }) => f.path)).toEqual([".aws/credentials", ".bashrc", "todo.txt"]);
+});
+
+test("a first pull into a directory of files while the store holds no notebook yet is refused too; --adopt begins the notebook with them", async () => {
+  const { dir, run } = world("foreign-empty-store");
+  const seed = dir("seed");
+  foreignHome(seed);
+  const refused = await run("pull", seed);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain("holds 3 files and was never a checkout, and the store holds no notebook yet");
+  expect((await run("generation", "--json")).json).toEqual({ generation: 0 });
+  expect((await run("pull", "--adopt", seed)).code).toBe(0);
+  expect((await run("commit", "-m", "seed", "--json", seed)).json).toMatchObject({ generation: 1, filesChanged: 3 });
+  // Pulled again after its state is lost, it is a former checkout: no --adopt needed.
+  const copy = dir("copy");
+  cpSync(seed, copy, { recursive: true });
+  expect((await run("pull", "--json", copy)).json).toMatchObject({ generation: 1, files: [] });
 });

@@ -141,6 +141,40 @@ describe("long work", () => {
     expect(piped.code).toBe(0);
     expect(piped.out).not.toContain("files written");
   });
+
+  test("a commit of 2,000 files or more shows its stages on a terminal only: scan, pack, upload", async () => {
+    const many = join(root, "many");
+    const envMany = { ...env, SLIVINGDOC_STORE: `sqlite:${join(root, "many.db")}` };
+    const run = (args: string[], tty: boolean) => {
+      const command = [process.execPath, main, ...args].map((a) => `'${a}'`).join(" ");
+      const argv = tty ? ["script", "-qec", command, "/dev/null"] : ["sh", "-c", command];
+      const p = Bun.spawnSync(argv, { cwd: root, env: envMany, stdout: "pipe", stderr: "pipe" });
+      return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
+    };
+    expect(run(["pull", many], false).code).toBe(0);
+    for (let i = 0; i < 2100; i++) write(many, `f${i}.md`, `file ${i}\n`);
+    const onTerminal = run(["commit", "-m", "many files", many], true);
+    expect(onTerminal.code).toBe(0);
+    expect(onTerminal.out).toContain("files scanned: 2100 of 2100…");
+    for (const stage of ["packing…", "uploading…", "publishing…"]) expect(onTerminal.out).toContain(stage);
+    // A small notebook's quick commit says nothing of its stages; a pipe and --json never do.
+    const few = join(root, "few");
+    expect(run(["pull", "--store", `sqlite:${join(root, "few.db")}`, few], false).code).toBe(0);
+    write(few, "a.md", "one\n");
+    const small = run(["commit", "-m", "one file", "--store", `sqlite:${join(root, "few.db")}`, few], true);
+    expect(small.code).toBe(0);
+    expect(small.out).not.toContain("packing…");
+    for (let i = 0; i < 2100; i++) write(many, `f${i}.md`, `file ${i} again\n`);
+    const piped = run(["commit", "-m", "again", many], false);
+    expect(piped.code).toBe(0);
+    expect(piped.out).not.toContain("…\u001b");
+    expect(piped.out).not.toContain("packing");
+    expect(piped.out).not.toContain("scanned");
+    for (let i = 0; i < 2100; i++) write(many, `f${i}.md`, `file ${i} once more\n`);
+    const json = run(["commit", "-m", "once more", "--json", many], true);
+    expect(json.code).toBe(0);
+    expect(json.out).not.toContain("packing");
+  });
 });
 
 describe("gc", () => {
@@ -282,14 +316,36 @@ describe("refusals before anything is touched", () => {
     expect(JSON.parse(json.stdout)).toEqual({ version, commit: "source", formats: { reads: [1, 2, 3, 4], writes: 4 }, platform: `${process.platform}-${process.arch}` });
     // The built binary names the commit it was built from ("+changes" for a build of an edited tree).
     requireBinary();
-    const head = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: join(import.meta.dir, "../..") }).stdout.toString().trim();
-    const built = Bun.spawnSync([BINARY, "--version"], { env });
-    expect(built.stdout.toString()).toMatch(lines(`${head}(\\+changes)?`));
+    const built = Bun.spawnSync([BINARY, "--version"], { env }).stdout.toString();
+    expect(built).toMatch(lines("[0-9a-f]{12}(\\+changes)?"));
+    // A commit of this repository (the build's, which later commits may have left behind).
+    const commit = /^commit: ([0-9a-f]{12})/m.exec(built)![1]!;
+    expect(Bun.spawnSync(["git", "cat-file", "-e", `${commit}^{commit}`], { cwd: join(import.meta.dir, "../..") }).exitCode).toBe(0);
     expect((await cli(root, "--version", "--bogus")).code).toBe(EXIT_CODES.STARTUP);
     const h = await cli(root, "commit", "--help");
     expect(h.code).toBe(0);
     expect(h.stdout).toContain("--message");
     expect(h.stdout).toContain("--commit-retries");
     expect(h.stdout).toContain("--deadline");
+    // Not a terminal: 80 columns, no trailing spaces; the command's own flags first, the shared settings under their heading; one example.
+    for (const args of [["--help"], ...["serve", "init", "pull", "commit", "log", "doctor"].map((c) => [c, "--help"])]) {
+      const text = (await cli(root, ...args)).stdout;
+      expect({ args, long: text.split("\n").filter((l) => l.length > 80) }).toEqual({ args, long: [] });
+      expect({ args, trailing: text.split("\n").filter((l) => / $/.test(l)) }).toEqual({ args, trailing: [] });
+    }
+    const own = h.stdout.indexOf("--message");
+    const shared = h.stdout.indexOf("Store and process options (every command):");
+    expect(own).toBeGreaterThan(0);
+    expect(shared).toBeGreaterThan(own);
+    expect(h.stdout.indexOf("--store")).toBeGreaterThan(shared);
+    expect(h.stdout.indexOf("--deadline")).toBeGreaterThan(shared);
+    expect(h.stdout).toEndWith('Example:\n  slivingdoc commit -m "plan: ship on Friday" ./notebook\n');
+    expect(await cli(root, "help", "commit")).toEqual(h);
+    // A mistyped command: the closest one suggested; unknown flags still refused.
+    const typo = await cli(root, "comit", "-m", "x");
+    expect({ code: typo.code, stdout: typo.stdout }).toEqual({ code: EXIT_CODES.STARTUP, stdout: "" });
+    expect(typo.stderr).toStartWith('slivingdoc: argument refusal: unknown command "comit" (did you mean commit?);');
+    expect((await cli(root, "xyzzy")).stderr).not.toContain("did you mean");
+    expect((await cli(root, "commit", "--mesage", "x")).stderr).toContain("unknown option --mesage");
   });
 });

@@ -344,7 +344,9 @@ test("editor and OS files and .gitignore'd ones: pull and commit OK through the 
   writeFileSync(join(b, ".notes.md.swp"), Buffer.from(binary, "latin1"));
   writeFileSync(join(b, ".DS_Store"), Buffer.from(binary, "latin1"));
   writeFileSync(join(b, "scratch", "draft.md"), "not for the team\n");
-  await ok("pull", ...store, b);
+  // b was never a checkout and its draft is in no generation: the files are the agent's own,
+  // kept here, and the notebook's .gitignore (not on disk before this pull) keeps the draft unpublished.
+  await ok("pull", "--adopt", ...store, b);
   write(b, { "notes.md": "n\nfrom b\n" });
   const committed = JSON.parse((await ok("commit", "--json", "-m", "b", ...store, b)).stdout);
   expect(committed.files.map((f: { path: string }) => f.path)).toEqual(["notes.md"]);

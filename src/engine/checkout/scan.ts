@@ -149,12 +149,20 @@ export interface ScanOptions {
    * memory all at once. Without it, the bytes are in the result.
    */
   absorb?: Absorb;
+  /**
+   * Count what breaks the notebook contract (Scanned.invalid) rather than
+   * refuse it: a look at a directory that is no checkout yet (engine/foreign.ts),
+   * whose pull refuses those files by name itself.
+   */
+  countInvalid?: boolean;
 }
 
 export interface Scanned {
   files: NotebookFiles;
   /** What the ignore rules left out, in path order: files, and directories (with a trailing slash) that were not entered. */
   ignored: string[];
+  /** With `countInvalid`: how many entries break the notebook contract. */
+  invalid?: number;
 }
 
 function bad(scan: Scan, path: string, why: Violation = "content"): void {
@@ -174,6 +182,7 @@ export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
   };
   if (!notebookExists(root)) return { files: scan.files, ignored: [] };
   walk(scan, root, "", builtInRules());
+  if (options.countInvalid === true) return { files: scan.files, ignored: scan.ignored, invalid: scan.invalid.length };
   if (scan.invalid.length > 0) throw refusal(scan.invalid, scan.maxFileBytes);
   return { files: scan.files, ignored: scan.ignored };
 }

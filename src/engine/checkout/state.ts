@@ -174,7 +174,7 @@ export interface SettledState {
  * state set aside for this one, if there is one. Then judge the journal: a
  * damaged one says that visible files may hold what a dead call wrote,
  * without saying which, so the whole state counts as lost — every file is
- * kept, and a pull merges them against nothing.
+ * kept, and a pull merges them as for a state that is gone (pull.ts, lostBase).
  */
 export function settleState(at: StateLocation, clock: FileClock): SettledState {
   finishTakeover(at.stateDir, at.dir, clock.randomId);

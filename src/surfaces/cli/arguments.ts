@@ -1,11 +1,10 @@
 /**
- * The command line, parsed strictly against the citty definitions
- * (definitions.ts): citty passes unknown flags through, and a silently
- * ignored `--mesage` or `--read-only-path` would be a misplaced or
- * unprotected write
+ * The command line, parsed strictly against the command definitions
+ * (definitions.ts): a silently ignored `--mesage` or `--read-only-path`
+ * would be a misplaced or unprotected write, so an unknown flag is refused
  * (docs/decisions/0015-the-cli-refuses-what-it-does-not-know.md).
  */
-import type { ArgsDef } from "citty";
+import type { ArgsDef } from "./definitions.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { isUtf8 } from "./raw-argv.ts";
@@ -17,7 +16,7 @@ export type Parsed = {
   sources: Record<string, { index: number; offset: number }>;
 };
 
-/** Strict parsing against the citty definitions: unknown flags and extra positionals are refused by name. */
+/** Strict parsing against the command definitions: unknown flags and extra positionals are refused by name. */
 export function parseStrict(args: ArgsDef, argv: string[]): Parsed {
   const byName = new Map<string, [string, ArgsDef[string]]>();
   for (const [name, def] of Object.entries(args)) {

@@ -1,16 +1,43 @@
 /**
- * The commands as citty defines them, for help and for the strict parser
- * (arguments.ts): `serve`, and one command per entry of the operations
- * registry (operations.ts), each with its own flags, the configuration
- * flags of docs/cli.md, `--json`, and a notebook PATH when it takes one.
+ * The commands' arguments, for the strict parser (arguments.ts) and for
+ * help: `serve`, and one command per entry of the operations registry
+ * (operations.ts), each with its own flags, `--json`, a notebook PATH when
+ * it takes one, and then the store and process settings every command
+ * shares (docs/cli.md, Options).
+ *
+ * Help, its wrapping and the suggestion for a mistyped command are
+ * commander's (help.ts), loaded only when asked for: a start that runs a
+ * command never loads it.
  */
-import { type ArgsDef, type CommandDef, defineCommand } from "citty";
 import { OPERATIONS } from "../operations.ts";
-import type { Operation } from "../operation.ts";
+import type { CliFlag, Operation } from "../operation.ts";
 import { DEFAULT_STORE_KIND, STORE_KINDS, storeUsages } from "../stores.ts";
 
-/** The configuration flags every command takes (docs/cli.md, Options): the store's, each kind's settings, then the rest. */
-const CONFIG_FLAGS: ArgsDef = {
+/** A positional argument: a notebook PATH, PATH…, or an operation's own (GENERATION, DIR). */
+export interface PositionalDef {
+  type: "positional";
+  required: boolean;
+  description: string;
+  valueHint: string;
+}
+
+export type ArgDef = Omit<CliFlag, "exactBytes"> | PositionalDef;
+export type ArgsDef = Record<string, ArgDef>;
+
+/** A command: what help says of it, and its arguments in help's order. */
+export interface CommandDef {
+  name: string;
+  description: string;
+  /** One example, as help shows it. */
+  example: string;
+  /** Its own flags, `--json` and its positionals. */
+  own: ArgsDef;
+  /** Every argument the parser takes: its own, then the shared settings. */
+  args: ArgsDef;
+}
+
+/** The store's settings, each kind's, then the rest: every command takes them (docs/cli.md, Options). */
+export const CONFIG_FLAGS: ArgsDef = {
   store: { type: "string", description: `Store URL: ${storeUsages()} (env SLIVINGDOC_STORE; default: the ${DEFAULT_STORE_KIND.label} store)`, valueHint: "URL" },
   ...Object.assign({}, ...STORE_KINDS.map((kind) => kind.flags ?? {})),
   "workspace-root": { type: "string", description: "Only act at or below this directory (env SLIVINGDOC_WORKSPACE_ROOT)", valueHint: "DIR" },
@@ -23,52 +50,51 @@ const CONFIG_FLAGS: ArgsDef = {
   agent: { type: "string", description: "Who publishes, recorded on every commit (env SLIVINGDOC_AGENT; default: user@host, and for serve the MCP client's name and version too)", valueHint: "NAME" },
 };
 
-const JSON_FLAG = { json: { type: "boolean", description: "Print the structured result (success or error) as JSON on stdout" } } as const satisfies ArgsDef;
+const JSON_FLAG: ArgsDef = { json: { type: "boolean", description: "Print the structured result (success or error) as JSON on stdout" } };
 
-const PATH_ARG = { type: "positional", required: false, description: "The notebook directory (default: the current directory)", valueHint: "PATH" } as const;
+const PATH_ARG: PositionalDef = { type: "positional", required: false, description: "The notebook directory (default: the current directory)", valueHint: "PATH" };
 
-const PATHS_ARG = {
+const PATHS_ARG: PositionalDef = {
   type: "positional",
   required: false,
   description: "Notebook paths (files or directories, relative to the notebook directory; default: the whole notebook)",
   valueHint: "PATH…",
-} as const;
+};
 
-/** An operation's command: its own flags first, then the configuration flags, `--json`, and PATH. */
-function operationCommand(op: Operation): CommandDef<ArgsDef> {
+/** An operation's command: its own flags first, `--json`, its positionals; the shared settings after. */
+function operationCommand(op: Operation): CommandDef {
   const own: ArgsDef = {};
   for (const [name, flag] of Object.entries(op.cli.flags)) {
     const { exactBytes: _exact, ...def } = flag;
-    own[name] = def as ArgsDef[string];
+    own[name] = def;
   }
-  return defineCommand({
-    meta: { name: op.cli.name, description: op.cli.summary },
-    args: {
-      ...own,
-      ...CONFIG_FLAGS,
-      ...JSON_FLAG,
-      ...(op.cli.path === true ? { path: PATH_ARG } : op.cli.path === "paths" ? { paths: PATHS_ARG } : {}),
-      ...(op.cli.positional
-        ? { [op.cli.positional.name.toLowerCase()]: { type: "positional", required: op.cli.positional.required, description: op.cli.positional.description, valueHint: op.cli.positional.name } }
-        : {}),
-    } as ArgsDef,
-  }) as CommandDef<ArgsDef>;
+  Object.assign(own, JSON_FLAG);
+  if (op.cli.path === true) own.path = PATH_ARG;
+  else if (op.cli.path === "paths") own.paths = PATHS_ARG;
+  const positional = op.cli.positional;
+  if (positional) own[positional.name.toLowerCase()] = { type: "positional", required: positional.required, description: positional.description, valueHint: positional.name };
+  return { name: op.cli.name, description: op.cli.summary, example: op.cli.example, own, args: { ...own, ...CONFIG_FLAGS } };
 }
 
-export const serveCommand = defineCommand({
-  meta: { name: "serve", description: "Run the MCP server over stdio, with the tools notes_pull and notes_commit" },
-  args: CONFIG_FLAGS,
-}) as CommandDef<ArgsDef>;
+const ADOPT_FLAG: ArgsDef = {
+  adopt: {
+    type: "boolean",
+    description: "Publish the files already in --workspace-root, a directory that was never a checkout, with the agent's commits (refused without it when none is in the notebook)",
+  },
+};
+
+export const serveCommand: CommandDef = {
+  name: "serve",
+  description: "Run the MCP server over stdio, with the tools notes_pull and notes_commit",
+  example: "slivingdoc serve --workspace-root ~/work --agent planner",
+  own: ADOPT_FLAG,
+  args: { ...ADOPT_FLAG, ...CONFIG_FLAGS },
+};
 
 /** Every command by name: `serve`, then the registry's operations in its order. */
-export const subCommands: Record<string, CommandDef<ArgsDef>> = {
+export const subCommands: Record<string, CommandDef> = {
   serve: serveCommand,
   ...Object.fromEntries(OPERATIONS.map((op) => [op.cli.name, operationCommand(op)])),
 };
 
-export function rootCommand(version: string): CommandDef<ArgsDef> {
-  return defineCommand({
-    meta: { name: "slivingdoc", version, description: "A shared notebook of UTF-8 text files for AI agents: pull, edit, commit." },
-    subCommands,
-  }) as CommandDef<ArgsDef>;
-}
+export const ROOT_DESCRIPTION = "A shared notebook of UTF-8 text files for AI agents: pull, edit, commit.";

@@ -8,8 +8,6 @@
  * stderr) or, with `--json`, its result object alone on stdout.
  */
 import { existsSync } from "node:fs";
-import type { ArgsDef } from "citty";
-import { renderUsage } from "citty";
 import { type ErrorEnvelope, errorEnvelope, newDiagnosticId } from "../../contract/results.ts";
 import { scrubCredentials } from "../../contract/scrub.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
@@ -28,7 +26,7 @@ import { openStore, storeKind } from "../stores.ts";
 import { openStoreOrRefuse, openVerifiedStore, refuseNewerStore, type StoreAccess } from "../verified-store.ts";
 import type { TextSink } from "../stdio.ts";
 import { messageRefusal, type Parsed, parseStrict } from "./arguments.ts";
-import { rootCommand, subCommands } from "./definitions.ts";
+import { subCommands } from "./definitions.ts";
 import { terminalProgress } from "./progress.ts";
 import { escapeControls } from "./quote.ts";
 import { renderError } from "./render.ts";
@@ -58,12 +56,14 @@ export interface CliIo {
   version: string;
   /** Colours in help only on a terminal: escape codes would litter a pipe or a file. */
   stdoutIsTTY?: boolean;
+  /** The terminal's width, which help is wrapped to; absent when stdout is no terminal (help then takes 80 columns). */
+  columns?: number;
 }
 
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
 
 function help(text: string, io: CliIo): string {
-  return `${io.stdoutIsTTY ? text : text.replace(ANSI, "")}\n`;
+  return io.stdoutIsTTY ? text : text.replace(ANSI, "");
 }
 
 /** What a command did, for the line that says so when its answer could not be written. */
@@ -108,10 +108,16 @@ async function answerWritten(io: CliIo, code: number, done: Done): Promise<numbe
 }
 
 async function dispatch(io: CliIo, done: Done): Promise<number> {
-  const root = rootCommand(io.version);
   const [first, ...rest] = io.argv;
+  if (first === "help" && rest.length === 1 && subCommands[rest[0]!] !== undefined) {
+    // `slivingdoc help commit`, as git and commander take it.
+    const { commandHelp } = await import("./help.ts");
+    io.stdout(help(commandHelp(subCommands[rest[0]!]!, io.version, io.columns), io));
+    return EXIT_CODES.OK;
+  }
   if (first === undefined || first === "--help" || first === "-h" || first === "help") {
-    io.stdout(help(await renderUsage(root), io));
+    const { rootHelp } = await import("./help.ts");
+    io.stdout(help(rootHelp(io.version, io.columns), io));
     return first === undefined ? EXIT_CODES.STARTUP : EXIT_CODES.OK;
   }
   if (first === "--version" || first === "-v" || first === "-V") {
@@ -125,18 +131,22 @@ async function dispatch(io: CliIo, done: Done): Promise<number> {
   }
   const command = subCommands[first];
   if (!command) {
-    io.stderr(`slivingdoc: argument refusal: unknown command "${escapeControls(first)}"; the commands are ${Object.keys(subCommands).join(", ")}\n`);
+    const { closestCommand } = await import("./help.ts");
+    const closest = closestCommand(first);
+    const hint = closest === null ? "" : ` (did you mean ${closest}?)`;
+    io.stderr(`slivingdoc: argument refusal: unknown command "${escapeControls(first)}"${hint}; the commands are ${Object.keys(subCommands).join(", ")}\n`);
     return EXIT_CODES.STARTUP;
   }
   if (rest.includes("--help") || rest.includes("-h")) {
-    io.stdout(help(await renderUsage(command, root), io));
+    const { commandHelp } = await import("./help.ts");
+    io.stdout(help(commandHelp(command, io.version, io.columns), io));
     return EXIT_CODES.OK;
   }
   const operation = operationByCli(first);
   let parsed: Parsed;
   let args: Record<string, unknown> = {};
   try {
-    parsed = parseStrict((command.args ?? {}) as ArgsDef, rest);
+    parsed = parseStrict(command.args, rest);
     const { positionals } = parsed;
     const positional = operation?.cli.positional;
     if (operation?.cli.path === true) {
@@ -243,9 +253,9 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   const { serve } = await import("../mcp/serve.ts");
   const memory = processMemory();
   try {
-    await serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, ...io.protocol() });
+    await serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, adopt: parsed.flags.adopt === true, ...io.protocol() });
   } catch (e) {
-    // A store opened after the handshake that turned out of a newer format (mcp/serve.ts).
+    // A refused start found after the handshake (a store of a newer format, mcp/serve.ts) or before it (a foreign workspace root).
     return refused(e, io, [config.privateRoot]);
   } finally {
     await store.close();
@@ -275,7 +285,9 @@ function causeLog(io: CliIo): Log {
 /** One operation of the registry, from the command line. */
 async function execute(operation: Operation, args: Record<string, unknown>, parsed: Parsed, io: CliIo, done: Done): Promise<number> {
   const json = parsed.flags.json === true;
-  const started = await startUp(parsed, io, openingOf(operation.cli));
+  // init is the first set-up path: it makes the embedded store's directory as --create would.
+  const setUp = operation.cli.createsStore === true ? { ...parsed, flags: { ...parsed.flags, create: true } } : parsed;
+  const started = await startUp(setUp, io, openingOf(operation.cli));
   if (typeof started === "number") return started;
   const { config, store, deadline, forgetProbe } = started;
   for (const [name, flag] of Object.entries(operation.cli.flags)) {
@@ -302,7 +314,7 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
         secrets: runtimeSecrets(io.env),
         privatePaths: [config.privateRoot],
         requireAbsolute: false,
-        newerStoreRefusesStart: true,
+        cli: { adopt: parsed.flags.adopt === true },
         ...(config.commitRetries !== undefined ? { commitRetries: config.commitRetries } : {}),
         credentialsRefused: forgetProbe,
       },

@@ -13,6 +13,7 @@
  * loaded only after a plain `initialize` has been answered (handshake.ts):
  * a host waits for that answer, not for the first tool call.
  */
+import { readdirSync } from "node:fs";
 import { deadlineIn } from "../../store/deadline.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
@@ -21,6 +22,7 @@ import { DeferredStore } from "../deferred-store.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { refuseNewerStore } from "../verified-store.ts";
 import { clientAgent } from "../../contract/agent.ts";
+import { foreignRefusal } from "../operations.ts";
 import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder } from "../engine-deps.ts";
 import type { OperationContext } from "../operation.ts";
 import { storeIdentity } from "../stores.ts";
@@ -42,6 +44,8 @@ export interface ServeOptions {
   /** The protocol's input (stdin) and output (stdout). */
   input: ReadableStream<Uint8Array>;
   output: TextSink;
+  /** `serve --adopt`: a --workspace-root of files that are nothing of the notebook's is taken as the agent's to publish (refuseForeignRoot). */
+  adopt?: boolean;
 }
 
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
@@ -88,6 +92,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   // Before the handshake, as ever: a private root that cannot be made ends the start (before a session is made).
   const privateRoot = preparePrivateRoot(config);
   const root = notebookRoot(config.workspaceRoot, options.env, { storeId: storeIdentity(config.store), privateRoot });
+  if (root.session === null && options.adopt !== true) await refuseForeignRoot(options, root.dir);
   const identity = serverIdentity(options.version, root.dir, config.pathSets);
   const transport = new StdioTransport(options.input, options.output);
   const signals = stopSignals(log);
@@ -106,6 +111,22 @@ export async function serve(options: ServeOptions): Promise<void> {
   // What the process memory holds goes out first: the discard reads the checkout as the disk has it.
   options.memory.flush();
   await removeSession(engineDeps(config, options.store, options.memory.get()), root.session);
+}
+
+/**
+ * A --workspace-root that holds files, was never a checkout, and whose files
+ * match nothing of the notebook's retained history (engine/foreign.ts) is
+ * refused at start, as `pull` refuses such a directory: the tools' pulls
+ * would make every file a local edit, and a commit would publish them.
+ * `serve --adopt` takes them. An empty root needs no look at the engine.
+ */
+async function refuseForeignRoot(options: ServeOptions, dir: string): Promise<void> {
+  if (readdirSync(dir).length === 0) return;
+  const { foreignFiles } = require("../../engine/foreign.ts") as typeof import("../../engine/foreign.ts");
+  const deps = engineDeps(options.config, options.store, options.memory.get());
+  const what = `--workspace-root "${dir}"`;
+  const foreign = await foreignFiles(deps, dir);
+  if (foreign !== null) throw new StartupRefusal("invalid configuration", foreignRefusal(what, foreign, "start serve with --adopt"));
 }
 
 async function run(
