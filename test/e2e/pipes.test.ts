@@ -65,6 +65,8 @@ beforeAll(async () => {
  */
 type Case = { args: () => string[]; to: "stdout" | "stderr" | "patch"; shows: string; before?: () => void };
 const CASES: Record<string, Case[]> = {
+  // A store of its own: its publication would move the others' generation. The first call publishes, the next ones say it is there.
+  init: [{ args: () => ["init", "--store", `sqlite:${join(root, "init.db")}`], to: "stderr", shows: ".gitattributes, .gitignore, AGENTS.md" }],
   pull: [{ args: () => ["pull", nb], to: "stderr", shows: "up to date at generation 2" }],
   attach: [{ args: () => ["attach", nb], to: "stderr", shows: "nothing to attach" }],
   commit: [{ args: () => ["commit", nb, "-m", "nothing"], to: "stderr", shows: "nothing to publish" }],
