@@ -58,6 +58,12 @@ function defineOperation<I, R>(operation: Operation<I, R>): Operation<I, R> {
   return operation;
 }
 
+/** --adopt of a first pull (pull, init PATH): the caller's yes to publishing a directory's files that are nothing of the notebook's. */
+const ADOPT_FLAG = {
+  type: "boolean",
+  description: "Publish the files already in PATH, a directory that was never a checkout, with the next commit (refused without it when none is in the notebook)",
+} as const;
+
 /** Every operation, in the order help lists them. */
 export const OPERATIONS: readonly Operation[] = [
   defineOperation({
@@ -67,12 +73,7 @@ export const OPERATIONS: readonly Operation[] = [
       createsStore: true,
       summary: "Start a team's notebook: publish the recommended .gitattributes, .gitignore and AGENTS.md where they are missing, then pull PATH if given",
       usage: "init [--adopt] [PATH]",
-      flags: {
-        adopt: {
-          type: "boolean",
-          description: "Publish the files already in PATH, a directory that was never a checkout, with the next commit (refused without it when none is in the notebook)",
-        },
-      },
+      flags: { adopt: ADOPT_FLAG },
       path: true,
       toInput: (_flags, path) => (path !== undefined ? { path } : {}),
     },
@@ -110,12 +111,7 @@ export const OPERATIONS: readonly Operation[] = [
       writesNothing: true,
       summary: "Write the accepted notebook into PATH, merging your unpublished edits",
       usage: "pull [--adopt] [PATH]",
-      flags: {
-        adopt: {
-          type: "boolean",
-          description: "Publish the files already in PATH, a directory that was never a checkout, with the next commit (refused without it when none is in the notebook)",
-        },
-      },
+      flags: { adopt: ADOPT_FLAG },
       path: true,
       toInput: (_flags, path) => (path !== undefined ? { path } : {}),
     },

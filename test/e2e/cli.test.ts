@@ -121,15 +121,17 @@ describe("zero configuration: the embedded store", () => {
 });
 
 describe("long work", () => {
+  /** The CLI on a store of its own, on a terminal (script(1) gives it one) or in a pipe: its exit code and all it printed. */
+  const onStore = (store: string) => (args: string[], tty: boolean) => {
+    const command = [process.execPath, main, ...args].map((a) => `'${a}'`).join(" ");
+    const argv = tty ? ["script", "-qec", command, "/dev/null"] : ["sh", "-c", command];
+    const p = Bun.spawnSync(argv, { cwd: root, env: { ...env, SLIVINGDOC_STORE: `sqlite:${join(root, store)}` }, stdout: "pipe", stderr: "pipe" });
+    return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
+  };
+
   test("a large pull shows progress on a terminal only, and lists at most 50 files", async () => {
     const big = join(root, "big");
-    const envBig = { ...env, SLIVINGDOC_STORE: `sqlite:${join(root, "big.db")}` };
-    const run = (args: string[], tty: boolean) => {
-      const command = [process.execPath, main, ...args].map((a) => `'${a}'`).join(" ");
-      const argv = tty ? ["script", "-qec", command, "/dev/null"] : ["sh", "-c", command];
-      const p = Bun.spawnSync(argv, { cwd: root, env: envBig, stdout: "pipe", stderr: "pipe" });
-      return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
-    };
+    const run = onStore("big.db");
     expect(run(["pull", big], false).code).toBe(0);
     for (let i = 0; i < 450; i++) write(big, `n${i}.md`, `note ${i}\n`);
     expect(run(["commit", "-m", "many", big], false).code).toBe(0);
@@ -144,13 +146,7 @@ describe("long work", () => {
 
   test("a commit of 2,000 files or more shows its stages on a terminal only: scan, pack, upload", async () => {
     const many = join(root, "many");
-    const envMany = { ...env, SLIVINGDOC_STORE: `sqlite:${join(root, "many.db")}` };
-    const run = (args: string[], tty: boolean) => {
-      const command = [process.execPath, main, ...args].map((a) => `'${a}'`).join(" ");
-      const argv = tty ? ["script", "-qec", command, "/dev/null"] : ["sh", "-c", command];
-      const p = Bun.spawnSync(argv, { cwd: root, env: envMany, stdout: "pipe", stderr: "pipe" });
-      return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
-    };
+    const run = onStore("many.db");
     expect(run(["pull", many], false).code).toBe(0);
     for (let i = 0; i < 2100; i++) write(many, `f${i}.md`, `file ${i}\n`);
     const onTerminal = run(["commit", "-m", "many files", many], true);
@@ -159,9 +155,10 @@ describe("long work", () => {
     for (const stage of ["packing…", "uploading…", "publishing…"]) expect(onTerminal.out).toContain(stage);
     // A small notebook's quick commit says nothing of its stages; a pipe and --json never do.
     const few = join(root, "few");
-    expect(run(["pull", "--store", `sqlite:${join(root, "few.db")}`, few], false).code).toBe(0);
+    const runFew = onStore("few.db");
+    expect(runFew(["pull", few], false).code).toBe(0);
     write(few, "a.md", "one\n");
-    const small = run(["commit", "-m", "one file", "--store", `sqlite:${join(root, "few.db")}`, few], true);
+    const small = runFew(["commit", "-m", "one file", few], true);
     expect(small.code).toBe(0);
     expect(small.out).not.toContain("packing…");
     for (let i = 0; i < 2100; i++) write(many, `f${i}.md`, `file ${i} again\n`);

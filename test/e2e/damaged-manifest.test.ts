@@ -18,7 +18,7 @@ import { MANIFEST_KEY } from "../../src/engine/publish/manifest.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { filesOf, readCurrent, write } from "../support/fixture.ts";
-import { BINARY, requireBinary } from "../support/mcp.ts";
+import { runAs, userEnv } from "../support/binary-env.ts";
 import { emptyStore, testBucket, testS3Store } from "../support/s3-test-store.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-damaged-"));
@@ -34,20 +34,9 @@ interface Where {
   store: ObjectStore;
 }
 
-function base(name: string): Record<string, string> {
-  const home = join(root, name);
-  return {
-    ...(process.env as Record<string, string>),
-    HOME: join(home, "home"),
-    XDG_DATA_HOME: join(home, "data"),
-    XDG_STATE_HOME: join(home, "state"),
-    SLIVINGDOC_STORE: "",
-    S3_BUCKET: "",
-  };
-}
 
 function embedded(name: string): Where {
-  const env = base(name);
+  const env = userEnv(root, name);
   const store = openSqliteStore(join(env.XDG_DATA_HOME!, "slivingdoc", "store.db"));
   cleanups.push(() => store.close());
   return { env, store };
@@ -60,18 +49,12 @@ function s3(name: string): Where {
     await emptyStore(store);
     await store.close();
   });
-  return { env: { ...base(name), SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}` }, store };
+  return { env: { ...userEnv(root, name), SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}` }, store };
 }
 
-async function run(env: Record<string, string>, ...args: string[]) {
-  requireBinary();
-  const p = Bun.spawn([BINARY, ...args], { env, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  return { stdout, stderr, code };
-}
 
 async function ok(env: Record<string, string>, ...args: string[]) {
-  const r = await run(env, ...args);
+  const r = await runAs(env, ...args);
   if (r.code !== 0) console.error(`exit ${r.code}\n${r.stdout}\n${r.stderr}`);
   expect(r.code).toBe(0);
   return r;
@@ -95,11 +78,11 @@ const NEWER_LINE =
 /** The command answers exit 6, STORAGE_INTEGRITY · MANIFEST_INVALID · OPERATOR (with `words`), and neither `dir` nor `current` changed. */
 async function refused(where: Where, dir: string, args: string[], ...words: string[]) {
   const before = { files: filesOf(dir), current: await currentBytes(where.store) };
-  const human = await run(where.env, ...args);
+  const human = await runAs(where.env, ...args);
   expect(human.code).toBe(6);
   expect(human.stderr).toContain("error: STORAGE_INTEGRITY · MANIFEST_INVALID\n");
   for (const w of words) expect(human.stderr).toContain(w);
-  const json = await run(where.env, ...args, "--json");
+  const json = await runAs(where.env, ...args, "--json");
   expect(json.code).toBe(6);
   expect(JSON.parse(json.stdout)).toMatchObject({ code: "STORAGE_INTEGRITY", reason: "MANIFEST_INVALID", action: "OPERATOR", retryable: false });
   expect({ files: filesOf(dir), current: await currentBytes(where.store) }).toEqual(before);
@@ -178,7 +161,7 @@ for (const [storeName, make] of WHERE) {
         expect(manifest.notebook).not.toBe(notebook);
 
         // B: the store went backwards for it; its attach keeps its files, and its commit publishes them.
-        const before = await run(where.env, "pull", b);
+        const before = await runAs(where.env, "pull", b);
         expect(before.code).toBe(6);
         expect(before.stderr).toContain("The store went backwards");
         const human = await ok(where.env, "attach", b);
@@ -204,7 +187,7 @@ for (const [storeName, make] of WHERE) {
         await damage(where.store, body);
         // A newer binary's store: the command line's start-up refusal (docs/cli.md, "Versions that meet"), nothing moved.
         const before = { files: filesOf(a), current: await currentBytes(where.store) };
-        const r = await run(where.env, "attach", "--replace-damaged-manifest", a);
+        const r = await runAs(where.env, "attach", "--replace-damaged-manifest", a);
         expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 2, stderr: `${NEWER_LINE}\n` });
         expect({ files: filesOf(a), current: await currentBytes(where.store) }).toEqual(before);
         expect(await where.store.list(DAMAGED_PREFIX)).toEqual([]);

@@ -16,7 +16,8 @@ import { MANIFEST_KEY } from "../../src/contract/store-formats.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { filesOf, write } from "../support/fixture.ts";
-import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
+import { runAs, userEnv } from "../support/binary-env.ts";
+import { call, connect } from "../support/mcp.ts";
 import { emptyStore, s3ServerMissing, testBucket, testS3Store } from "../support/s3-test-store.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-versions-"));
@@ -34,21 +35,10 @@ interface Where {
   store: ObjectStore;
 }
 
-function base(name: string): Record<string, string> {
-  const home = join(root, name);
-  return {
-    ...(process.env as Record<string, string>),
-    HOME: join(home, "home"),
-    XDG_DATA_HOME: join(home, "data"),
-    XDG_STATE_HOME: join(home, "state"),
-    SLIVINGDOC_STORE: "",
-    S3_BUCKET: "",
-  };
-}
 
 const KINDS: Record<string, (name: string) => Where> = {
   "the embedded store": (name) => {
-    const env = base(name);
+    const env = userEnv(root, name);
     const store = openSqliteStore(join(env.XDG_DATA_HOME!, "slivingdoc", "store.db"));
     cleanups.push(() => store.close());
     return { env, store };
@@ -60,16 +50,10 @@ const KINDS: Record<string, (name: string) => Where> = {
       await emptyStore(store);
       await store.close();
     });
-    return { env: { ...base(name), SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}` }, store };
+    return { env: { ...userEnv(root, name), SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}` }, store };
   },
 };
 
-async function run(env: Record<string, string>, ...args: string[]) {
-  requireBinary();
-  const p = Bun.spawn([BINARY, ...args], { env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  return { stdout, stderr, code };
-}
 
 /** `current` rewritten as the next format would write it: format 5, and a field this version has never seen. */
 async function upgrade(store: ObjectStore): Promise<Uint8Array> {
@@ -86,12 +70,12 @@ for (const [kind, make] of Object.entries(KINDS)) {
     test("every command refuses it at start, one line, exit 2, and changes nothing; doctor names it", async () => {
       const where = make("cli");
       const a = join(root, `${kind}-a`);
-      expect((await run(where.env, "pull", a)).code).toBe(0);
+      expect((await runAs(where.env, "pull", a)).code).toBe(0);
       write(a, "plan.md", "ship\n");
-      expect((await run(where.env, "commit", "-m", "plan", a)).code).toBe(0);
+      expect((await runAs(where.env, "commit", "-m", "plan", a)).code).toBe(0);
 
       // Before: doctor reports the notebook it holds.
-      const before = JSON.parse((await run(where.env, "doctor", "--samples", "2", "--json")).stdout);
+      const before = JSON.parse((await runAs(where.env, "doctor", "--samples", "2", "--json")).stdout);
       expect(before.notebook).toMatchObject({ state: "held", format: 4, generation: 1, packs: 1, historyPacks: 0 });
       expect(before.notebook.notebook).toMatch(/^[0-9a-f]{32}$/);
 
@@ -100,27 +84,27 @@ for (const [kind, make] of Object.entries(KINDS)) {
       const files = filesOf(a);
       const b = join(root, `${kind}-b`);
       for (const args of [["pull", a], ["commit", "-m", "more", a], ["status", a], ["diff", a], ["log"], ["show", "1"], ["gc", "--grace", "0s"], ["pull", b]]) {
-        const r = await run(where.env, ...args);
+        const r = await runAs(where.env, ...args);
         expect({ args, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ args, code: 2, stdout: "", stderr: `${NEWER_LINE}\n` });
         // --json changes nothing about a start-up refusal: it comes before any result exists.
-        expect((await run(where.env, ...args, "--json")).code).toBe(2);
+        expect((await runAs(where.env, ...args, "--json")).code).toBe(2);
       }
       expect(filesOf(a)).toEqual(files);
       expect(existsSync(join(b, "plan.md"))).toBe(false);
       expect((await where.store.get(MANIFEST_KEY))!.body).toEqual(newer);
 
       // On S3 the probe's record lets serve answer the handshake before the store opens: its log lines come first.
-      const served = await run(where.env, "serve");
+      const served = await runAs(where.env, "serve");
       expect({ code: served.code, last: served.stderr.trimEnd().split("\n").at(-1) }).toEqual({ code: 2, last: NEWER_LINE });
       if (kind !== "S3") expect(served.stderr).toBe(`${NEWER_LINE}\n`);
 
-      const doctor = await run(where.env, "doctor", "--samples", "2", "--json");
+      const doctor = await runAs(where.env, "doctor", "--samples", "2", "--json");
       expect(doctor.code).toBe(2);
       const report = JSON.parse(doctor.stdout);
       expect(report.verdict).toBe("unusable");
       expect(report.notebook).toEqual({ state: "newer", format: 5 });
       expect(report.problems.map((p: { text: string }) => p.text)).toContainEqual(expect.stringContaining("It is not damaged: upgrade slivingdoc"));
-      expect((await run(where.env, "doctor", "--samples", "2")).stdout).toContain("written by a newer slivingdoc (store format 5)");
+      expect((await runAs(where.env, "doctor", "--samples", "2")).stdout).toContain("written by a newer slivingdoc (store format 5)");
     }, 240_000);
 
     test("a serve already running answers MANIFEST_INVALID saying a newer slivingdoc wrote the store, not that it is damaged", async () => {

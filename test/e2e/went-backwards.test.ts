@@ -16,7 +16,8 @@ import { MANIFEST_KEY } from "../../src/engine/publish/manifest.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { filesOf, write } from "../support/fixture.ts";
-import { BINARY, call, connect, requireBinary } from "../support/mcp.ts";
+import { runAs, userEnv } from "../support/binary-env.ts";
+import { call, connect } from "../support/mcp.ts";
 import { emptyStore, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-backwards-"));
@@ -60,20 +61,9 @@ async function keepCurrentOf(where: Pick<Where, "store">): Promise<() => Promise
   };
 }
 
-function base(name: string): Record<string, string> {
-  const home = join(root, name);
-  return {
-    ...(process.env as Record<string, string>),
-    HOME: join(home, "home"),
-    XDG_DATA_HOME: join(home, "data"),
-    XDG_STATE_HOME: join(home, "state"),
-    SLIVINGDOC_STORE: "",
-    S3_BUCKET: "",
-  };
-}
 
 function embedded(name: string): Where & { file: string } {
-  const env = base(name);
+  const env = userEnv(root, name);
   const file = join(env.XDG_DATA_HOME!, "slivingdoc", "store.db");
   let open: ObjectStore | null = null;
   return {
@@ -114,7 +104,7 @@ function s3(name: string): Where {
     await store.close();
   });
   return {
-    env: { ...base(name), SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}` },
+    env: { ...userEnv(root, name), SLIVINGDOC_STORE: `s3://${testBucket}/${prefix}` },
     store: () => store,
     async wipe() {
       await empty();
@@ -135,15 +125,9 @@ function s3(name: string): Where {
   };
 }
 
-async function run(env: Record<string, string>, ...args: string[]) {
-  requireBinary();
-  const p = Bun.spawn([BINARY, ...args], { env, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  return { stdout, stderr, code };
-}
 
 async function ok(env: Record<string, string>, ...args: string[]) {
-  const r = await run(env, ...args);
+  const r = await runAs(env, ...args);
   if (r.code !== 0) console.error(`exit ${r.code}\n${r.stdout}\n${r.stderr}`);
   expect(r.code).toBe(0);
   return r;
@@ -152,12 +136,12 @@ async function ok(env: Record<string, string>, ...args: string[]) {
 /** The command answers exit 6, STORAGE_INTEGRITY · HISTORY_INVALID · OPERATOR with `words`, and `dir` is byte for byte as it was. */
 async function refused(dir: string, env: Record<string, string>, args: string[], ...words: string[]) {
   const before = filesOf(dir);
-  const human = await run(env, ...args);
+  const human = await runAs(env, ...args);
   expect(human.code).toBe(6);
   expect(human.stderr).toContain("error: STORAGE_INTEGRITY · HISTORY_INVALID\n");
   expect(human.stderr).toContain("next: operator attention needed (OPERATOR)\n");
   for (const w of words) expect(human.stderr).toContain(w);
-  const json = await run(env, ...args, "--json");
+  const json = await runAs(env, ...args, "--json");
   expect(json.code).toBe(6);
   expect(JSON.parse(json.stdout)).toMatchObject({ code: "STORAGE_INTEGRITY", reason: "HISTORY_INVALID", action: "OPERATOR", retryable: false });
   expect(filesOf(dir)).toEqual(before);
@@ -296,8 +280,8 @@ for (const [name, make] of WHERE) {
         }
 
         // status answers what pull answers: the same tokens and words.
-        const pull = await run(where.env, "pull", "--json", a);
-        const status = await run(where.env, "status", "--json", a);
+        const pull = await runAs(where.env, "pull", "--json", a);
+        const status = await runAs(where.env, "status", "--json", a);
         expect([pull.code, status.code]).toEqual([6, 6]);
         const refusal = (out: string) => {
           const { code, reason, action, retryable, message } = JSON.parse(out);
