@@ -4,7 +4,7 @@
  * See diff.ts and merge.ts for the details of the port.
  */
 
-import { diffScript, doDiff, recText, splitRecords } from "./diff.ts";
+import { changeCompact, diffScript, doDiff, recText, splitRecords } from "./diff.ts";
 import { xdlMerge, type LineRange } from "./merge.ts";
 
 export type { LineRange } from "./merge.ts";
@@ -71,8 +71,8 @@ export function diffStat(before: string | Uint8Array, after: string | Uint8Array
   return { insertions, deletions };
 }
 
-/* How many records splitRecords would make of `bytes`, without making them. */
-function countLines(bytes: Uint8Array): number {
+/* How many records splitRecords would make of `bytes`, without making them: the lines, a last one without "\n" included. */
+export function countLines(bytes: Uint8Array): number {
   let n = 0;
   for (let nl = bytes.indexOf(10); nl >= 0; nl = bytes.indexOf(10, nl + 1)) n++;
   return bytes.length > 0 && bytes[bytes.length - 1] !== 10 ? n + 1 : n;
@@ -99,4 +99,24 @@ export function lineHunks(a: string, b: string): { lines: string[]; hunks: LineH
     lines: Array.from({ length: x.chg2 }, (_, k) => recText(after, x.i2 + k)),
   }));
   return { lines, hunks };
+}
+
+/*
+ * For each line of `after`, the line of `before` it is kept from, or -1
+ * for a line `after` changed or added: the correspondence `git blame` passes
+ * blame along, from the diff it makes — git's line diff compacted with the
+ * indent heuristic, git's default there as in `git diff` (unified.ts).
+ */
+export function keptLines(before: Uint8Array, after: Uint8Array): Int32Array {
+  const env = doDiff(splitRecords(before), splitRecords(after));
+  changeCompact(env.xdf1, env.xdf2, true);
+  changeCompact(env.xdf2, env.xdf1, true);
+  const kept = new Int32Array(env.xdf2.nrec).fill(-1);
+  // Unchanged lines pair up one to one, in order (rchg: record i at i + 1).
+  for (let i1 = 0, i2 = 0; i2 < env.xdf2.nrec; ) {
+    if (env.xdf2.rchg[i2 + 1]) i2++;
+    else if (env.xdf1.rchg[i1 + 1]) i1++;
+    else kept[i2++] = i1++;
+  }
+  return kept;
 }
