@@ -394,6 +394,32 @@ export const OPERATIONS: readonly Operation[] = [
 
   defineOperation({
     cli: {
+      name: "blame",
+      example: "slivingdoc blame shared/plan.md --at 12",
+      writesNothing: true,
+      summary: "Show who last wrote each line of a notebook file: generation, agent, time, within the retained history",
+      usage: "blame PATH [--at GENERATION]",
+      flags: {
+        at: { type: "string", description: "The generation whose version is blamed (default: the accepted one)", valueHint: "GENERATION" },
+      },
+      path: false,
+      positional: { name: "PATH", description: "The notebook file, relative to the notebook directory", required: true },
+      toInput: (flags, path) => ({
+        path: path ?? "",
+        ...(flags.at !== undefined ? { generation: parseCount("--at", flags.at, 1, "a generation: a whole number from 1 up (slivingdoc log lists them)") } : {}),
+      }),
+    },
+    input: objectInput("blame", { path: stringField({}), generation: optional(countField()) }),
+    async run(ctx, input) {
+      const { historyBlame } = await import("../engine/history/blame.ts");
+      return await historyBlame(ctx.engine(), { path: input.path, ...(input.generation !== undefined ? { generation: input.generation } : {}) });
+    },
+    renderTo: "stdout",
+    render: (r) => cli().renderBlame(r),
+  }),
+
+  defineOperation({
+    cli: {
       name: "export",
       example: "slivingdoc export ./history && git -C ./history log --stat",
       writesNothing: true,

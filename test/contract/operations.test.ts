@@ -15,6 +15,7 @@ import { commit } from "../../src/engine/commit.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
 import { acceptedGeneration } from "../../src/engine/generation.ts";
 import { historyAgents } from "../../src/engine/history/agents.ts";
+import { historyBlame } from "../../src/engine/history/blame.ts";
 import { exportHistory } from "../../src/engine/history/export.ts";
 import { historyLog, showGeneration } from "../../src/engine/history/log.ts";
 import { readLocalChanges } from "../../src/engine/local-changes.ts";
@@ -75,7 +76,7 @@ function parameters(fn: (...args: never[]) => unknown): string[] {
 }
 
 test("every engine operation takes its dependencies, then one input object: op(deps, input)", () => {
-  for (const op of [pull, attach, commit, restore, readLocalChanges, collectGarbage, historyLog, historyAgents, showGeneration, exportHistory]) {
+  for (const op of [pull, attach, commit, restore, readLocalChanges, collectGarbage, historyLog, historyAgents, showGeneration, historyBlame, exportHistory]) {
     expect({ op: op.name, parameters: parameters(op) }).toEqual({ op: op.name, parameters: ["deps", "input"] });
   }
   // Reading `current` needs no input.

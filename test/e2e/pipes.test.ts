@@ -78,6 +78,7 @@ const CASES: Record<string, Case[]> = {
     { args: () => ["show", "2"], to: "patch", shows: "+status: review" },
     { args: () => ["show", "2", "--stat"], to: "stdout", shows: "generation 2 · " },
   ],
+  blame: [{ args: () => ["blame", "plan.md"], to: "stdout", shows: "2 (bob   " }],
   export: [{ args: () => ["export", join(root, "exported.git")], to: "stdout", shows: "exported generations 1–2" }],
   status: [{ args: () => ["status", nb], to: "stdout", shows: "nothing to publish" }],
   diff: [

@@ -1,10 +1,11 @@
 /**
- * Human output of the history commands (log, show, agents), on stderr like every
+ * Human output of the history commands (log, show, agents, blame), on stderr like every
  * command's: names quoted and free text escaped (quote.ts), so neither an
  * agent's name nor a message can drive the terminal. `show`'s patch is not
  * here: it goes raw to stdout, as `diff`'s does (operations.ts).
  */
 import type { AgentsResult, AgentSummary } from "../../engine/history/agents.ts";
+import type { BlameLine, BlameResult } from "../../engine/history/blame.ts";
 import type { FileChange, LogEntry, LogResult } from "../../engine/history/log.ts";
 import { escapeControls, quotePath } from "./quote.ts";
 import { plural } from "./render.ts";
@@ -124,4 +125,32 @@ export function renderAgents(r: AgentsResult): string {
   if (r.agents.length === 0) return `agents: no retained publication matches (${retained})\n`;
   const head = `${plural(r.agents.length, "agent", "agents")} published in the retained history (${retained}), the latest first:`;
   return `${[head, ...r.agents.map((a) => agentLines(a).join("\n"))].join("\n\n")}\n`;
+}
+
+/** Who wrote a line: agent and time, or that it is older than the retained history. */
+function writer(l: BlameLine, oldest: number, agentWidth: number): string {
+  return l.generation === null ? `older than the retained history (generation ${oldest} and before)` : `${escapeControls(l.agent!).padEnd(agentWidth)} ${l.time}`;
+}
+
+/** A file's line on a terminal: controls escaped as in names, tabs left as they are (they only move the cursor on). */
+function lineText(text: string): string {
+  return text.split("\t").map(escapeControls).join("\t");
+}
+
+/**
+ * `blame` as `git blame` prints it: per line, the generation that last wrote
+ * it (`^N` for one older than the retained history, as git marks a
+ * boundary), who and when, the line number, the line. --json has each
+ * publication's message too.
+ */
+export function renderBlame(r: BlameResult): string {
+  if (r.lines.length === 0) return `blame: ${quotePath(r.path)} is empty at generation ${r.generation}\n`;
+  const generations = r.lines.map((l) => (l.generation === null ? `^${r.oldestRetained}` : `${l.generation}`));
+  const agentWidth = Math.max(...r.lines.map((l) => (l.agent === null ? 0 : escapeControls(l.agent).length)));
+  const writers = r.lines.map((l) => writer(l, r.oldestRetained, agentWidth));
+  const gw = Math.max(...generations.map((g) => g.length));
+  const ww = Math.max(...writers.map((w) => w.length));
+  const lw = String(r.lines.length).length;
+  const rows = r.lines.map((l, i) => `${generations[i]!.padStart(gw)} (${writers[i]!.padEnd(ww)} ${String(l.line).padStart(lw)}) ${lineText(l.text)}`);
+  return `${rows.join("\n")}\n`;
 }
