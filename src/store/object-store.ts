@@ -24,6 +24,13 @@ export interface ServerAnswer {
 
 export type ConditionalWrite = { ok: true; etag: string } | { ok: false };
 
+/**
+ * What `getIfNoneMatch` answers: "unchanged" when the object's ETag is still
+ * the one the caller holds (no body sent), else the object as `get` reads
+ * it, or null when there is none.
+ */
+export type ConditionalRead = StoredObject | null | "unchanged";
+
 export interface ListedObject {
   key: string;
   size: number;
@@ -57,6 +64,13 @@ export interface ObjectStore {
   /** A short, secret-free description for logs ("sqlite", "s3"). */
   readonly kind: string;
   get(key: string, signal?: AbortSignal): Promise<StoredObject | null>;
+  /**
+   * Read `key` only if its current ETag is not `etag` (S3: `If-None-Match`,
+   * answered 304 Not Modified): "unchanged" costs one request and no body,
+   * so a reader that holds an object can ask again and again whether it
+   * moved. Fails as `get` does (operation "get").
+   */
+  getIfNoneMatch(key: string, etag: string, signal?: AbortSignal): Promise<ConditionalRead>;
   /** Create `key` only if it does not exist (S3: `If-None-Match: *`). */
   putIfAbsent(key: string, body: Uint8Array, signal?: AbortSignal): Promise<ConditionalWrite>;
   /** Replace `key` only if its current ETag is `etag` (S3: `If-Match`). A missing key loses. */
