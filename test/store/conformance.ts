@@ -230,7 +230,9 @@ function describeQueue(fresh: () => Promise<ObjectStore>): void {
     const preparing = new Promise<string | null>((resolve) => (prepared = resolve));
     const second = store.queue!.enter(async (peek) => {
       const got = await peek.get("queue/seen");
-      prepared(got === null ? null : str(got.body));
+      // It reads conditionally too, as a waiting writer looks again whether `current` moved.
+      const again = got === null ? null : await peek.getIfNoneMatch("queue/seen", got.etag);
+      prepared(got === null || again !== "unchanged" ? null : str(got.body));
     }).then((turn) => {
       entered = true;
       return turn;
