@@ -1,7 +1,8 @@
 /**
  * The object store the engine needs, and nothing more
- * (docs/decisions/0006-one-pointer-over-immutable-packs.md): read,
- * create-only write, compare-and-swap on the ETag, list, delete.
+ * (docs/decisions/0006-one-pointer-over-immutable-packs.md): read (also
+ * only if changed), create-only write, compare-and-swap on the ETag, list,
+ * delete.
  *
  * Absence is a value (`null`), and so is a lost precondition
  * (`{ ok: false }`): both are normal outcomes the engine branches on.
