@@ -73,6 +73,7 @@ export function boundedStore(store: ObjectStore, deadline: Deadline): ObjectStor
   return {
     kind: store.kind,
     get: (key) => bound("get", false, (signal) => store.get(key, signal)),
+    getIfNoneMatch: (key, etag) => bound("get", false, (signal) => store.getIfNoneMatch(key, etag, signal)),
     putIfAbsent: (key, body) => bound("putIfAbsent", true, (signal) => store.putIfAbsent(key, body, signal)),
     putIfMatch: (key, body, etag) => bound("putIfMatch", true, (signal) => store.putIfMatch(key, body, etag, signal)),
     list: (prefix) => bound("list", false, (signal) => store.list(prefix, signal)),

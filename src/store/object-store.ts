@@ -1,7 +1,8 @@
 /**
  * The object store the engine needs, and nothing more
- * (docs/decisions/0006-one-pointer-over-immutable-packs.md): read,
- * create-only write, compare-and-swap on the ETag, list, delete.
+ * (docs/decisions/0006-one-pointer-over-immutable-packs.md): read (also
+ * only if changed), create-only write, compare-and-swap on the ETag, list,
+ * delete.
  *
  * Absence is a value (`null`), and so is a lost precondition
  * (`{ ok: false }`): both are normal outcomes the engine branches on.
@@ -23,6 +24,13 @@ export interface ServerAnswer {
 }
 
 export type ConditionalWrite = { ok: true; etag: string } | { ok: false };
+
+/**
+ * What `getIfNoneMatch` answers: "unchanged" when the object's ETag is still
+ * the one the caller holds (no body sent), else the object as `get` reads
+ * it, or null when there is none.
+ */
+export type ConditionalRead = StoredObject | null | "unchanged";
 
 export interface ListedObject {
   key: string;
@@ -57,6 +65,13 @@ export interface ObjectStore {
   /** A short, secret-free description for logs ("sqlite", "s3"). */
   readonly kind: string;
   get(key: string, signal?: AbortSignal): Promise<StoredObject | null>;
+  /**
+   * Read `key` only if its current ETag is not `etag` (S3: `If-None-Match`,
+   * answered 304 Not Modified): "unchanged" costs one request and no body,
+   * so a reader that holds an object can ask again and again whether it
+   * moved. Fails as `get` does (operation "get").
+   */
+  getIfNoneMatch(key: string, etag: string, signal?: AbortSignal): Promise<ConditionalRead>;
   /** Create `key` only if it does not exist (S3: `If-None-Match: *`). */
   putIfAbsent(key: string, body: Uint8Array, signal?: AbortSignal): Promise<ConditionalWrite>;
   /** Replace `key` only if its current ETag is `etag` (S3: `If-Match`). A missing key loses. */

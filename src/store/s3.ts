@@ -14,6 +14,7 @@
  *   out — throws `StoreError` with `outcome: "unknown"`. It
  *   is never mapped to a loss here: the engine proves the outcome by reading
  *   `current` back (a write that landed must not be taken for a lost one);
+ * - a conditional read answered 304 Not Modified is "unchanged";
  * - everything else throws `StoreError` with `outcome: "failed"`, among them
  *   every failure of the connect phase — refused, unreachable, a name that
  *   does not resolve, a connection not established in time — since the
@@ -35,6 +36,7 @@ import { Agent as HttpAgent } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import {
   callerDigest,
+  type ConditionalRead,
   type ConditionalWrite,
   type ListedObject,
   type ObjectStore,
@@ -174,23 +176,16 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
   return {
     kind: "s3",
 
-    async get(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
-      let out;
-      try {
-        out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: full(key) }), { abortSignal: signal });
-      } catch (error) {
-        const { status, code } = describeError(error);
-        // NoSuchKey on GET; "NotFound" where a server sends no error body.
-        if (status === 404 && (code === "NoSuchKey" || code === "NotFound")) return null;
-        throw storeError("get", error, "failed");
-      }
-      try {
-        const body = out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
-        return { body, etag: requireEtag("get", out.ETag, "failed") };
-      } catch (error) {
-        if (error instanceof StoreError) throw error;
-        throw storeError("get", error, "failed");
-      }
+    get(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
+      return read(key, undefined, signal) as Promise<StoredObject | null>;
+    },
+
+    // `If-None-Match` with the ETag unquoted, as `If-Match` below (Ceph RGW
+    // unquotes it on reads, AWS and MinIO accept either form). A 304 Not
+    // Modified carries no body.
+    // https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html#API_GetObject_RequestSyntax
+    getIfNoneMatch(key: string, etag: string, signal?: AbortSignal): Promise<ConditionalRead> {
+      return read(key, unquote(etag), signal);
     },
 
     // Create-only: `If-None-Match: *`. 412 when the key exists; 409
@@ -274,6 +269,29 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
       httpsAgent.destroy();
     },
   };
+
+  /** GetObject, with `If-None-Match: ifNoneMatch` when given: "unchanged" on its 304. */
+  async function read(key: string, ifNoneMatch: string | undefined, signal: AbortSignal | undefined): Promise<ConditionalRead> {
+    let out;
+    try {
+      const input = { Bucket: bucket, Key: full(key), ...(ifNoneMatch !== undefined ? { IfNoneMatch: ifNoneMatch } : {}) };
+      out = await client.send(new GetObjectCommand(input), { abortSignal: signal });
+    } catch (error) {
+      const { status, code } = describeError(error);
+      // The SDK throws for a 304; known by its status alone, which only a conditional read is answered.
+      if (status === 304 && ifNoneMatch !== undefined) return "unchanged";
+      // NoSuchKey on GET; "NotFound" where a server sends no error body.
+      if (status === 404 && (code === "NoSuchKey" || code === "NotFound")) return null;
+      throw storeError("get", error, "failed");
+    }
+    try {
+      const body = out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
+      return { body, etag: requireEtag("get", out.ETag, "failed") };
+    } catch (error) {
+      if (error instanceof StoreError) throw error;
+      throw storeError("get", error, "failed");
+    }
+  }
 
   async function conditionalPut(
     operation: "putIfAbsent" | "putIfMatch",

@@ -21,7 +21,7 @@
 import { Database, type Statement } from "bun:sqlite";
 import { accessSync, closeSync, constants, existsSync, fdatasyncSync, mkdirSync, openSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
-import { type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject, type StoreFault, type WriterQueue } from "./object-store.ts";
+import { type ConditionalRead, type ConditionalWrite, type ListedObject, type ObjectStore, StoreError, type StoredObject, type StoreFault, type WriterQueue } from "./object-store.ts";
 import { type QueueIdentity, sqliteWriterQueue, type TicketQueue } from "./sqlite-queue.ts";
 
 /** How long a writer waits for another process's write lock before failing, at most. */
@@ -53,6 +53,8 @@ interface Connection {
   /** The same, of its write-ahead log and the log's index then (null: none). */
   log: { "-wal": string | null; "-shm": string | null };
   getQ: Statement<{ body: Uint8Array; etag: string }, [string]>;
+  /** The same, with no body where the etag is the one given: one statement, so the comparison and the read see one version. */
+  getIfNoneMatchQ: Statement<{ body: Uint8Array | null; etag: string }, [string, string]>;
   insertQ: Statement;
   swapQ: Statement;
   listQ: Statement<{ key: string; size: number; modified: number }, [number, string]>;
@@ -100,6 +102,8 @@ function connect(file: string, create: boolean): Connection {
       identity,
       log: { "-wal": identityAt(`${file}-wal`), "-shm": identityAt(`${file}-shm`) },
       getQ: db.query("SELECT body, etag FROM objects WHERE key = ?"),
+      // The body column is read (its overflow pages too) only in the ELSE branch: an unchanged object costs its key's lookup.
+      getIfNoneMatchQ: db.query("SELECT CASE WHEN etag = ?1 THEN NULL ELSE body END AS body, etag FROM objects WHERE key = ?2"),
       insertQ: db.query("INSERT INTO objects (key, body, etag, modified) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING"),
       swapQ: db.query("UPDATE objects SET body = ?, etag = ?, modified = ? WHERE key = ? AND etag = ?"),
       listQ: db.query("SELECT key, length(body) AS size, modified FROM objects WHERE substr(key, 1, ?) = ? ORDER BY key"),
@@ -245,8 +249,18 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
     // bun:sqlite hands out a fresh Uint8Array of its own: copying it again cost a cold pull the size of its largest pack.
     return row ? { body: row.body, etag: row.etag } : null;
   };
+  const readIfNoneMatch = (c: Connection | null, key: string, etag: string): ConditionalRead => {
+    const row = c?.getIfNoneMatchQ.get(etag, key);
+    if (!row) return null;
+    // The body is NOT NULL in the table: null here is the etag matching.
+    return row.body === null ? "unchanged" : { body: row.body, etag: row.etag };
+  };
   // The store as a waiting writer's preparation reads it: no flush (object-store.ts `WriterQueue`).
-  const peek = (): ObjectStore => ({ ...store, get: (key) => run("get", () => read(here(), key)) });
+  const peek = (): ObjectStore => ({
+    ...store,
+    get: (key) => run("get", () => read(here(), key)),
+    getIfNoneMatch: (key, etag) => run("get", () => readIfNoneMatch(here(), key, etag)),
+  });
   const turns: WriterQueue = {
     async enter(whileWaiting, signal) {
       // No turns in a store that is gone: its queue's files are not made anew either.
@@ -347,6 +361,18 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
           const object = read(c, key);
           if (c !== null) flushSeen(c);
           return object;
+        },
+        signal,
+      ),
+    // As `get`: the file's identity checked (`here`), and what other connections committed flushed before the answer.
+    getIfNoneMatch: (key, etag, signal) =>
+      run(
+        "get",
+        (): ConditionalRead => {
+          const c = here();
+          const answer = readIfNoneMatch(c, key, etag);
+          if (c !== null) flushSeen(c);
+          return answer;
         },
         signal,
       ),

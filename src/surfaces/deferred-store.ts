@@ -40,6 +40,7 @@ export class DeferredStore implements ObjectStore {
   }
 
   get: ObjectStore["get"] = async (key, signal) => (await this.open()).get(key, signal);
+  getIfNoneMatch: ObjectStore["getIfNoneMatch"] = async (key, etag, signal) => (await this.open()).getIfNoneMatch(key, etag, signal);
   putIfAbsent: ObjectStore["putIfAbsent"] = async (key, body, signal) => (await this.open()).putIfAbsent(key, body, signal);
   putIfMatch: ObjectStore["putIfMatch"] = async (key, body, etag, signal) => (await this.open()).putIfMatch(key, body, etag, signal);
   list: ObjectStore["list"] = async (prefix, signal) => (await this.open()).list(prefix, signal);

@@ -111,6 +111,28 @@ export function describeStoreConformance(name: string, open: () => Promise<Objec
       expect(got!.etag).toBe(swapped.etag);
     });
 
+    test("conditional read: unchanged on the held ETag; the object on a stale or another object's ETag; null once deleted", async () => {
+      const store = await fresh();
+      const created = await store.putIfAbsent("current", text("v1"));
+      const other = await store.putIfAbsent("other", new Uint8Array());
+      if (!created.ok || !other.ok) throw new Error("create lost on a fresh store");
+      expect(await store.getIfNoneMatch("current", created.etag)).toBe("unchanged");
+      const swapped = await store.putIfMatch("current", text("v2"), created.etag);
+      if (!swapped.ok) throw new Error("swap lost on a quiet store");
+      const moved = await store.getIfNoneMatch("current", created.etag);
+      expect(moved === "unchanged" || moved === null ? moved : { body: str(moved.body), etag: moved.etag }).toEqual({ body: "v2", etag: swapped.etag });
+      expect(await store.getIfNoneMatch("current", swapped.etag)).toBe("unchanged");
+      // Another object's ETag is no version of this one; an empty body is an object, not "unchanged".
+      const crossed = await store.getIfNoneMatch("current", other.etag);
+      expect(crossed === "unchanged" || crossed === null ? crossed : str(crossed.body)).toBe("v2");
+      const empty = await store.getIfNoneMatch("other", swapped.etag);
+      expect(empty === "unchanged" || empty === null ? empty : { length: empty.body.length, etag: empty.etag }).toEqual({ length: 0, etag: other.etag });
+      expect(await store.getIfNoneMatch("other", other.etag)).toBe("unchanged");
+      await store.delete("current");
+      expect(await store.getIfNoneMatch("current", swapped.etag)).toBeNull();
+      expect(await store.getIfNoneMatch("never", other.etag)).toBeNull();
+    });
+
     test("compare-and-swap on a missing key loses", async () => {
       const store = await fresh();
       const result = await store.putIfMatch("missing", text("x"), "0123456789abcdef0123456789abcdef");
@@ -208,7 +230,9 @@ function describeQueue(fresh: () => Promise<ObjectStore>): void {
     const preparing = new Promise<string | null>((resolve) => (prepared = resolve));
     const second = store.queue!.enter(async (peek) => {
       const got = await peek.get("queue/seen");
-      prepared(got === null ? null : str(got.body));
+      // It reads conditionally too, as a waiting writer looks again whether `current` moved.
+      const again = got === null ? null : await peek.getIfNoneMatch("queue/seen", got.etag);
+      prepared(got === null || again !== "unchanged" ? null : str(got.body));
     }).then((turn) => {
       entered = true;
       return turn;

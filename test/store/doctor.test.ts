@@ -46,6 +46,7 @@ function denying(store: ObjectStore, denied: ReadonlyArray<"putIfAbsent" | "putI
   return {
     kind: store.kind,
     get: (k) => store.get(k),
+    getIfNoneMatch: (k, e) => store.getIfNoneMatch(k, e),
     list: (p) => store.list(p),
     putIfAbsent: (k, b) => (denied.includes("putIfAbsent") ? refuse("putIfAbsent") : store.putIfAbsent(k, b)),
     putIfMatch: (k, b, e) => (denied.includes("putIfMatch") ? refuse("putIfMatch") : store.putIfMatch(k, b, e)),

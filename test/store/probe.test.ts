@@ -61,6 +61,7 @@ function recording(inner: ObjectStore): ObjectStore & { keys: Set<string> } {
     kind: inner.kind,
     keys,
     get: (k) => inner.get(k),
+    getIfNoneMatch: (k, e) => inner.getIfNoneMatch(k, e),
     putIfAbsent: (k, b) => (keys.add(k), inner.putIfAbsent(k, b)),
     putIfMatch: (k, b, e) => (keys.add(k), inner.putIfMatch(k, b, e)),
     list: (p) => inner.list(p),
@@ -83,6 +84,7 @@ function ignoringConditions(inner: ObjectStore, ignore: { ifNoneMatch: boolean; 
   return {
     kind: `ignoring(${inner.kind})`,
     get: (k) => inner.get(k),
+    getIfNoneMatch: (k, e) => inner.getIfNoneMatch(k, e),
     putIfAbsent: (k, b) => (ignore.ifNoneMatch ? overwrite(inner, k, b) : inner.putIfAbsent(k, b)),
     putIfMatch: (k, b, e) => (ignore.ifMatch ? overwrite(inner, k, b) : inner.putIfMatch(k, b, e)),
     list: (p) => inner.list(p),
@@ -115,6 +117,7 @@ function checkThenWrite(inner: ObjectStore, writers: number): ObjectStore {
   return {
     kind: `check-then-write(${inner.kind})`,
     get: (k) => inner.get(k),
+    getIfNoneMatch: (k, e) => inner.getIfNoneMatch(k, e),
     async putIfAbsent(k, b) {
       const exists = (await inner.get(k)) !== null;
       await allChecked(b);
@@ -151,6 +154,12 @@ function stableEtags(inner: ObjectStore): ObjectStore {
       const got = await inner.get(k);
       return got === null ? null : { body: got.body, etag: stable(k, got.etag) };
     },
+    // Compared against the stable ETag, as the server would compare its own.
+    async getIfNoneMatch(k, e) {
+      const got = await inner.get(k);
+      if (got === null) return null;
+      return stable(k, got.etag) === e ? "unchanged" : { body: got.body, etag: stable(k, got.etag) };
+    },
     async putIfAbsent(k, b) {
       const r = await inner.putIfAbsent(k, b);
       return r.ok ? { ok: true, etag: stable(k, r.etag) } : r;
@@ -183,6 +192,7 @@ function raceLosersUnknown(inner: ObjectStore): ObjectStore & { unknowns: number
     kind: `race-500(${inner.kind})`,
     unknowns: 0,
     get: (k: string) => inner.get(k),
+    getIfNoneMatch: (k: string, e: string) => inner.getIfNoneMatch(k, e),
     putIfAbsent: (k: string, b: Uint8Array) => conditional("putIfAbsent", () => inner.putIfAbsent(k, b)),
     putIfMatch: (k: string, b: Uint8Array, e: string) => conditional("putIfMatch", () => inner.putIfMatch(k, b, e)),
     list: (p: string) => inner.list(p),
@@ -402,6 +412,7 @@ if (testBucket) {
       const counted: ObjectStore = {
         kind: store.kind,
         get: (k) => (calls.push("get"), store.get(k)),
+        getIfNoneMatch: (k, e) => (calls.push("getIfNoneMatch"), store.getIfNoneMatch(k, e)),
         putIfAbsent: (k, b) => (calls.push("putIfAbsent"), store.putIfAbsent(k, b)),
         putIfMatch: (k, b, e) => (calls.push("putIfMatch"), store.putIfMatch(k, b, e)),
         list: (p) => (calls.push("list"), store.list(p)),

@@ -120,6 +120,30 @@ if (!testBucket) {
       }
     });
 
+    test("a conditional read of an unchanged object is one request answered 304, with no body, and its Date is noted", async () => {
+      // Counted at a proxy in front of the server; the store answers
+      // "unchanged" only for a 304, which HTTP sends without a body.
+      const proxy = await startTcpProxy(testEndpoint!);
+      const prefix = `slivingdoc-test/${runId}-${prefixes++}/`;
+      usedPrefixes.push(prefix);
+      const store = testS3Store(prefix, { endpoint: proxy.url });
+      try {
+        const created = await store.putIfAbsent("current", text("manifest"));
+        if (!created.ok) throw new Error("create lost on a fresh prefix");
+        const before = store.lastAnswer!();
+        proxy.resetCounts();
+        expect(await store.getIfNoneMatch("current", created.etag)).toBe("unchanged");
+        expect(proxy.counts().requests).toBe(1);
+        // The 304's own answer, not the write's before it.
+        expect(store.lastAnswer!()).not.toBe(before);
+        // Quoted as S3 sends it, the ETag still matches.
+        expect(await store.getIfNoneMatch("current", `"${created.etag}"`)).toBe("unchanged");
+      } finally {
+        await store.close();
+        await proxy.close();
+      }
+    });
+
     test("a race's losers get { ok: false } or StoreError 'unknown' (Ceph: 500), never anything else", async () => {
       const store = fresh();
       const created = await store.putIfAbsent("race", text("start"));
@@ -615,12 +639,17 @@ describe("s3 store when the endpoint does not answer", () => {
       forcePathStyle: true, connectionTimeoutMs: 60_000, socketTimeoutMs: 60_000 });
     const store = boundedStore(inner, deadlineIn(500));
     const started = performance.now();
-    const [read, written] = await Promise.all([failure(store.get("current")), failure(store.putIfMatch("current", text_("m"), "e"))]);
+    const [read, written, polled] = await Promise.all([
+      failure(store.get("current")),
+      failure(store.putIfMatch("current", text_("m"), "e")),
+      failure(store.getIfNoneMatch("current", "e")),
+    ]);
     const ms = performance.now() - started;
     expect(ms).toBeGreaterThanOrEqual(490);
     expect(ms).toBeLessThan(5_000);
     expect([read.outcome, read.message]).toEqual(["failed", "s3 get: no answer within the call deadline"]);
     expect([written.outcome, written.message]).toEqual(["unknown", "s3 putIfMatch: no answer within the call deadline; the write may have landed"]);
+    expect([polled.outcome, polled.message]).toEqual(["failed", "s3 get: no answer within the call deadline"]);
     // Closed by the client, not left open for the server's sake (or the process's).
     await waitFor(() => opened >= 2 && closed === opened, "the client to close every connection it opened", 5_000);
     expect([opened >= 2, closed]).toEqual([true, opened]);

@@ -3,7 +3,7 @@
  * can be made to fail before it takes effect, or to take effect and then
  * lose its response, by a rule the test sets.
  */
-import { type ConditionalWrite, type ObjectStore, StoreError, type StoreOperation, type StoredObject } from "../../src/store/object-store.ts";
+import { type ConditionalRead, type ConditionalWrite, type ObjectStore, StoreError, type StoreOperation, type StoredObject } from "../../src/store/object-store.ts";
 
 /**
  * fail-before: a definite failure, nothing happened.
@@ -115,35 +115,41 @@ export function faultyStore(inner: ObjectStore, rule: FaultRule, options: FaultO
     return true;
   };
 
+  /** A read (get, or a conditional one): the rule asked as for a get. */
+  async function read<T extends ConditionalRead>(key: string, signal: AbortSignal | undefined, request: () => Promise<T>): Promise<T> {
+    const fault = rule("get", key);
+    if (fault === "hang") {
+      wrapper.injected++;
+      return hang("get", signal);
+    }
+    if (fault === "fail-before") {
+      wrapper.injected++;
+      throw fail("get", fault);
+    }
+    // The other write faults mean nothing for a read and pass through, as before.
+    if (fault === "answer-500" || fault === "answer-409") {
+      wrapper.injected++;
+      throw fail("get", fault);
+    }
+    if (fault === "delay") {
+      wrapper.injected++;
+      await Bun.sleep(delayMs);
+    }
+    const object = await request();
+    if (fault === "corrupt-read" && object !== null && object !== "unchanged") {
+      wrapper.injected++;
+      return { body: corrupt(object.body), etag: object.etag } as T;
+    }
+    return object;
+  }
+
   const wrapper = {
     kind: `faulty(${inner.kind})`,
     injected: 0,
-    async get(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
-      const fault = rule("get", key);
-      if (fault === "hang") {
-        wrapper.injected++;
-        return hang("get", signal);
-      }
-      if (fault === "fail-before") {
-        wrapper.injected++;
-        throw fail("get", fault);
-      }
-      // The other write faults mean nothing for a read and pass through, as before.
-      if (fault === "answer-500" || fault === "answer-409") {
-        wrapper.injected++;
-        throw fail("get", fault);
-      }
-      if (fault === "delay") {
-        wrapper.injected++;
-        await Bun.sleep(delayMs);
-      }
-      const object = await inner.get(key, signal);
-      if (fault === "corrupt-read" && object !== null) {
-        wrapper.injected++;
-        return { body: corrupt(object.body), etag: object.etag };
-      }
-      return object;
-    },
+    get: (key: string, signal?: AbortSignal): Promise<StoredObject | null> => read(key, signal, () => inner.get(key, signal)),
+    // A conditional read is a get to the rule, and takes the same faults.
+    getIfNoneMatch: (key: string, etag: string, signal?: AbortSignal): Promise<ConditionalRead> =>
+      read(key, signal, () => inner.getIfNoneMatch(key, etag, signal)),
     putIfAbsent(key: string, body: Uint8Array, signal?: AbortSignal) {
       return conditional("putIfAbsent", key, () => inner.putIfAbsent(key, body, signal), signal);
     },

@@ -34,13 +34,14 @@ export async function takeTurn(p: Pick<Publisher, "store" | "git" | "onStage">):
   const { store } = p;
   if (!store.queue) return { end: () => {}, store, ordered: false };
   await p.onStage("queue");
-  // Downloads only when `current` changed since the last look.
+  // Downloads only when `current` changed since the last look; a look that
+  // finds it unchanged reads no body (the store's conditional read).
   let seen: string | null = null;
   try {
     // Only the cache is filled from what it reads: nothing is acted on.
     const turn = await store.queue.enter(async (peek: ObjectStore) => {
-      const now = await peek.get(MANIFEST_KEY);
-      if (now === null || now.etag === seen) return;
+      const now = seen === null ? await peek.get(MANIFEST_KEY) : await peek.getIfNoneMatch(MANIFEST_KEY, seen);
+      if (now === null || now === "unchanged") return;
       seen = now.etag;
       await loadAcceptedState(peek, p.git);
     });
