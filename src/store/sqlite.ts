@@ -191,6 +191,17 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
     conn = connect(file, false);
     return conn;
   };
+  /**
+   * A read of the file the path names now (`here`), with what other
+   * connections committed flushed before it is answered: every read of the
+   * store goes through it.
+   */
+  const readHere = <T>(readFrom: (c: Connection | null) => T): T => {
+    const c = here();
+    const answer = readFrom(c);
+    if (c !== null) flushSeen(c);
+    return answer;
+  };
   /** Throws, as an unknown outcome, when the file written is no longer the store's: the write is not answered as done. */
   const stillHere = (operation: StoreError["operation"], written: Connection) => {
     if (identityAt(file) !== written.identity) {
@@ -353,29 +364,8 @@ export function openSqliteStore(file: string, writer: QueueIdentity = { holder: 
 
   const store: ObjectStore = {
     kind: "sqlite",
-    get: (key, signal) =>
-      run(
-        "get",
-        (): StoredObject | null => {
-          const c = here();
-          const object = read(c, key);
-          if (c !== null) flushSeen(c);
-          return object;
-        },
-        signal,
-      ),
-    // As `get`: the file's identity checked (`here`), and what other connections committed flushed before the answer.
-    getIfNoneMatch: (key, etag, signal) =>
-      run(
-        "get",
-        (): ConditionalRead => {
-          const c = here();
-          const answer = readIfNoneMatch(c, key, etag);
-          if (c !== null) flushSeen(c);
-          return answer;
-        },
-        signal,
-      ),
+    get: (key, signal) => run("get", () => readHere((c) => read(c, key)), signal),
+    getIfNoneMatch: (key, etag, signal) => run("get", () => readHere((c) => readIfNoneMatch(c, key, etag)), signal),
     putIfAbsent: (key, body, signal) =>
       run(
         "putIfAbsent",
