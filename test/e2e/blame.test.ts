@@ -10,7 +10,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { BINARY, requireBinary } from "../support/mcp.ts";
+import type { BlameLine } from "../../src/engine/history/blame.ts";
+import { runAs } from "../support/binary-env.ts";
+import { requireBinary } from "../support/mcp.ts";
 import { Choices, isolatedGitEnv, mulberry32 } from "../support/seeded.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-blame-"));
@@ -23,10 +25,8 @@ function freshStore(): string[] {
   return ["--store", `sqlite:${join(root, `store-${++stores}.db`)}`];
 }
 
-async function run(args: string[], extraEnv: Record<string, string> = {}) {
-  const p = Bun.spawn([BINARY, ...args], { cwd: root, env: { ...env, ...extraEnv }, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  return { stdout, stderr, code };
+function run(args: string[], extraEnv: Record<string, string> = {}) {
+  return runAs({ ...env, ...extraEnv }, ...args);
 }
 
 async function ok(args: string[], extraEnv: Record<string, string> = {}) {
@@ -58,14 +58,8 @@ async function notebook(store: string[], extraEnv: Record<string, string> = {}) 
   };
 }
 
-interface Line {
-  line: number;
-  text: string;
-  generation: number | null;
-  agent: string | null;
-  time: string | null;
-  message: string | null;
-}
+/** One line of `blame --json`: the engine's own shape. */
+type Line = BlameLine;
 
 /**
  * C git's blame of `path` at `generation` of an export whose `main` is
