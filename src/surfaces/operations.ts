@@ -18,7 +18,7 @@
 import { DomainError } from "../contract/errors.ts";
 import { booleanField, countField, malformed, objectInput, optional, stringField, stringListField } from "../contract/input-schema.ts";
 import { parsePathSet } from "../contract/path-sets.ts";
-import { StartupRefusal } from "../contract/startup.ts";
+import { type RefusalKind, StartupRefusal } from "../contract/startup.ts";
 import { type OperationOutcome, type PathSets, type SuccessResult, successResult } from "../contract/results.ts";
 import { MESSAGE_FIELD, PATH_FIELD } from "../contract/tool-input.ts";
 import { EXIT_CODES } from "../contract/tokens.ts";
@@ -83,7 +83,9 @@ export const OPERATIONS: readonly Operation[] = [
       const { tmpdir } = await import("node:os");
       const path = input.path === undefined ? null : ctx.notebookPath(input.path);
       // A PATH a first pull would refuse (files that are nothing of the notebook's) is refused before anything is published.
-      if (path !== null && ctx.refuseForeign) await refuseForeignPath(ctx.engine(), path, `init PATH "${path}"`);
+      if (path !== null && ctx.refuseForeign) {
+        await refuseForeignDirectory(path, ctx.engine, { kind: "argument refusal", what: `init PATH "${path}"`, advice: "pass --adopt" });
+      }
       // Its scratch checkout is made in the system's temporary directory, away from every checkout.
       const layout = await initNotebook(ctx.engine(), { scratchParent: tmpdir() });
       if (path === null) return { ...layout, pulled: null };
@@ -653,13 +655,18 @@ function parseCount(name: string, value: string | boolean | undefined, min = 0, 
   return Number(value);
 }
 
-/** The argument refusal of a directory a first pull would refuse (engine/foreign.ts), found before the call changes anything. */
-async function refuseForeignPath(deps: EngineDeps, path: string, what: string): Promise<void> {
-  const { existsSync, realpathSync } = await import("node:fs");
-  if (!existsSync(path)) return;
+/**
+ * Refuses, as `refusal` says, a directory a first pull would refuse (engine/foreign.ts: files,
+ * never a checkout, nothing of the notebook's), found before the caller changes anything:
+ * `init PATH` and serve's --workspace-root. An absent or empty directory needs no look at the
+ * engine, so `deps` are made only when there are files.
+ */
+export async function refuseForeignDirectory(dir: string, deps: () => EngineDeps, refusal: { kind: RefusalKind; what: string; advice: string }): Promise<void> {
+  const { existsSync, readdirSync, realpathSync } = await import("node:fs");
+  if (!existsSync(dir) || readdirSync(dir).length === 0) return;
   const { foreignFiles } = await import("../engine/foreign.ts");
-  const foreign = await foreignFiles(deps, realpathSync(path));
-  if (foreign !== null) throw new StartupRefusal("argument refusal", foreignRefusal(what, foreign, "pass --adopt"));
+  const foreign = await foreignFiles(deps(), realpathSync(dir));
+  if (foreign !== null) throw new StartupRefusal(refusal.kind, foreignRefusal(refusal.what, foreign, refusal.advice));
 }
 
 /** log's view, as the CLI sets it from --oneline or --stat. */

@@ -13,7 +13,6 @@
  * loaded only after a plain `initialize` has been answered (handshake.ts):
  * a host waits for that answer, not for the first tool call.
  */
-import { readdirSync } from "node:fs";
 import { deadlineIn } from "../../store/deadline.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
@@ -22,7 +21,7 @@ import { DeferredStore } from "../deferred-store.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { refuseNewerStore } from "../verified-store.ts";
 import { clientAgent } from "../../contract/agent.ts";
-import { foreignRefusal } from "../operations.ts";
+import { refuseForeignDirectory } from "../operations.ts";
 import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder } from "../engine-deps.ts";
 import type { OperationContext } from "../operation.ts";
 import { storeIdentity } from "../stores.ts";
@@ -121,12 +120,8 @@ export async function serve(options: ServeOptions): Promise<void> {
  * `serve --adopt` takes them. An empty root needs no look at the engine.
  */
 async function refuseForeignRoot(options: ServeOptions, dir: string): Promise<void> {
-  if (readdirSync(dir).length === 0) return;
-  const { foreignFiles } = require("../../engine/foreign.ts") as typeof import("../../engine/foreign.ts");
-  const deps = engineDeps(options.config, options.store, options.memory.get());
-  const what = `--workspace-root "${dir}"`;
-  const foreign = await foreignFiles(deps, dir);
-  if (foreign !== null) throw new StartupRefusal("invalid configuration", foreignRefusal(what, foreign, "start serve with --adopt"));
+  const deps = () => engineDeps(options.config, options.store, options.memory.get());
+  await refuseForeignDirectory(dir, deps, { kind: "invalid configuration", what: `--workspace-root "${dir}"`, advice: "start serve with --adopt" });
 }
 
 async function run(
