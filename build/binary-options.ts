@@ -2,6 +2,7 @@
 // and for each release target (build/release.ts), so the two cannot drift.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { bundlePage } from "../src/surfaces/web/assets.ts";
 
 const root = join(import.meta.dir, "..");
 
@@ -14,7 +15,11 @@ function buildCommit(): string {
 }
 
 /** Bun.build options for a standalone binary at `outfile`; `cross` names another platform's target and runtime. */
-export function binaryBuild(outfile: string, cross?: { target: string; executablePath: string }): Parameters<typeof Bun.build>[0] {
+export async function binaryBuild(outfile: string, cross?: { target: string; executablePath: string }): Promise<Parameters<typeof Bun.build>[0]> {
+  // The page of `slivingdoc web`, bundled for the browser now and carried as
+  // one string: the binary fetches and builds nothing at run time. Only
+  // src/surfaces/web/assets.ts reads it, in the chunk `web` alone loads.
+  const webPage = JSON.stringify(await bundlePage());
   return {
     entrypoints: [join(root, "src", "main.ts")],
     compile: {
@@ -35,6 +40,6 @@ export function binaryBuild(outfile: string, cross?: { target: string; executabl
     // The binary embeds its source map; the .map file beside it is not shipped.
     sourcemap: "linked",
     // Read by `--version` (surfaces/cli/version.ts); a run from source has none.
-    define: { SLIVINGDOC_BUILD_COMMIT: JSON.stringify(buildCommit()) },
+    define: { SLIVINGDOC_BUILD_COMMIT: JSON.stringify(buildCommit()), SLIVINGDOC_WEB_ASSETS: JSON.stringify(webPage) },
   };
 }

@@ -12,7 +12,7 @@ const outfile = join(dist, "slivingdoc");
 for (const name of existsSync(dist) ? readdirSync(dist, { withFileTypes: true }) : []) {
   if (name.isFile() && /^chunk-[a-z0-9]+\.js\.map$/.test(name.name)) rmSync(join(dist, name.name));
 }
-const result = await Bun.build(binaryBuild(outfile));
+const result = await Bun.build(await binaryBuild(outfile));
 if (!result.success) {
   for (const log of result.logs) console.error(log);
   process.exit(1);

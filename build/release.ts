@@ -185,7 +185,7 @@ async function main(): Promise<void> {
     const executablePath = runtimeFor(target);
     const outfile = join(releaseDir, assetName(target.key));
     const started = performance.now();
-    const result = await Bun.build(binaryBuild(outfile, { target: target.bun, executablePath }));
+    const result = await Bun.build(await binaryBuild(outfile, { target: target.bun, executablePath }));
     if (!result.success) {
       for (const log of result.logs) console.error(log);
       fail(`compiling ${target.key} failed`);

@@ -14,8 +14,11 @@ let code = 1;
 try {
   // The type checker first: a type error fails the run before anything else.
   const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
-  const typed = spawnSync(process.execPath, [tsc, "--noEmit", "-p", "tsconfig.json"], { cwd: root, stdio: "inherit" });
-  if (typed.status !== 0) throw new Error("the type check (tsc --noEmit) failed; see the errors above");
+  // The web page (browser code, DOM types) has its own tsconfig.json.
+  for (const project of ["tsconfig.json", "src/surfaces/web/page/tsconfig.json"]) {
+    const typed = spawnSync(process.execPath, [tsc, "--noEmit", "-p", project], { cwd: root, stdio: "inherit" });
+    if (typed.status !== 0) throw new Error(`the type check (tsc --noEmit -p ${project}) failed; see the errors above`);
+  }
   // Programs the suites call (strace): installed here, never by a suite.
   ensureTestPackages();
   // The end-to-end suites spawn the built binary, as users run it.
