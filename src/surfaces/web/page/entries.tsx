@@ -26,7 +26,7 @@ export function EntryItem({ entry }: { entry: LogEntry }) {
   return (
     <li class="entry" data-generation={entry.generation}>
       <div class="head">
-        <a class="gen" href={publicationHref(entry.generation)} aria-label={`publication ${entry.generation}`}>
+        <a class="gen" href={publicationHref(entry.generation)}>
           gen {entry.generation}
         </a>
         <Time iso={entry.time} />

@@ -58,7 +58,7 @@ export function Publication({ generation }: { generation: number }) {
   if (got.state === "failed") return <Failure error={got.error} />;
   const { entry, patch } = got.value;
   return (
-    <section aria-labelledby="publication-title" class="publication">
+    <section aria-labelledby="publication-title" class="publication" data-generation={entry.generation}>
       <h2 id="publication-title">Publication {entry.generation}</h2>
       <dl class="facts">
         <dt>agent</dt>
