@@ -8,6 +8,8 @@ import { existsSync } from "node:fs";
 export const TEST_PACKAGES = {
   // test/e2e/state-flush.test.ts: the order of renames and flushes, as the kernel sees them.
   strace: "/usr/bin/strace",
+  // test/e2e/web-browser.test.ts: Debian's Chromium, driven by playwright-core (which downloads no browser).
+  chromium: "/usr/bin/chromium",
 };
 
 /**
