@@ -315,5 +315,20 @@ function webSuite(kind: Kind, label: string): void {
   });
 }
 
+test("a store that holds no notebook yet: the page says so plainly", async () => {
+  const web = await startWeb(["--store", `sqlite:${join(root, "empty.db")}`], userEnv(root, "user-empty"));
+  const browser = await launchChromium();
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(web.url);
+    await page.waitForSelector("main .empty");
+    expect(await page.locator("main .empty").textContent()).toStartWith("No notebook yet");
+    expect(await page.locator("li.entry").count()).toBe(0);
+  } finally {
+    await browser.close();
+    await web.stop();
+  }
+});
+
 webSuite("sqlite", "the embedded store");
 if (!s3ServerMissing()) webSuite("s3", "S3 (Ceph RGW)");

@@ -37,6 +37,8 @@ function chartOptions(names: string[], width: number): uPlot.Options {
         points: { show: true, size: 8, fill: COLORS[i % COLORS.length]! },
       })),
     ],
+    // The lanes name the agents; a legend would repeat them, and crowds a phone.
+    legend: { show: false },
     cursor: { drag: { x: true, y: false } },
   };
 }
