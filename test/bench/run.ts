@@ -10,6 +10,9 @@
  * trip (latency.bench.ts) alone; they are not run by S1, S2 or S6.
  * `--only BIG` runs the 100 MB file rows (BIG merge, BIG conflict, BIG memory; embedded store),
  * which are not in the default run: a few minutes of writing, packing and merging 100 MB.
+ * `--only WEB` runs the web page's first screen with 10,000 publications
+ * against 10 (web.bench.ts; embedded store, Debian's Chromium), which the
+ * default run leaves out: making the 10,000 takes a few minutes.
  * `--only BULK` runs the 50,000-file rows (first commit and cold pull, peak
  * memory; bulk.bench.ts), which the default run leaves out: writing the
  * files alone takes a minute or more, and each rep several.
@@ -33,6 +36,7 @@ import { renderProfiles, renderTable, type Row } from "./report.ts";
 import { startupScenario } from "./startup.bench.ts";
 import { TEAM, teamScenario, type TeamSizes } from "./team.bench.ts";
 import { warmScenarios } from "./warm.bench.ts";
+import { webScenario } from "./web.bench.ts";
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -50,8 +54,8 @@ const teamFlag = flag("--team");
 
 /** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
 const REPS = quick
-  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, cli: 5, curve: [1, 4, 16], raceCommits: 5, team: { ...TEAM, rounds: 5 }, big: 1, bulk: 1 }
-  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, cli: 15, curve: CURVE, raceCommits: 20, team: TEAM, big: 3, bulk: 3 };
+  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, cli: 5, curve: [1, 4, 16], raceCommits: 5, team: { ...TEAM, rounds: 5 }, big: 1, bulk: 1, web: 5, publications: 1000 }
+  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, cli: 15, curve: CURVE, raceCommits: 20, team: TEAM, big: 3, bulk: 3, web: 5, publications: 10_000 };
 const team: TeamSizes = teamFlag === undefined ? REPS.team : teamSizes(teamFlag);
 
 function teamSizes(text: string): TeamSizes {
@@ -115,11 +119,12 @@ try {
     if (only.has("S9")) await stage(`S9 team (${kind})`, () => teamScenario(kind, (name) => location(kind, name), team));
   }
   if (only.has("BIG") && stores.includes("sqlite")) await stage("BIG 100 MB file (sqlite)", () => bigFileScenario(location("sqlite", "big"), REPS.big));
+  if (only.has("WEB") && stores.includes("sqlite")) await stage("WEB first screen (sqlite)", () => webScenario(REPS.web, REPS.publications));
 } finally {
   L.removeDir(root);
 }
 
-const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S4 cli 50k", "S5", "S5 +compact", "S6", "S6 cpu", "S6 tail", "S6 rate", "S6 cli", "S6 cli cpu", "S6 cli tail", "S6 cli rate", ...CURVE.map((n) => `S6 ×${n}`), ...LATENCY_ROWS, "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull"];
+const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S4 cli 50k", "S5", "S5 +compact", "S6", "S6 cpu", "S6 tail", "S6 rate", "S6 cli", "S6 cli cpu", "S6 cli tail", "S6 cli rate", ...CURVE.map((n) => `S6 ×${n}`), ...LATENCY_ROWS, "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull", "WEB"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;
