@@ -106,10 +106,12 @@ export async function startWeb(options: WebOptions): Promise<WebServer> {
   const ctx = { kept, poller, envelope: options.envelope };
   const denied = (url: URL) =>
     url.pathname.startsWith("/api/") ? errorResponse(options.envelope(unauthorized()), 401) : plain(401, "slivingdoc web: open the URL the command printed (with its token).");
-  const server = Bun.serve({
+  const server = listen(events, {
     port: options.port,
     hostname: options.hostname,
     development: false,
+    // A second `web` on a busy port is refused, not let to share it and answer half the requests.
+    reusePort: false,
     // An event stream is idle between pings; the others answer at once.
     idleTimeout: 60,
     async fetch(request, srv) {
@@ -145,6 +147,16 @@ export async function startWeb(options: WebOptions): Promise<WebServer> {
       kept.dispose();
     },
   };
+}
+
+/** Bun.serve, or its failure (a busy port) with nothing left running. */
+function listen(events: EventStreams, options: Parameters<typeof Bun.serve>[0]): ReturnType<typeof Bun.serve> {
+  try {
+    return Bun.serve(options);
+  } catch (e) {
+    events.close();
+    throw e;
+  }
 }
 
 function unauthorized(): DomainError {
