@@ -357,3 +357,19 @@ test("--listen on an address that is not loopback: a warning on stderr that poin
   const loopback = await startWeb(env, "--store", STORES[0]!.store(), "--listen", "127.0.0.1");
   expect((await loopback.stop()).stderr).toBe("");
 });
+
+test("a store out of reach at start does not refuse it: the ready line comes, and the state carries the store's failure", async () => {
+  if (!testBucket) throw new Error("no S3 test server");
+  // A port nothing listens on: the one a server just let go.
+  const gone = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+  const port = gone.port;
+  await gone.stop(true);
+  const web = await startWeb({ ...env, AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${port}`, AWS_ENDPOINT_URL: "" }, "--store", `s3://${testBucket}/slivingdoc-test/web-${runId}-unreachable`, "--deadline", "2s");
+  try {
+    const state = (await (await web.get("/api/state")).json()) as WebState;
+    expect(state).toMatchObject({ notebook: false, generation: 0, error: { code: "STORAGE_FAILURE", action: "RETRY" } });
+    expect(JSON.stringify(state)).not.toContain(root);
+  } finally {
+    expect((await web.stop()).code).toBe(EXIT_CODES.OK);
+  }
+});

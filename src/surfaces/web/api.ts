@@ -100,7 +100,10 @@ async function logOf(q: Query, ctx: ApiContext, path: string | undefined): Promi
 }
 
 const ROUTES: Record<string, Handler> = {
-  "/api/state": async (_q, ctx) => ctx.poller.state,
+  async "/api/state"(_q, ctx) {
+    await ctx.poller.ready;
+    return ctx.poller.state;
+  },
   "/api/log": (q, ctx) => logOf(q, ctx, q.text("path")),
   "/api/history": (q, ctx) => logOf(q, ctx, q.text("path", true)),
   async "/api/show"(q, ctx) {

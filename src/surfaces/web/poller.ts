@@ -42,9 +42,12 @@ export class Poller {
     this.state = { notebook: false, generation: 0, oldestRetained: 0, pollMs: options.pollMs, error: null };
   }
 
+  /** Settled once the first poll is done: the state before it says nothing yet. */
+  ready: Promise<void> = Promise.resolve();
+
   /** The first poll now (the state the first page gets), the next ones every interval after each ends. */
-  async start(): Promise<void> {
-    await this.poll();
+  start(): void {
+    this.ready = this.poll();
   }
 
   /** One poll; then the next is scheduled. */

@@ -94,7 +94,7 @@ function stateEvent(state: WebState): string {
   return `event: state\ndata: ${JSON.stringify(state)}\n\n`;
 }
 
-/** Start the server: the first poll is done (the state the first page gets) and the port is listening. */
+/** Start the server: the port is listening, and the first poll under way (the state the first page gets). */
 export async function startWeb(options: WebOptions): Promise<WebServer> {
   const { openHistory, closeHistory } = await import("../../engine/history/read.ts");
   const { webAssets } = await import("./assets.ts");
@@ -125,6 +125,7 @@ export async function startWeb(options: WebOptions): Promise<WebServer> {
       }
       if (url.pathname === "/events") {
         srv.timeout(request, 0);
+        await poller.ready;
         return events.open(poller.state);
       }
       if (url.pathname.startsWith("/api/")) return api(url, ctx);
@@ -137,7 +138,8 @@ export async function startWeb(options: WebOptions): Promise<WebServer> {
       return plain(500, "slivingdoc web failed to answer; its standard error has the cause.");
     },
   });
-  await poller.start();
+  // Not awaited: a store slow or out of reach does not hold the start up; the first state waits for it (/api/state, /events).
+  poller.start();
   return {
     port: server.port!,
     async stop() {
