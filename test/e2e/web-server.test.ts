@@ -19,6 +19,9 @@ import { errorEnvelope } from "../../src/contract/results.ts";
 import { DomainError } from "../../src/contract/errors.ts";
 import type { ConditionalRead, ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { logPage } from "../../src/engine/history/log.ts";
+import { closeHistory, openHistory } from "../../src/engine/history/read.ts";
+import { KeptHistory } from "../../src/surfaces/web/kept-history.ts";
 import type { WebState } from "../../src/surfaces/web/poller.ts";
 import { startWeb as startWebServer } from "../../src/surfaces/web/server.ts";
 import { runAs, userEnv } from "../support/binary-env.ts";
@@ -372,4 +375,42 @@ test("a store out of reach at start does not refuse it: the ready line comes, an
   } finally {
     expect((await web.stop()).code).toBe(EXIT_CODES.OK);
   }
+});
+
+test("a request reading the kept history while current changes reads it to the end; it is closed once no request uses it", async () => {
+  const storeUrl = STORES[0]!.store();
+  const commit = await seeded(storeUrl);
+  const world = makeWorld(openSqliteStore(storeUrl.slice("sqlite:".length)), storeUrl);
+  const closed: number[] = [];
+  const kept = new KeptHistory(
+    () => openHistory(world.deps()),
+    (h) => {
+      closed.push(h.manifest?.generation ?? 0);
+      closeHistory(h);
+    },
+  );
+  try {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const reading = kept.use(async (h) => {
+      entered();
+      await held;
+      // Reads what only the history's object cache holds: a closed one could not.
+      return (await logPage(h, { limit: 2 })).entries.map((e) => e.files);
+    });
+    await inside;
+    await commit({ "b.md": "bee\nhive\n" }, "ann", "hive");
+    expect((await kept.reopen()).history.manifest?.generation).toBe(7);
+    expect(closed).toEqual([]);
+    release();
+    expect((await reading).length).toBe(2);
+    expect(closed).toEqual([6]);
+    expect((await kept.use((h) => logPage(h, { limit: 1 }))).entries[0]!.generation).toBe(7);
+  } finally {
+    kept.dispose();
+    await world.close();
+  }
+  expect(closed).toEqual([6, 7]);
 });
