@@ -109,6 +109,7 @@ for (const { name, store: newStore } of STORES) {
       expect([...first.entries, ...second.entries]).toEqual(log.entries);
       expect(generations(await body(web, "/api/log?agent=bo"))).toEqual([6, 4, 2]);
       expect(generations(await body(web, "/api/log?path=notes"))).toEqual([6, 2, 1]);
+      expect(generations(await body(web, "/api/log?path=./notes/"))).toEqual([6, 2, 1]);
       expect(generations(await body(web, `/api/log?since=${encodeURIComponent(log.entries[0].time)}`))).toContain(6);
       const history = await body(web, "/api/history?path=a.md&limit=2");
       expect([generations(history), history.next]).toEqual([[5, 3], 3]);
@@ -151,7 +152,7 @@ for (const { name, store: newStore } of STORES) {
       const gone = await web.get("/api/file?generation=6&path=a.md");
       expect(gone.status).toBe(404);
       expect(((await gone.json()) as any).error).toMatchObject({ code: "INVALID_REQUEST", reason: "MALFORMED_INPUT", message: '"a.md" is not a file of the notebook at generation 6.' });
-      for (const bad of ["/api/log?limit=201", "/api/log?before=x", "/api/show", "/api/log?since=yesterday", "/api/file?generation=2"]) {
+      for (const bad of ["/api/log?limit=201", "/api/log?before=x", "/api/show", "/api/log?since=yesterday", "/api/file?generation=2", "/api/history?path=../x", "/api/history"]) {
         const r = await web.get(bad);
         expect({ bad, status: r.status }).toEqual({ bad, status: 400 });
         expect(((await r.json()) as any).error.reason).toBe("MALFORMED_INPUT");

@@ -70,6 +70,15 @@ class Query {
     return Number(value);
   }
 
+  /** `path`, a notebook file or directory, as `log --path` takes one (./notes/ is notes). */
+  path(required: boolean): string | undefined {
+    const value = this.text("path", required);
+    if (value === undefined) return undefined;
+    const path = value.split("/").filter((s) => s !== "" && s !== ".").join("/");
+    if (path === "" || path.split("/").includes("..")) throw new BadQuery(`path must name a notebook file or directory; got "${value.slice(0, 200)}".`);
+    return path;
+  }
+
   date(name: string): Date | undefined {
     const value = this.text(name);
     if (value === undefined) return undefined;
@@ -104,8 +113,8 @@ const ROUTES: Record<string, Handler> = {
     await ctx.poller.ready;
     return ctx.poller.state;
   },
-  "/api/log": (q, ctx) => logOf(q, ctx, q.text("path")),
-  "/api/history": (q, ctx) => logOf(q, ctx, q.text("path", true)),
+  "/api/log": (q, ctx) => logOf(q, ctx, q.path(false)),
+  "/api/history": (q, ctx) => logOf(q, ctx, q.path(true)),
   async "/api/show"(q, ctx) {
     const generation = q.count("generation", undefined, true)!;
     const { showOf } = await import("../../engine/history/log.ts");
