@@ -110,7 +110,7 @@ export interface EngineDeps extends Clock, RandomSource {
   onReplace?: (path: string, moment: ReplaceMoment) => void;
 }
 
-// Sixteen writers on one notebook exhausted 10 retries (docs/performance.md, S6);
+// Sixteen writers on one notebook exhausted 10 retries (docs/performance.md, scenario `race`);
 // with jittered backoff capped at 1 s, 30 rarely costs more than a few seconds.
 export const DEFAULT_COMMIT_RETRIES = 30;
 

@@ -110,7 +110,7 @@ async function holdAccepted(checkout: OpenCheckout, baselineTree: FlatTree, acce
 /**
  * Scan the notebook while `current` is read: the scan is local work that
  * does not need it, and a store behind a network answers in a round trip
- * the scan would otherwise come before (docs/performance.md, S2 at 20 ms).
+ * the scan would otherwise come before (docs/performance.md, scenario `warm-pull` at 20 ms).
  * The request is sent first and given a turn of the event loop to be on
  * its way; the scan, which runs without yielding, then takes its time
  * beside it. The scan's refusals still come first; a failed read is

@@ -34,7 +34,7 @@ const STALE_MS = 3_000;
 /**
  * A turn this long is not waited for any more, even if its writer lives (it
  * may be stuck): the others go on and race it, which the conditional write
- * keeps safe. Far above any turn measured (docs/performance.md, S6).
+ * keeps safe. Far above any turn measured (docs/performance.md, scenario `race`).
  */
 const MAX_TURN_MS = 10_000;
 const HEARTBEAT_MS = 1_000;

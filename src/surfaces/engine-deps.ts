@@ -101,7 +101,7 @@ export function processMemory(): ProcessMemoryHolder {
 /**
  * The engine's dependencies. This loads the engine (isomorphic-git and all):
  * callers about to run it call this, and not before — `serve` only once the
- * handshake is answered (docs/performance.md, S8).
+ * handshake is answered (docs/performance.md, scenario `start-up`).
  */
 export function engineDeps(config: RuntimeConfig, store: ObjectStore, memory: ProcessMemory): EngineDeps {
   const privateRoot = preparePrivateRoot(config);

@@ -11,7 +11,7 @@
  *
  * Adding an operation is one entry here plus its engine function. Runners
  * load the engine when they run, not when this module loads: the CLI and
- * `serve` read this registry at start (docs/performance.md, S8). Renderers
+ * `serve` read this registry at start (docs/performance.md, scenario `start-up`). Renderers
  * load the CLI's rendering code when they render (`cli()`): `serve` runs
  * the tools' entries and renders nothing, so it never loads it.
  */

@@ -177,7 +177,7 @@ test("only the surfaces and main.ts touch `process`", () => {
  * (type-only ones cost nothing). The engine, the MCP SDK and the AWS SDK
  * stay out, loaded by `import()` or `require()` when a command needs them:
  * `serve` answers `initialize` before loading any of them
- * (docs/performance.md, S8).
+ * (docs/performance.md, scenario `start-up`).
  */
 /** The modules `from` reach by static imports (type-only ones cost nothing), and the packages they import. */
 function loadedBy(...from: string[]): { modules: string[]; packages: string[] } {

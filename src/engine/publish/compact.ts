@@ -72,7 +72,7 @@ export const DEFAULT_HISTORY_PERIOD_MS = 30 * 86_400_000;
 /**
  * History is "recent" (docs/decisions/0011-history-kept-by-time.md): the
  * newest 32 commits survive a compaction, so a cold pull's bytes do not grow
- * with the history's length (S5 in docs/performance.md: the whole history of
+ * with the history's length (`long-history` in docs/performance.md: the whole history of
  * 1,000 small commits made a cold pull 1.35× slower than after one commit; 32
  * commits, 1.14×).
  */

@@ -33,7 +33,7 @@ import { renderError } from "./render.ts";
 import { renderVersion, versionInfo } from "./version.ts";
 
 // The engine and the MCP server are imported where a command needs them,
-// not here: every start would otherwise load all of them (docs/performance.md, S8).
+// not here: every start would otherwise load all of them (docs/performance.md, scenario `start-up`).
 
 export interface CliIo {
   argv: string[];
