@@ -223,16 +223,6 @@ export function lockWaitMs(deps: Pick<EngineDeps, "deadline" | "lockTimeoutMs">)
   return Math.min(bound, deps.deadline?.remaining() ?? Infinity);
 }
 
-/** Whether the call's deadline has passed: no more retries, no more waiting. */
-export function deadlinePassed(deps: Pick<EngineDeps, "deadline">): boolean {
-  return deps.deadline !== undefined && deps.deadline.remaining() === 0;
-}
-
-/** A wait of `ms` that ends by the deadline at the latest. */
-export function sleepWithin(deps: Pick<OpenCheckout["deps"], "deadline" | "sleep">, ms: number): Promise<void> {
-  return deps.sleep(Math.min(ms, deps.deadline?.remaining() ?? Infinity));
-}
-
 /**
  * Open a checkout for one operation: resolve it, take its lock, repair an
  * interrupted earlier operation, and scan the visible files. The caller must
