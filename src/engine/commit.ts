@@ -10,7 +10,8 @@
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
-import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localBytes, localFailure, type OpenCheckout, openCheckout, privateStateMissing, pullRequired, scanLocal, withIgnoredCount } from "./engine.ts";
+import { closeSession, localFailure, pullRequired } from "./checkout/session.ts";
+import { baselineFilesOrRefuse, type EngineDeps, localBytes, type OpenCheckout, openCheckout, privateStateMissing, scanLocal, withIgnoredCount } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { findMarkerBlocks } from "./merge/xdiff/index.ts";
@@ -40,7 +41,7 @@ export async function commit(deps: EngineDeps, input: CommitInput): Promise<Oper
     if (e instanceof MissingObjectError) throw privateStateMissing(e);
     throw localFailure(checkout, e);
   } finally {
-    closeCheckout(checkout);
+    closeSession(checkout);
   }
 }
 

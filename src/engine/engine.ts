@@ -4,30 +4,25 @@
  * logs use.
  */
 import type { DirectoryStat } from "./checkout/directory-identity.ts";
-import { mkdirSync, realpathSync } from "node:fs";
-import { resolve } from "node:path";
 import { DEFAULT_AGENT } from "../contract/agent.ts";
 import type { Clock, RandomSource } from "../contract/clock.ts";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { ENGINE_DETAILS } from "../contract/tokens.ts";
-import { isAtOrBelow } from "../contract/path-containment.ts";
 import type { CompactionPolicy } from "./publish/compact.ts";
 import { NO_PATH_SETS, type OperationOutcome, type PathSets } from "../contract/results.ts";
 import type { Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { blobId } from "./git/objects.ts";
-import { registeredCheckouts } from "./checkout/registry.ts";
-import { type Baseline, CheckoutState, type Damage, type ProcessIdentity } from "./checkout/state.ts";
-import type { FlatTree, ObjectCache } from "./git/object-cache.ts";
+import { type CheckoutSession, openSession } from "./checkout/session.ts";
+import type { Baseline, ProcessIdentity } from "./checkout/state.ts";
+import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
-import { diskFullBeforeChange, isDiskFull } from "./checkout/disk-full.ts";
 import type { ReplaceMoment } from "./checkout/visible-writes.ts";
 import { materialize, type RecoveryContext } from "./checkout/materialize.ts";
-import { recoverInterrupted } from "./checkout/recovery.ts";
-import { type Remerge, ReplacedFiles, type WrittenFile } from "./checkout/visible-writes.ts";
+import type { Remerge, WrittenFile } from "./checkout/visible-writes.ts";
 import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
-import { MAX_FILE_BYTES, refuseNonDirectory, scanNotebook, tooBigAdvice } from "./checkout/scan.ts";
+import { scanNotebook, tooBigAdvice } from "./checkout/scan.ts";
 import { HeldPaths } from "./checkout/ignored.ts";
 import { lineCount } from "./merge/diffstat.ts";
 import { StatCache } from "./checkout/stat-cache.ts";
@@ -113,226 +108,26 @@ export interface EngineDeps extends Clock, RandomSource {
 // with jittered backoff capped at 1 s, 30 rarely costs more than a few seconds.
 export const DEFAULT_COMMIT_RETRIES = 30;
 
-/**
- * Checkouts never publish one another's files
- * (docs/decisions/0004-checkouts-and-the-private-root.md): a directory inside
- * another checkout, or containing one, is refused. So is one that overlaps
- * the private state.
- */
-export function refuseNesting(deps: Pick<EngineDeps, "privateRoot" | "memory" | "self" | "now" | "randomId">, dir: string): void {
-  const privateRoot = deps.privateRoot;
-  if (isAtOrBelow(dir, privateRoot) || isAtOrBelow(privateRoot, dir)) {
-    throw new DomainError("PATH_OUTSIDE_ROOT", "The notebook directory overlaps slivingdoc's private state; use another directory.");
-  }
-  for (const other of registeredCheckouts(deps, { self: deps.self, opening: dir })) {
-    if (other === dir) continue; // the checkout itself
-    if (isAtOrBelow(other, dir)) {
-      throw new DomainError(
-        "PATH_OUTSIDE_ROOT",
-        `This directory is inside another checkout (${other}); pull or commit that checkout, or use a directory outside it.`,
-      );
-    }
-    if (isAtOrBelow(dir, other)) {
-      throw new DomainError(
-        "PATH_OUTSIDE_ROOT",
-        `This directory contains another checkout (${other}); address that checkout or a directory beside it.`,
-      );
-    }
-  }
-}
+/** One operation's open checkout: the checkout's session, its deps the operation's. */
+export type OpenCheckout = CheckoutSession<OperationSessionDeps>;
 
-/** One operation's open checkout: its state, lock and object cache, and what the call learned of its files. */
-export interface OpenCheckout {
-  deps: Required<Omit<EngineDeps, "onStage" | "afterWrite" | "progress" | "deadline" | "lockTimeoutMs" | "onReplace" | "directoryStat">> &
-    Pick<EngineDeps, "deadline" | "lockTimeoutMs" | "onReplace" | "directoryStat" | "progress"> & {
-    onStage: (stage: string) => Promise<void> | void;
-    afterWrite: () => Promise<void> | void;
+/** An operation's deps, its defaults filled in. */
+export type OperationSessionDeps = EngineDeps & Required<Pick<EngineDeps, "pathSets" | "compaction" | "guessCurrent" | "agent">>;
+
+/**
+ * Open a checkout for one operation (checkout/session.ts), settling a
+ * publication a dead call recorded (publish/publication.ts) before its
+ * journal goes. The caller must `closeSession` it. `attach`: the operation
+ * attaches the checkout to the store as it is (pull.ts), so a publication
+ * recorded against a store that went backwards is settled as not landed
+ * rather than refused.
+ */
+export function openCheckout(deps: EngineDeps, path: string, create: boolean, options: { attach?: boolean } = {}): Promise<OpenCheckout> {
+  const full: OperationSessionDeps = { pathSets: NO_PATH_SETS, compaction: {}, guessCurrent: true, agent: () => DEFAULT_AGENT, ...deps };
+  const settle = async (state: OpenCheckout["state"], overrides: Parameters<typeof settlePublication>[3]) => {
+    await settlePublication(state, full.store, full.randomId, overrides, options.attach === true);
   };
-  dir: string;
-  state: CheckoutState;
-  git: ObjectCache;
-  /** The visible files, as blob ids (the blobs are in the object cache). */
-  local: FlatTree;
-  /** Contents of visible files read this call (up to SCAN_KEEPS_BYTES of them), by blob id, so merging reads them from memory. */
-  localContents: Map<string, Uint8Array>;
-  /** The stat cache as of the scan; materialize adds the files it writes. */
-  statCache: StatCache;
-  /** The files no ignore rule hides in this call's scans: the baseline's, and on a pull the accepted state's too (null: not read yet). */
-  held: HeldPaths | null;
-  /** What the last scan left out by the ignore rules (checkout/scan.ts). */
-  ignored: string[];
-  /** Line counts of the blobs materialize wrote, by id, for the diffstat. */
-  lineCounts: Map<string, number>;
-  /** The old files materialize replaced, held open until the checkout is closed: what is appended to them meanwhile goes into the new ones. */
-  replaced: ReplacedFiles;
-  baseline: Baseline | null;
-  /** Why `baseline` is null, when the directory was pulled before (pullRequired). */
-  lost: LostState | null;
-}
-
-/**
- * How a checkout that was pulled came to have no baseline: its directory is
- * not the one its private state was made for (removed and made again: a
- * new checkout), or that state is damaged (`cause`: why, for the log).
- */
-export type LostState = { why: "replaced" } | { why: "damaged"; cause: unknown };
-
-/** Why a checkout has no baseline, from what settling its state found (checkout/state.ts, settleState). */
-export function lostState(found: { replaced: boolean; damage: Damage | null }): LostState | null {
-  if (found.damage !== null) return { why: "damaged", cause: found.damage.cause };
-  return found.replaced ? { why: "replaced" } : null;
-}
-
-/**
- * PULL_REQUIRED for a checkout without a baseline, saying why (`lost`, null
- * for never pulled); `then`: the rest of the sentence, what to do after the
- * pull and what was left untouched.
- */
-export function pullRequired(lost: LostState | null, then: string): DomainError {
-  if (lost?.why === "damaged") {
-    return new DomainError(
-      "PULL_REQUIRED",
-      `The private state of this checkout is damaged, so what its files last agreed with is unknown. A pull rebuilds it and keeps every file, merged against the retained generation they match best, with conflict blocks where both sides changed one: call pull for it once${then}`,
-      { cause: lost.cause },
-    );
-  }
-  const why = lost?.why === "replaced" ? "This directory is not the one that was pulled here (it was removed or replaced)" : "This directory was never pulled";
-  return new DomainError("PULL_REQUIRED", `${why}; call pull for it once${then}`);
-}
-
-function withDefaults(deps: EngineDeps): OpenCheckout["deps"] {
-  return {
-    pathSets: NO_PATH_SETS,
-    maxFileBytes: MAX_FILE_BYTES,
-    compaction: {},
-    guessCurrent: true,
-    agent: () => DEFAULT_AGENT,
-    ...deps,
-    onStage: deps.onStage ?? (() => {}),
-    afterWrite: deps.afterWrite ?? (() => {}),
-    ...(deps.progress !== undefined ? { progress: deps.progress } : {}),
-  };
-}
-
-/** Without a deadline, how long an operation waits for another one on the same checkout. */
-const LOCK_WAIT_MS = 30_000;
-
-/** How long this call waits for its checkout's lock: until its deadline, and no longer than `lockTimeoutMs`. */
-export function lockWaitMs(deps: Pick<EngineDeps, "deadline" | "lockTimeoutMs">): number {
-  const bound = deps.lockTimeoutMs ?? (deps.deadline === undefined ? LOCK_WAIT_MS : Infinity);
-  return Math.min(bound, deps.deadline?.remaining() ?? Infinity);
-}
-
-/**
- * Open a checkout for one operation: resolve it, take its lock, repair an
- * interrupted earlier operation, and scan the visible files. The caller must
- * `closeCheckout` it. `attach`: the operation attaches the checkout to the
- * store as it is (pull.ts), so a publication recorded against a store that
- * went backwards is settled as not landed rather than refused.
- */
-export async function openCheckout(deps: EngineDeps, path: string, create: boolean, options: { attach?: boolean } = {}): Promise<OpenCheckout> {
-  const full = withDefaults(deps);
-  const dir = checkoutDir(full, path, create);
-  const state = await CheckoutState.open({
-    privateRoot: full.privateRoot,
-    storeId: full.storeId,
-    dir,
-    self: full.self,
-    lockTimeoutMs: lockWaitMs(full),
-    ...(full.directoryStat !== undefined ? { directoryStat: full.directoryStat } : {}),
-    memory: full.memory,
-    clock: full,
-  });
-  keepLockFresh(full, state);
-  try {
-    const { baseline, lost } = await repairInterrupted(full, state, create, options.attach === true);
-    return {
-      deps: full,
-      dir,
-      state,
-      git: state.git,
-      local: new Map(),
-      localContents: new Map(),
-      statCache: StatCache.empty(),
-      held: null,
-      ignored: [],
-      lineCounts: new Map(),
-      replaced: new ReplacedFiles(),
-      baseline,
-      lost,
-    };
-  } catch (e) {
-    state.release();
-    throw e;
-  }
-}
-
-/**
- * The real path of the checkout at `path` (made first when `create`), once
- * it is known to nest in no other checkout: PATH_OUTSIDE_ROOT when it does,
- * PULL_REQUIRED when it does not exist.
- */
-function checkoutDir(deps: OpenCheckout["deps"], path: string, create: boolean): string {
-  // Refuse a nested checkout before creating anything for it.
-  const requested = resolve(path);
-  refuseNesting(deps, requested);
-  refuseNonDirectory(path);
-  if (create) {
-    try {
-      mkdirSync(path, { recursive: true }); // synchronous: see ObjectCache.open
-    } catch (cause) {
-      if (isDiskFull(cause)) throw diskFullBeforeChange(cause, { notebook: requested, privateState: deps.privateRoot });
-      throw new DomainError("LOCAL_STATE", "The notebook directory could not be created.", { cause });
-    }
-  }
-  let dir: string;
-  try {
-    dir = realpathSync(path);
-  } catch (cause) {
-    throw new DomainError("PULL_REQUIRED", "This directory does not exist and was never pulled; call pull for it once, then commit.", {
-      cause,
-    });
-  }
-  // Again only when symlinks made the real path another one: each check reads every checkout's state.
-  if (dir !== requested) refuseNesting(deps, dir);
-  return dir;
-}
-
-/** Long operations keep the lock fresh as they go (checkout/lock.ts): at each stage and after each file written. */
-function keepLockFresh(deps: OpenCheckout["deps"], state: CheckoutState): void {
-  const { onStage, afterWrite } = deps;
-  deps.onStage = (stage) => {
-    state.heartbeat();
-    return onStage(stage);
-  };
-  deps.afterWrite = () => {
-    state.heartbeat();
-    return afterWrite();
-  };
-}
-
-/**
- * Repair what an interrupted earlier operation left in the checkout: its
- * visible files (materialize.ts), then its publication (publication.ts).
- * The baseline the checkout is then at, or why it has none.
- */
-async function repairInterrupted(
-  deps: OpenCheckout["deps"],
-  state: CheckoutState,
-  create: boolean,
-  attach: boolean,
-): Promise<{ baseline: Baseline | null; lost: LostState | null }> {
-  // A pull rebuilds a damaged state; anything else asks for that pull (pullRequired).
-  const damage = state.damage;
-  if (damage !== null && create) state.forgetDamaged();
-  const recovered = await recoverInterrupted(state, deps.afterWrite, deps);
-  // A commit that died after its publication, before its baseline moved
-  // (publication.ts); its journal stays until then, so a kill in between
-  // finds the same repair to make.
-  await settlePublication(state, deps.store, deps.randomId, recovered?.overrides ?? [], attach);
-  recovered?.finish();
-  const baseline = state.readBaseline();
-  return { baseline, lost: baseline !== null ? null : lostState({ replaced: state.replaced, damage }) };
+  return openSession(full, path, { create, settle });
 }
 
 /**
@@ -535,29 +330,6 @@ export async function localBytes(checkout: OpenCheckout, path: string): Promise<
 /** Before the process ends: write out what only its memory holds (stat caches). */
 export function flushProcessMemory(memory: ProcessMemory): void {
   memory.flush();
-}
-
-/**
- * What an operation answers for `e`, thrown outside the writing of visible
- * files (which reports its own failures, materialize.ts): a full disk is
- * LOCAL_STATE saying so, where it would otherwise be an unrecognised error.
- */
-export function localFailure(checkout: OpenCheckout, e: unknown): unknown {
-  if (e instanceof DomainError || !isDiskFull(e)) return e;
-  return diskFullBeforeChange(e, { notebook: checkout.dir, privateState: checkout.state.stateDir });
-}
-
-/**
- * The end of an operation, before it answers: the old files it replaced are
- * read once more, for lines a writer that opened one before its rename
- * wrote into it since (checkout/visible-writes.ts, ReplacedFiles); then the lock goes.
- */
-export function closeCheckout(checkout: OpenCheckout): void {
-  try {
-    checkout.replaced.release();
-  } finally {
-    checkout.state.release();
-  }
 }
 
 /** The baseline's files, or none when they are missing from the cache (a pull fetches them, and then knows what is held: pull.ts). */

@@ -8,7 +8,8 @@ import type { DomainError } from "../contract/errors.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type AcceptedState, loadAcceptedState, type ManifestRead, readManifest, rememberAccepted } from "./publish/accepted-state.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
-import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, type OpenCheckout, openCheckout, refuseOversizeAccepted, scanLocal, withIgnoredCount } from "./engine.ts";
+import { closeSession, localFailure } from "./checkout/session.ts";
+import { BaselineMissing, baselineFiles, bringFiles, type EngineDeps, type OpenCheckout, openCheckout, refuseOversizeAccepted, scanLocal, withIgnoredCount } from "./engine.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees, type TreeMerge } from "./merge/tree-merge.ts";
@@ -92,7 +93,7 @@ async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean, 
   } catch (e) {
     throw localFailure(checkout, e);
   } finally {
-    closeCheckout(checkout);
+    closeSession(checkout);
   }
 }
 

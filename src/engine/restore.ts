@@ -23,16 +23,14 @@ import type { FileStat, PathSets } from "../contract/results.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
 import {
   baselineFilesOrRefuse,
-  closeCheckout,
   type EngineDeps,
-  localFailure,
   materializeInto,
   type OpenCheckout,
   openCheckout,
   privateStateMissing,
-  pullRequired,
   scanLocal,
 } from "./engine.ts";
+import { closeSession, localFailure, pullRequired } from "./checkout/session.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { type History, readGenerationTree, readHistoryBlob, withHistory } from "./history/read.ts";
@@ -89,7 +87,7 @@ export async function restore(deps: EngineDeps, input: RestoreInput): Promise<Re
     if (e instanceof MissingObjectError) throw privateStateMissing(e);
     throw localFailure(checkout, e);
   } finally {
-    closeCheckout(checkout);
+    closeSession(checkout);
   }
 }
 

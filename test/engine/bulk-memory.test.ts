@@ -9,6 +9,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { scanNotebook } from "../../src/engine/checkout/scan.ts";
 import { commit } from "../../src/engine/commit.ts";
+import { closeSession } from "../../src/engine/checkout/session.ts";
 import * as engine from "../../src/engine/engine.ts";
 import { blobId } from "../../src/engine/git/objects.ts";
 import { pull } from "../../src/engine/pull.ts";
@@ -67,7 +68,7 @@ test("a commit keeps a bounded amount of the files it read in memory, and publis
     // What was not kept is in the object cache.
     for (const oid of checkout.local.values()) expect((await checkout.git.readBlob(oid)).byteLength).toBe(SIZE);
   } finally {
-    engine.closeCheckout(checkout);
+    closeSession(checkout);
   }
 
   const out = await commit(world.deps(), { path: a, message: "big" });
