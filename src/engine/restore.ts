@@ -21,15 +21,10 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
 import type { FileStat, PathSets } from "../contract/results.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
-import {
-  baselineFilesOrRefuse,
-  type EngineDeps,
-  materializeInto,
-  type OpenCheckout,
-  openCheckout,
-  privateStateMissing,
-  scanLocal,
-} from "./engine.ts";
+import { baselineFilesOrRefuse, privateStateMissing } from "./checkout/session-baseline.ts";
+import { materializeInto } from "./checkout/session-materialize.ts";
+import { scanLocal } from "./checkout/session-scan.ts";
+import { type EngineDeps, type OpenCheckout, openCheckout } from "./engine.ts";
 import { closeSession, localFailure, pullRequired } from "./checkout/session.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";

@@ -1,8 +1,11 @@
 /**
  * One operation's open checkout, a session: the checkout's state, lock and
  * object cache, and what the call learned of its files. It carries only
- * the checkout's port (deps.ts). An operation opens one through the
- * engine's `openCheckout` (engine/engine.ts), which also settles a
+ * the checkout's port (deps.ts); what it does is functions of the session,
+ * one file per concept: the scan (session-scan.ts), bringing and
+ * materialising files (session-materialize.ts), the baseline
+ * (session-baseline.ts). An operation opens one through the engine's
+ * `openCheckout` (engine/engine.ts), which also settles a
  * publication a dead call left: that is the store's, not the checkout's.
  */
 import { mkdirSync, realpathSync } from "node:fs";
