@@ -4,16 +4,13 @@
  * logs use.
  */
 import type { DirectoryStat } from "./checkout/directory-identity.ts";
-import { DEFAULT_AGENT } from "../contract/agent.ts";
 import type { Clock, RandomSource } from "../contract/clock.ts";
 import type { CompactionPolicy } from "./publish/compact.ts";
-import { NO_PATH_SETS, type PathSets } from "../contract/results.ts";
+import type { PathSets } from "../contract/results.ts";
 import type { Deadline } from "../store/deadline.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import { type CheckoutSession, openSession } from "./checkout/session.ts";
 import type { ProcessIdentity } from "./checkout/state.ts";
 import type { ReplaceMoment } from "./checkout/visible-writes.ts";
-import { settlePublication } from "./publish/publication.ts";
 import type { ProcessMemory } from "./process-memory.ts";
 
 /**
@@ -93,28 +90,6 @@ export interface EngineDeps extends Clock, RandomSource {
 // Sixteen writers on one notebook exhausted 10 retries (docs/performance.md, S6);
 // with jittered backoff capped at 1 s, 30 rarely costs more than a few seconds.
 export const DEFAULT_COMMIT_RETRIES = 30;
-
-/** One operation's open checkout: the checkout's session, its deps the operation's. */
-export type OpenCheckout = CheckoutSession<OperationSessionDeps>;
-
-/** An operation's deps, its defaults filled in. */
-export type OperationSessionDeps = EngineDeps & Required<Pick<EngineDeps, "pathSets" | "compaction" | "guessCurrent" | "agent">>;
-
-/**
- * Open a checkout for one operation (checkout/session.ts), settling a
- * publication a dead call recorded (publish/publication.ts) before its
- * journal goes. The caller must `closeSession` it. `attach`: the operation
- * attaches the checkout to the store as it is (pull.ts), so a publication
- * recorded against a store that went backwards is settled as not landed
- * rather than refused.
- */
-export function openCheckout(deps: EngineDeps, path: string, create: boolean, options: { attach?: boolean } = {}): Promise<OpenCheckout> {
-  const full: OperationSessionDeps = { pathSets: NO_PATH_SETS, compaction: {}, guessCurrent: true, agent: () => DEFAULT_AGENT, ...deps };
-  const settle = async (state: OpenCheckout["state"], overrides: Parameters<typeof settlePublication>[3]) => {
-    await settlePublication(state, full.store, full.randomId, overrides, options.attach === true);
-  };
-  return openSession(full, path, { create, settle });
-}
 
 /** Before the process ends: write out what only its memory holds (stat caches). */
 export function flushProcessMemory(memory: ProcessMemory): void {

@@ -4,7 +4,8 @@
  * that differ from the baseline, the marker blocks in them, the ones under
  * protected paths, and how far the baseline is behind the accepted state.
  *
- * Reading, not operating. Unlike openCheckout, this
+ * Reading, not operating. Unlike an operation's open checkout
+ * (with-checkout.ts), this
  * - takes the checkout's lock only while it reads the state and scans the
  *   visible files — the moments a pull or commit could change under it —
  *   and releases it before it diffs, reads blobs or asks the store;

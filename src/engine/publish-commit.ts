@@ -12,7 +12,7 @@ import type { Baseline } from "./checkout/state.ts";
 import { StoreError } from "../store/object-store.ts";
 import { deadlinePassed, sleepWithin } from "../store/deadline.ts";
 import { bringFiles, refuseOversizeAccepted } from "./checkout/session-materialize.ts";
-import type { OpenCheckout } from "./engine.ts";
+import type { OpenCheckout } from "./with-checkout.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { conflictError } from "./merge/conflict.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";

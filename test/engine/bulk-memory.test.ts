@@ -9,9 +9,8 @@
 import { afterAll, expect, test } from "bun:test";
 import { scanNotebook } from "../../src/engine/checkout/scan.ts";
 import { commit } from "../../src/engine/commit.ts";
-import { closeSession } from "../../src/engine/checkout/session.ts";
 import { SCAN_KEEPS_BYTES, scanLocal } from "../../src/engine/checkout/session-scan.ts";
-import * as engine from "../../src/engine/engine.ts";
+import { withCheckout } from "../../src/engine/with-checkout.ts";
 import { blobId } from "../../src/engine/git/objects.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { DomainError } from "../../src/contract/errors.ts";
@@ -58,8 +57,7 @@ test("a commit keeps a bounded amount of the files it read in memory, and publis
   texts.forEach((t, i) => write(a, `big/f${String(i).padStart(2, "0")}.md`, t));
   expect(FILES * SIZE).toBeGreaterThan(SCAN_KEEPS_BYTES);
 
-  const checkout = await engine.openCheckout(world.deps(), a, false);
-  try {
+  await withCheckout(world.deps(), a, { create: false }, async (checkout) => {
     await scanLocal(checkout);
     expect(checkout.local.size).toBe(FILES);
     let kept = 0;
@@ -68,9 +66,7 @@ test("a commit keeps a bounded amount of the files it read in memory, and publis
     expect(checkout.localContents.size).toBeLessThan(FILES);
     // What was not kept is in the object cache.
     for (const oid of checkout.local.values()) expect((await checkout.git.readBlob(oid)).byteLength).toBe(SIZE);
-  } finally {
-    closeSession(checkout);
-  }
+  });
 
   const out = await commit(world.deps(), { path: a, message: "big" });
   expect(out.files.length).toBe(FILES);

@@ -5,7 +5,7 @@
  * one file per concept: the scan (session-scan.ts), bringing and
  * materialising files (session-materialize.ts), the baseline
  * (session-baseline.ts). An operation opens one through the engine's
- * `openCheckout` (engine/engine.ts), which also settles a
+ * `withCheckout` (engine/with-checkout.ts), which also settles a
  * publication a dead call left: that is the store's, not the checkout's.
  */
 import { mkdirSync, realpathSync } from "node:fs";
@@ -120,7 +120,7 @@ export function lockWaitMs(deps: Pick<CheckoutDeps, "deadline" | "lockTimeoutMs"
  * when missing and rebuilds a damaged state (a pull); `settle` settles a
  * publication a dead call recorded, with the baseline overrides its
  * journal's recovery applied, before that journal goes (its caller knows
- * the store: engine/engine.ts).
+ * the store: engine/with-checkout.ts).
  */
 export interface SessionOpening {
   create: boolean;
