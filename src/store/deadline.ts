@@ -8,8 +8,8 @@
  * answered by then ends (its signal aborts it, and the S3 store closes its
  * connection, so nothing keeps a CLI process alive), and nothing is sent
  * after it. The engine bounds its own waits — the checkout's lock, the
- * retries — by the same deadline (engine.ts EngineDeps.deadline), with
- * `deadlinePassed` and `sleepWithin` below.
+ * retries — by the same deadline (engine/checkout/deps.ts
+ * CheckoutDeps.deadline), with `deadlinePassed` and `sleepWithin` below.
  */
 import { type ObjectStore, StoreError, type StoreOperation } from "./object-store.ts";
 
