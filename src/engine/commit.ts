@@ -10,9 +10,12 @@
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { validateMessage } from "../contract/message.ts";
 import type { OperationOutcome } from "../contract/results.ts";
-import { baselineFilesOrRefuse, closeCheckout, type EngineDeps, localBytes, localFailure, type OpenCheckout, openCheckout, privateStateMissing, pullRequired, scanLocal, withIgnoredCount } from "./engine.ts";
+import { baselineFilesOrRefuse } from "./checkout/session-baseline.ts";
+import { pullRequired } from "./checkout/session.ts";
+import { localBytes, scanLocal, withIgnoredCount } from "./checkout/session-scan.ts";
+import type { EngineDeps } from "./engine.ts";
+import { type OpenCheckout, withCheckout } from "./with-checkout.ts";
 import type { FlatTree } from "./git/object-cache.ts";
-import { MissingObjectError } from "./git/objects.ts";
 import { findMarkerBlocks } from "./merge/xdiff/index.ts";
 import { refuseProtectedChanges } from "./protect.ts";
 import { publishCommit } from "./publish-commit.ts";
@@ -26,8 +29,8 @@ export interface CommitInput {
 export async function commit(deps: EngineDeps, input: CommitInput): Promise<OperationOutcome> {
   const { path, message } = input;
   validateMessage(message);
-  const checkout = await openCheckout(deps, path, false);
-  try {
+  // A baseline object the cache lost or cannot read: a pull repairs it (withCheckout says so).
+  return withCheckout(deps, path, { create: false }, async (checkout) => {
     // PULL_REQUIRED and UNRESOLVED_MARKERS come before any store access.
     if (checkout.baseline === null) throw pullRequired(checkout.lost, ", then commit. No remote state was touched.");
     await scanLocal(checkout);
@@ -35,13 +38,7 @@ export async function commit(deps: EngineDeps, input: CommitInput): Promise<Oper
     await refuseMarkers(checkout, baselineTree);
     await refuseProtectedChanges(checkout, baselineTree);
     return withIgnoredCount(await publishCommit(checkout, baselineTree, message), checkout);
-  } catch (e) {
-    // A baseline object the cache lost or cannot read: a pull repairs it.
-    if (e instanceof MissingObjectError) throw privateStateMissing(e);
-    throw localFailure(checkout, e);
-  } finally {
-    closeCheckout(checkout);
-  }
+  });
 }
 
 async function refuseMarkers(checkout: OpenCheckout, baselineTree: FlatTree): Promise<void> {

@@ -108,6 +108,30 @@ test("no import circles, type-only imports counted", () => {
   expect(circles).toEqual([]);
 });
 
+/**
+ * No hub: a file most of the code imports makes every walk through it go
+ * back and forth, and every change to it touch everyone. So no file outside
+ * contract/ (the tokens, errors and results everything answers with) is
+ * imported by more than a third of the other files in src/; each part
+ * declares what it needs in its own folder instead (the engine's ports,
+ * engine/checkout/deps.ts and engine/engine.ts).
+ */
+function hubs(edges: Map<string, string[]>): string[] {
+  const importers = new Map<string, Set<string>>();
+  for (const [from, targets] of edges) for (const t of targets) importers.set(t, (importers.get(t) ?? new Set()).add(from));
+  const bound = (edges.size - 1) / 3;
+  return [...importers].filter(([t, by]) => !t.startsWith("contract/") && by.size > bound).map(([t, by]) => `${t} (${by.size} of ${edges.size - 1})`);
+}
+
+test("no file outside contract/ is imported by more than a third of the other files", () => {
+  const edges = new Map(files.map((f) => [f, [...new Set(imports(f).filter((s) => s.startsWith(".")).map((s) => relative(src, join(src, f, "..", s))))]]));
+  expect(hubs(edges)).toEqual([]);
+  // The measure sees a hub, and lets contract/ be one.
+  const star = (hub: string) => new Map([["a.ts", [hub]], ["b.ts", [hub]], ["c.ts", []], ["d.ts", []], [hub, []]]);
+  expect(hubs(star("engine/hub.ts"))).toEqual(["engine/hub.ts (2 of 4)"]);
+  expect(hubs(star("contract/errors.ts"))).toEqual([]);
+});
+
 test("isomorphic-git in one engine file, the AWS SDK in one store file", () => {
   const users = (pkg: RegExp) => files.filter((f) => imports(f).some((s) => pkg.test(s))).sort();
   expect(users(/^isomorphic-git/)).toEqual(["engine/git/object-cache.ts"]);

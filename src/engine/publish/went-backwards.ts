@@ -78,7 +78,7 @@ export function refuseWentBackwards(baseline: Baseline | null, manifest: Manifes
   if (found !== null) throw wentBackwardsError(baseline!, found);
 }
 
-/** What a check needs of an open checkout (engine.ts OpenCheckout). */
+/** What a check needs of an open checkout (a session, checkout/session.ts). */
 interface Checkout {
   dir: string;
   git: ObjectCache;
