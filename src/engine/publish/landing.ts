@@ -24,15 +24,15 @@ import { importOwnPack, type Landed } from "./write.ts";
  * operation (src/engine/commit.ts) makes it from its open checkout.
  */
 export interface Committing {
-  message: string;
+  readonly message: string;
   /** The checkout's directory: the answer's path. */
-  dir: string;
+  readonly dir: string;
   /** How many races the commit may lose (--commit-retries). */
-  retries: number;
+  readonly retries: number;
   /** Whether it may build on the accepted state the process last saw. */
-  guessCurrent: boolean;
+  readonly guessCurrent: boolean;
   /** Line counts of blobs read this call, for the diffstat. */
-  lineCounts: Map<string, number>;
+  readonly lineCounts: Map<string, number>;
   /** Bring the visible files to `merge`, the commit's tree on `target` (the journalled write of engine.ts bringFiles). */
   bring(merge: TreeMerge, target: Baseline, targetFiles: FlatTree, how: { remoteAccepted: "yes" | "no"; firstBase: FlatTree; conflicts: "write" | "leave" }): Promise<TreeMerge>;
   /** Refuse an accepted state with a file this checkout cannot take (INVALID_CONTENT). */

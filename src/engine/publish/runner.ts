@@ -25,9 +25,9 @@ export type { Committing } from "./landing.ts";
 
 /** What every step runs with: the publisher, the commit's own ports, and the turn. */
 interface Run {
-  p: Publisher;
-  c: Committing;
-  turn: Turn;
+  readonly p: Publisher;
+  readonly c: Committing;
+  readonly turn: Turn;
 }
 
 type Doing<K extends Step["do"]> = Step & { do: K };
