@@ -220,8 +220,9 @@ interface Answers {
   carried: boolean[];
   /** A read, a history or a lost write's read-back shows a store behind the baseline. */
   backwards: boolean[];
-  /** A step fails at the store. */
+  /** A step fails at the store: with no proposal of ours out, and with one out. */
   fails: boolean[];
+  failsOut: boolean[];
 }
 
 const some = <T>(values: fc.Arbitrary<T>) => fc.array(values, { minLength: 1, maxLength: 40 });
@@ -239,6 +240,7 @@ const answers: fc.Arbitrary<Answers> = fc.record({
   carried: some(fc.boolean()),
   backwards: rarely,
   fails: rarely,
+  failsOut: some(fc.constantFrom(false, false, false, true)),
 });
 
 interface Entry {
@@ -266,7 +268,8 @@ function drive(rules: AttemptRules, a: Answers, deadlineNever: boolean): Entry[]
       return trace;
     }
     const entry: Entry = { state, step };
-    entry.event = nextOf("fails") ? ev.failed() : answer(step, state, entry, nextOf, deadlineNever);
+    const out = state.state === "offered" || state.state === "withdrawing";
+    entry.event = nextOf(out ? "failsOut" : "fails") ? ev.failed() : answer(step, state, entry, nextOf, deadlineNever);
     trace.push(entry);
     ({ state, step } = next(state, entry.event, rules));
   }
