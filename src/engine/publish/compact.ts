@@ -21,7 +21,7 @@
  *   still holding the previous manifest can finish.
  * - Why keep the newest packs: a committer whose conditional write had an
  *   unknown outcome proves it landed by finding its pack in `current`
- *   (commit.ts); keeping the newest packs keeps that proof working for the
+ *   (write.ts); keeping the newest packs keeps that proof working for the
  *   last `keepRecent` publications. Warm checkouts also hold those already.
  * - Why the base carries a nonce object: packs are content-addressed, and a
  *   base built again from the same state would have the same bytes — and so
