@@ -382,10 +382,8 @@ export const OPERATIONS: readonly Operation[] = [
       const { showGeneration } = await import("../engine/history/log.ts");
       const { entry, changes } = await showGeneration(ctx.engine(), { generation: input.generation, ...(input.paths !== undefined ? { paths: input.paths } : {}) });
       if (input.stat || changes === null) return entry as ShownEntry;
-      const { unifiedHunks } = await import("../engine/merge/xdiff/unified.ts");
-      const { filePatch } = cli();
-      const patch = changes.map((c) => filePatch({ ...c, change: c.status, hunks: unifiedHunks(c.beforeText, c.afterText) })).join("");
-      return { ...entry, patch } as ShownEntry;
+      const { showPatch } = await import("./show-patch.ts");
+      return { ...entry, patch: await showPatch(changes) } as ShownEntry;
     },
     // The patch is data for a pipe, as diff's is (`show 12 > x.patch`); the entry stays on stderr.
     // With --stat there is no patch: the entry is the answer.

@@ -27,10 +27,10 @@ test("the MCP tools are exactly notes_pull and notes_commit, in that order", () 
   expect(toolList(NO_PATH_SETS).map((t) => t.name)).toEqual([...TOOL_NAMES]);
 });
 
-test("every operation is a CLI command of its own, beside serve", () => {
+test("every operation is a CLI command of its own, beside serve and web", () => {
   const names = OPERATIONS.map((op) => op.cli.name);
   expect(new Set(names).size).toBe(names.length);
-  expect(Object.keys(subCommands)).toEqual(["serve", ...names]);
+  expect(Object.keys(subCommands)).toEqual(["serve", "web", ...names]);
 });
 
 test("each input accepts exactly the properties it advertises, and requires what it marks required", () => {

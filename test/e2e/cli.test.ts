@@ -325,7 +325,7 @@ describe("refusals before anything is touched", () => {
     expect(h.stdout).toContain("--commit-retries");
     expect(h.stdout).toContain("--deadline");
     // Not a terminal: 80 columns, no trailing spaces; the command's own flags first, the shared settings under their heading; one example.
-    for (const args of [["--help"], ...["serve", "init", "pull", "commit", "log", "doctor"].map((c) => [c, "--help"])]) {
+    for (const args of [["--help"], ...["serve", "web", "init", "pull", "commit", "log", "doctor"].map((c) => [c, "--help"])]) {
       const text = (await cli(root, ...args)).stdout;
       expect({ args, long: text.split("\n").filter((l) => l.length > 80) }).toEqual({ args, long: [] });
       expect({ args, trailing: text.split("\n").filter((l) => / $/.test(l)) }).toEqual({ args, trailing: [] });

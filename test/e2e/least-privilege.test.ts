@@ -18,6 +18,7 @@ import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, ListObje
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 import { spawnServe } from "../support/raw-mcp.ts";
+import { startWeb } from "../support/web.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 import { s3ServerMissing, testBucket, testEndpoint } from "../support/s3-test-store.ts";
 
@@ -163,6 +164,28 @@ s3Test("the reader's policy pulls, reads the history and exports; its commit and
   }
   expect(await storeKeys()).toEqual(before);
   expect((await ok("writer", "generation")).stdout).toBe("generation 2\n");
+});
+
+s3Test("the reader's policy serves slivingdoc web: its state, log, show, tree, file, blame and agents, and nothing changes", async () => {
+  const before = await storeKeys();
+  const web = await startWeb(roleEnv("reader", join(root, "reader-state")));
+  try {
+    const get = async (path: string) => {
+      const r = await web.get(path);
+      expect({ path, status: r.status }).toEqual({ path, status: 200 });
+      return (await r.json()) as any;
+    };
+    expect(await get("/api/state")).toMatchObject({ notebook: true, generation: 2, error: null });
+    expect((await get("/api/log")).entries.map((e: { generation: number }) => e.generation)).toEqual([2, 1]);
+    expect((await get("/api/show?generation=2")).patch).toContain("+status: review");
+    expect((await get("/api/tree")).files).toEqual([{ path: "plan.md", size: 26 }]);
+    expect((await get("/api/file?path=plan.md")).text).toBe("goal: ship\nstatus: review\n");
+    expect((await get("/api/blame?path=plan.md")).lines.map((l: { generation: number }) => l.generation)).toEqual([1, 2]);
+    expect((await get("/api/agents")).publications.length).toBe(2);
+  } finally {
+    expect((await web.stop()).code).toBe(EXIT_CODES.OK);
+  }
+  expect(await storeKeys()).toEqual(before);
 });
 
 s3Test("doctor tells the two apart: the writer's policy is a writer, the reader's a reader, and neither run changes the store", async () => {

@@ -53,7 +53,7 @@ async function run(store: string, args: string[], stdin = "") {
 /** Text that compresses poorly, so that its pack spans many pages of the store file. */
 const big = Array.from({ length: 6_000 }, () => crypto.randomUUID()).join("\n");
 
-/** Every command of the registry with what it requires, and `serve`. */
+/** Every command of the registry with what it requires, `serve` and `web`. */
 const COMMANDS: string[][] = [
   ...OPERATIONS.map((op) => [
     op.cli.name,
@@ -62,6 +62,7 @@ const COMMANDS: string[][] = [
     "--json",
   ]),
   ["serve"],
+  ["web", "--port", "0", "--json"],
 ];
 
 /** A store with a notebook in it: one commit of `files`, written by the binary, its write-ahead log checkpointed. */
@@ -118,7 +119,7 @@ async function theirs(name: string, mode: number): Promise<string> {
   return store;
 }
 
-describe("a store that cannot be opened is refused at start-up, by every command and serve", () => {
+describe("a store that cannot be opened is refused at start-up, by every command, serve and web", () => {
   const cases: Array<[string, () => Promise<string>, string]> = [
     [
       "random bytes: not a database",

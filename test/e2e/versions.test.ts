@@ -83,7 +83,7 @@ for (const [kind, make] of Object.entries(KINDS)) {
       write(a, "plan.md", "ship on Friday\n");
       const files = filesOf(a);
       const b = join(root, `${kind}-b`);
-      for (const args of [["pull", a], ["commit", "-m", "more", a], ["status", a], ["diff", a], ["log"], ["show", "1"], ["gc", "--grace", "0s"], ["pull", b]]) {
+      for (const args of [["pull", a], ["commit", "-m", "more", a], ["status", a], ["diff", a], ["log"], ["show", "1"], ["gc", "--grace", "0s"], ["pull", b], ["web", "--port", "0"]]) {
         const r = await runAs(where.env, ...args);
         expect({ args, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ args, code: 2, stdout: "", stderr: `${NEWER_LINE}\n` });
         // --json changes nothing about a start-up refusal: it comes before any result exists.

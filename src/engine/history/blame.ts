@@ -13,9 +13,8 @@
  *
  * A path is followed as named: a file renamed in a publication is new there.
  */
-import { DomainError } from "../../contract/errors.ts";
 import { countLines, keptLines } from "../merge/xdiff/index.ts";
-import { type History, type HistoryDeps, type Publication, publicationAt, readGenerationTree, readHistoryBlob, withHistory } from "./read.ts";
+import { type History, type HistoryDeps, historyPath, notAFile, type Publication, publicationAt, readGenerationTree, readHistoryBlob, withHistory } from "./read.ts";
 
 export interface BlameLine {
   /** One-based. */
@@ -56,15 +55,14 @@ interface Version {
   bytes: Uint8Array;
 }
 
-async function blameOf(history: History, input: BlameInput): Promise<BlameResult> {
+/** Blame in an opened history (historyBlame opens one for a call). */
+export async function blameOf(history: History, input: BlameInput): Promise<BlameResult> {
   const generation = input.generation ?? history.manifest?.generation ?? 0;
   // A generation not retained is refused as show refuses it.
   const publication = publicationAt(history, generation);
-  const path = input.path.split("/").filter((s) => s !== "" && s !== ".").join("/");
+  const path = historyPath(input.path);
   const oid = path === "" ? undefined : (await readGenerationTree(history, generation)).get(path);
-  if (oid === undefined) {
-    throw new DomainError("MALFORMED_INPUT", `"${input.path.slice(0, 200)}" is not a file of the notebook at generation ${generation}.`, { named: [input.path.slice(0, 200)] });
-  }
+  if (oid === undefined) throw notAFile(input.path, generation);
   const version = { oid, bytes: await readHistoryBlob(history, oid) };
   const owners = await lastWriters(history, publication, path, version);
   const texts = new TextDecoder().decode(version.bytes).split("\n");

@@ -65,6 +65,15 @@ export interface LogOptions {
   since?: Date;
   /** Only publications that changed a file at or below one of these paths; their files are filtered too. */
   paths?: readonly string[];
+  /** Only generations below this one: paging, from the `next` of the page before (LogPage). */
+  before?: number;
+  /** Only this agent's publications. */
+  agent?: string;
+}
+
+/** A page of the log: `next` is the `before` of the page after it, null when none follows. */
+export interface LogPage extends LogResult {
+  next: number | null;
 }
 
 function parentRetained(history: History, p: Publication): boolean {
@@ -112,7 +121,7 @@ function totals(files: FileChange[] | null): { filesChanged: number; insertions:
  * older than the oldest retained one are only counted: who made them is no
  * longer stored, and nothing is guessed.
  */
-function crossingsOf(history: History, p: Publication): Pick<LogEntry, "crossed" | "crossedUnretained"> {
+export function crossingsOf(history: History, p: Publication): Pick<LogEntry, "crossed" | "crossedUnretained"> {
   if (p.base === null) return { crossed: null, crossedUnretained: 0 };
   const oldest = history.publications[history.publications.length - 1]!.generation;
   const crossed: Crossed[] = [];
@@ -129,27 +138,55 @@ function entryOf(history: History, p: Publication, files: FileChange[] | null): 
 
 /** `slivingdoc log`: the retained publications, newest first, as `input` selects them. */
 export async function historyLog(deps: HistoryDeps, input: LogOptions): Promise<LogResult> {
-  return withHistory(deps, (history) => logOf(history, input));
+  const { next: _next, ...result } = await withHistory(deps, (history) => logPage(history, input));
+  return result;
 }
 
-async function logOf(history: History, options: LogOptions): Promise<LogResult> {
+/**
+ * One page of the log of an opened history. The walk starts at `before`
+ * (the index of a generation is known: generations are consecutive), so a
+ * page costs the diffs of its own entries, however long the history: the
+ * rest is the commits openHistory read already.
+ */
+export async function logPage(history: History, options: LogOptions): Promise<LogPage> {
   const paths = options.paths ?? [];
   const entries: LogEntry[] = [];
-  for (const p of history.publications) {
-    if (options.limit !== undefined && entries.length >= options.limit) break;
-    // Not the end of the walk: a commit made under a slow clock records a time older than those before it.
-    if (options.since !== undefined && new Date(p.time).getTime() < options.since.getTime()) continue;
-    const changes = await changesOf(history, p, paths);
-    // With a path filter, a publication that changed none of them is left out; one whose changes are unknown stays.
-    if (paths.length > 0 && changes !== null && changes.length === 0) continue;
-    const files = changes === null ? null : await counted(history, changes);
-    entries.push(entryOf(history, p, files));
+  let next: number | null = null;
+  for (let i = startIndex(history, options.before); i < history.publications.length; i++) {
+    const p = history.publications[i]!;
+    const changes = await selected(history, p, options, paths);
+    if (changes === false) continue;
+    // A publication the page has no room for: the next page starts below the last entry, and so at it.
+    if (options.limit !== undefined && entries.length >= options.limit) {
+      next = entries[entries.length - 1]?.generation ?? p.generation + 1;
+      break;
+    }
+    entries.push(entryOf(history, p, changes === null ? null : await counted(history, changes)));
   }
   return {
     generation: history.manifest?.generation ?? 0,
     oldestRetained: history.publications[history.publications.length - 1]?.generation ?? 0,
     entries,
+    next,
   };
+}
+
+/** The index of the newest publication below generation `before` (the whole history when absent). */
+function startIndex(history: History, before: number | undefined): number {
+  const newest = history.publications[0];
+  if (before === undefined || newest === undefined) return 0;
+  return Math.min(history.publications.length, Math.max(0, newest.generation - before + 1));
+}
+
+/** The changes of `p` when `options` select it (null: unknown), false when they leave it out. */
+async function selected(history: History, p: Publication, options: LogOptions, paths: readonly string[]): Promise<TreeChange[] | null | false> {
+  if (options.agent !== undefined && p.agent !== options.agent) return false;
+  // Not the end of the walk: a commit made under a slow clock records a time older than those before it.
+  if (options.since !== undefined && new Date(p.time).getTime() < options.since.getTime()) return false;
+  const changes = await changesOf(history, p, paths);
+  // With a path filter, a publication that changed none of them is left out; one whose changes are unknown stays.
+  if (paths.length > 0 && changes !== null && changes.length === 0) return false;
+  return changes;
 }
 
 /** One file a publication changed, with its two sides' texts ("" when absent). */
@@ -172,10 +209,11 @@ export interface ShowInput {
 
 /** `slivingdoc show`: what one retained publication changed. */
 export async function showGeneration(deps: HistoryDeps, input: ShowInput): Promise<ShowResult> {
-  return withHistory(deps, (history) => shown(history, input));
+  return withHistory(deps, (history) => showOf(history, input));
 }
 
-async function shown(history: History, input: ShowInput): Promise<ShowResult> {
+/** Show in an opened history (showGeneration opens one for a call). */
+export async function showOf(history: History, input: ShowInput): Promise<ShowResult> {
   const p = publicationAt(history, input.generation);
   const found = await changesOf(history, p, input.paths ?? []);
   let changes: ShownChange[] | null = null;

@@ -55,6 +55,8 @@ export interface Publication {
 export interface History {
   /** null when the store holds no notebook yet. */
   manifest: Manifest | null;
+  /** The ETag of the `current` it was read from (null: none): a reader that keeps the history open knows from it when it is out of date. */
+  etag: string | null;
   /** Newest first; empty when the store holds no notebook. */
   publications: Publication[];
   /**
@@ -95,7 +97,7 @@ export async function openHistory(deps: HistoryDeps): Promise<History> {
   try {
     for (let reread = 0; ; reread++) {
       const { manifest, etag } = await readManifest(deps.store);
-      if (manifest === null) return { manifest: null, publications: [], boundary: null, git };
+      if (manifest === null) return { manifest: null, etag: null, publications: [], boundary: null, git };
       try {
         await fetchPacks(deps.store, git, historyPackList(manifest), "the notebook's history");
       } catch (e) {
@@ -107,7 +109,7 @@ export async function openHistory(deps: HistoryDeps): Promise<History> {
         throw e instanceof PackMissing ? e.invalid : e;
       }
       const { publications, boundary } = await readPublications(git, manifest);
-      return { manifest, publications, boundary, git };
+      return { manifest, etag, publications, boundary, git };
     }
   } catch (e) {
     git.close();
@@ -246,4 +248,14 @@ export async function readHistoryBlob(history: History, oid: string): Promise<Ui
     }
     throw cause;
   }
+}
+
+/** A notebook path as the history names it: relative, without empty or "." segments. */
+export function historyPath(path: string): string {
+  return path.split("/").filter((s) => s !== "" && s !== ".").join("/");
+}
+
+/** The refusal of a path that is no file of the notebook at `generation`, as `path` was given. */
+export function notAFile(path: string, generation: number): DomainError {
+  return new DomainError("MALFORMED_INPUT", `"${path.slice(0, 200)}" is not a file of the notebook at generation ${generation}.`, { named: [path.slice(0, 200)] });
 }

@@ -6,7 +6,7 @@
 import { createHash } from "../git/hash.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
-import { type ObjectStore, StoreError, type StoredObject } from "../../store/object-store.ts";
+import { type ConditionalRead, type ObjectStore, StoreError, type StoredObject } from "../../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { BadPackError, MissingObjectError } from "../git/objects.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
@@ -40,8 +40,18 @@ export async function readManifest(store: ObjectStore): Promise<ManifestRead> {
 
 /** `current` as stored, unparsed (null when absent); a failed read answers its token. */
 export async function readCurrentObject(store: ObjectStore): Promise<StoredObject | null> {
+  return (await readCurrentIfChanged(store, null)) as StoredObject | null;
+}
+
+/**
+ * `current` as stored, or "unchanged" when its ETag is still `etag` (the
+ * store's conditional read: one request and no body, for a reader that
+ * watches it); `get` when there is no `etag` to hold. Fails as
+ * readCurrentObject does.
+ */
+export async function readCurrentIfChanged(store: ObjectStore, etag: string | null): Promise<ConditionalRead> {
   try {
-    return await store.get(MANIFEST_KEY);
+    return etag === null ? await store.get(MANIFEST_KEY) : await store.getIfNoneMatch(MANIFEST_KEY, etag);
   } catch (cause) {
     if (damaged(cause)) {
       throw new DomainError("MANIFEST_INVALID", "The store is damaged where it keeps the notebook's manifest; an operator must inspect it.", { cause });

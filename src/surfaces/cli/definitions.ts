@@ -91,9 +91,29 @@ export const serveCommand: CommandDef = {
   args: { ...ADOPT_FLAG, ...CONFIG_FLAGS },
 };
 
-/** Every command by name: `serve`, then the registry's operations in its order. */
+const WEB_FLAGS: ArgsDef = {
+  port: { type: "string", description: "The port to listen on (default 7878; 0 takes a free one)", valueHint: "N" },
+  listen: {
+    type: "string",
+    description: "The address to listen on (default 127.0.0.1); one that is not loopback lets other machines ask, and is warned of: use an SSH tunnel instead",
+    valueHint: "ADDR",
+  },
+  poll: { type: "string", description: "How often to look for a new generation: 2s, 500ms (default 2s)", valueHint: "DURATION" },
+  json: { type: "boolean", description: "Print the URL and the port as one JSON line on stdout" },
+};
+
+export const webCommand: CommandDef = {
+  name: "web",
+  description: "Serve a read-only live view of the notebook's history to a browser on this machine, until stopped",
+  example: "slivingdoc web --port 7878",
+  own: WEB_FLAGS,
+  args: { ...WEB_FLAGS, ...CONFIG_FLAGS },
+};
+
+/** Every command by name: `serve`, `web`, then the registry's operations in its order. */
 export const subCommands: Record<string, CommandDef> = {
   serve: serveCommand,
+  web: webCommand,
   ...Object.fromEntries(OPERATIONS.map((op) => [op.cli.name, operationCommand(op)])),
 };
 

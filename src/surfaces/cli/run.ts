@@ -170,6 +170,7 @@ async function dispatch(io: CliIo, done: Done): Promise<number> {
   } catch (e) {
     return refused(e, io);
   }
+  if (first === "web") return runWeb(parsed, io);
   if (operation === undefined) return runServe(parsed, io);
   return execute(operation, args, parsed, io, done);
 }
@@ -260,6 +261,38 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   } finally {
     await store.close();
     // As in execute(): the server's calls left some state in the process memory only.
+    memory.flush();
+  }
+  return EXIT_CODES.OK;
+}
+
+/**
+ * `slivingdoc web` (docs/web.md): long-running like serve, reading the store
+ * as `log` does — opened on first use, a local store file that does not
+ * exist neither opened nor made — and refusing at start a store of a newer
+ * format, as every command does.
+ */
+async function runWeb(parsed: Parsed, io: CliIo): Promise<number> {
+  const { runWeb: serveWeb, webSettings } = await import("../web/command.ts");
+  let settings: ReturnType<typeof webSettings>;
+  try {
+    settings = webSettings(parsed.flags);
+  } catch (e) {
+    return refused(e, io);
+  }
+  const started = await startUp(parsed, io, "offline");
+  if (typeof started === "number") return started;
+  const { config, store } = started;
+  const file = storeKind(config.store).file?.(config.store);
+  const absent = () => file !== undefined && !existsSync(file);
+  const memory = processMemory();
+  try {
+    if (!absent()) await refuseNewerStore(store);
+    await serveWeb({ config, store, absent, memory, settings, secrets: runtimeSecrets(io.env), stdout: io.stdout, stderr: io.stderr, ...(io.stdoutWritten ? { stdoutWritten: io.stdoutWritten } : {}) });
+  } catch (e) {
+    return refused(e, io, [config.privateRoot]);
+  } finally {
+    await store.close();
     memory.flush();
   }
   return EXIT_CODES.OK;
