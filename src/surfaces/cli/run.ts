@@ -327,15 +327,17 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     if (typeof outcome === "number") return outcome;
     progress.done();
     if (outcome.ok) {
-      done.what = operation.done?.(outcome.result);
+      // Loaded once an operation has run, not at start: help, --version and a refused start need none of it.
+      const renderer = (await import("./renderers.ts")).rendererOf(operation.cli.name);
+      done.what = renderer.done?.(outcome.result);
       if (json) io.stdout(jsonDocument(outcome.result));
       else {
-        const to = typeof operation.renderTo === "function" ? operation.renderTo(outcome.result) : operation.renderTo;
+        const to = typeof renderer.renderTo === "function" ? renderer.renderTo(outcome.result) : renderer.renderTo;
         // A note before the data, so `2>&1 | less` reads like git show.
-        io[to](operation.render(outcome.result, args));
-        if (operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
+        io[to](renderer.render(outcome.result, args));
+        if (renderer.renderStdout) io.stdout(renderer.renderStdout(outcome.result));
       }
-      return operation.exitCode?.(outcome.result) ?? EXIT_CODES.OK;
+      return renderer.exitCode?.(outcome.result) ?? EXIT_CODES.OK;
     }
     return failed(outcome.envelope, json, io);
   } finally {
