@@ -11,7 +11,7 @@ import type { LogEntry } from "../../engine/history/log.ts";
 import { parseSince } from "../duration.ts";
 import { defineOperation, parseCount } from "./define.ts";
 
-/** How `log` prints each publication: its files cut at a few, all of them (--stat), or one line (--oneline). */
+/** How `log` prints each publication: its first files, all of them (--stat), or one line (--oneline). */
 export type LogView = "default" | "stat" | "oneline";
 
 /** `show`'s answer: the publication's entry, and without --stat its changes as git's patch. */
