@@ -140,9 +140,9 @@ export interface CliForm {
 }
 
 /**
- * One operation: its names on the two surfaces, its input, what runs it and
- * how a person reads its result. Result objects are what `--json` and MCP's
- * structured content carry.
+ * One operation: its names on the two surfaces, its input and what runs it.
+ * Result objects are what `--json` and MCP's structured content carry; how
+ * a person reads one is the CLI's (cli/renderers.ts), not the entry's.
  */
 export interface Operation<I = any, R = any> {
   cli: CliForm;
@@ -150,31 +150,6 @@ export interface Operation<I = any, R = any> {
   tool?: { name: ToolName; description: string };
   input: InputSchema<I>;
   run(ctx: RunContext, input: I): Promise<R>;
-  /** The human output of a success, without `--json`; `input` says how a person asked to read it (log's --oneline). */
-  render(result: R, input: I): string;
-  /**
-   * Where `render`'s text goes. "stdout" when it is the command's answer,
-   * what `| grep` or `$(…)` wants (log, status, generation…), as in git and
-   * the AWS CLI; "stderr" when it reports on work done (pull's and commit's
-   * summaries) or is a note beside data on stdout (show's entry before its
-   * patch). Every operation decides, so a new one cannot fall to stderr
-   * unnoticed.
-   */
-  renderTo: "stdout" | "stderr" | ((result: R) => "stdout" | "stderr");
-  /**
-   * What a success writes on stdout without `--json`: data meant for a pipe
-   * (diff's patch), not a report. `--json` prints the result object instead.
-   */
-  renderStdout?(result: R): string;
-  /**
-   * What a success did, in a few words (names quoted as human output
-   * quotes them), for an operation that changes something ("the commit
-   * landed at generation 7"): the CLI says it even when the answer could
-   * not be written to stdout (a full disk).
-   */
-  done?(result: R): string | undefined;
-  /** The exit code of a success, where it is not 0 (doctor's verdict that the store is not usable). */
-  exitCode?(result: R): number;
 }
 
 export type OperationResult<R = any> =

@@ -240,10 +240,27 @@ test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
 /**
  * `serve` runs the registry's entries that are tools, and renders none of
  * their results: what it loads (serve.ts, then server.ts once the handshake
- * is answered) holds no CLI code. The renderers load theirs when they render.
+ * is answered) holds no CLI code. The renderers are the CLI's, found by the
+ * operation's name (surfaces/cli/renderers.ts).
  */
 test("the MCP server loads no CLI code", () => {
   const { modules } = loadedBy("surfaces/mcp/serve.ts", "surfaces/mcp/server.ts");
   expect(modules).toContain("surfaces/operations.ts");
   expect(modules.filter((f) => f.startsWith("surfaces/cli/"))).toEqual([]);
+});
+
+/** The files of src/ that `file` imports in any form (static, `import()`, `require()`). */
+const importedBy = (file: string) => imports(file).filter((s) => s.startsWith(".")).map((s) => relative(src, join(src, file, "..", s)));
+
+/**
+ * Neither the MCP server nor the registry's entries import the CLI, in any
+ * form: an entry holds no rendering, and no lazy `require()` of the CLI's
+ * code stands in for one.
+ */
+test("neither the MCP server nor the operations registry imports the CLI", () => {
+  const clean = files.filter((f) => f.startsWith("surfaces/mcp/") || f.startsWith("surfaces/operations") || f === "surfaces/operation.ts");
+  expect(clean).toContain("surfaces/operations.ts");
+  expect(clean).toContain("surfaces/mcp/server.ts");
+  const intoCli = clean.flatMap((f) => importedBy(f).filter((t) => t.startsWith("surfaces/cli/")).map((t) => `${f} → ${t}`));
+  expect(intoCli).toEqual([]);
 });

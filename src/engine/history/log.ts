@@ -3,7 +3,7 @@
  * what (docs/history.md): the retained publications newest first, with what
  * each changed; and one publication's change with both sides' texts, which
  * the CLI writes as `git diff` does (engine/xdiff/unified.ts,
- * surfaces/cli/patch.ts), as it does for `slivingdoc diff`.
+ * surfaces/patch.ts), as it does for `slivingdoc diff`.
  *
  * The oldest retained publication names a parent the store no longer holds
  * (after compaction): what it changed is unknown, and it says so

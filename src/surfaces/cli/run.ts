@@ -359,23 +359,32 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     });
     if (typeof outcome === "number") return outcome;
     progress.done();
-    if (outcome.ok) {
-      done.what = operation.done?.(outcome.result);
-      if (json) io.stdout(jsonDocument(outcome.result));
-      else {
-        const to = typeof operation.renderTo === "function" ? operation.renderTo(outcome.result) : operation.renderTo;
-        // A note before the data, so `2>&1 | less` reads like git show.
-        io[to](operation.render(outcome.result, args));
-        if (operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
-      }
-      return operation.exitCode?.(outcome.result) ?? EXIT_CODES.OK;
-    }
+    if (outcome.ok) return await succeeded(operation, outcome.result, args, json, io, done);
     return failed(outcome.envelope, json, io);
   } finally {
     await store.close();
     // This process ends here: what only its process memory holds goes to disk for the next one.
     memory.flush();
   }
+}
+
+/**
+ * An operation's success, read by its renderer (found by the operation's
+ * name): the text where the renderer says, or under `--json` the result
+ * object alone on stdout; the exit code.
+ */
+async function succeeded(operation: Operation, result: unknown, args: Record<string, unknown>, json: boolean, io: CliIo, done: Done): Promise<number> {
+  // Loaded once an operation has run, not at start: help, --version and a refused start need none of it.
+  const renderer = (await import("./renderers.ts")).rendererOf(operation.cli.name);
+  done.what = renderer.done?.(result);
+  if (json) io.stdout(jsonDocument(result));
+  else {
+    const to = typeof renderer.renderTo === "function" ? renderer.renderTo(result) : renderer.renderTo;
+    // A note before the data, so `2>&1 | less` reads like git show.
+    io[to](renderer.render(result, args));
+    if (renderer.renderStdout) io.stdout(renderer.renderStdout(result));
+  }
+  return renderer.exitCode?.(result) ?? EXIT_CODES.OK;
 }
 
 /** `--json`'s output: exactly one JSON document, and a newline. */

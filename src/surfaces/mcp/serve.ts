@@ -21,7 +21,7 @@ import { DeferredStore } from "../deferred-store.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { refuseNewerStore } from "../verified-store.ts";
 import { clientAgent } from "../../contract/agent.ts";
-import { refuseForeignDirectory } from "../operations.ts";
+import { refuseForeignDirectory } from "../operations/foreign.ts";
 import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder } from "../engine-deps.ts";
 import type { OperationContext } from "../operation.ts";
 import { storeIdentity } from "../stores.ts";
