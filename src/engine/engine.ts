@@ -512,8 +512,7 @@ export async function bringFiles(
     // Only this path's side: `prepare` may bring in other paths (pull's protected ones).
     const local = one(path, (options.prepare?.(written) ?? written).get(path));
     const policy = await (ofTarget ??= policyOfTree(git, targetFiles));
-    const noBeside = (p: string): MergePolicy => (policy(p) === "binary" ? "text" : policy(p));
-    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)), new Map(), noBeside);
+    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)), new Map(), policy, { beside: false });
     const conflict = again.conflicts.find((c) => c.path === path);
     if (conflict !== undefined && options.conflicts === "leave") return null;
     if (conflict !== undefined) conflicts.set(path, conflict);
