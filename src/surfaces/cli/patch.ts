@@ -2,7 +2,7 @@
  * The one patch writer, for `slivingdoc diff` and `slivingdoc show`: what
  * `git diff --no-renames` prints with core.quotePath=false, per file the
  * `diff --git` header, the mode and `index` lines, `---`/`+++` and the
- * hunks (engine/xdiff/unified.ts: the indent heuristic and function
+ * hunks (engine/merge/xdiff/unified.ts: the indent heuristic and function
  * lines); and `--stat` in git's layout for an 80-column pipe. Every file is
  * a regular text file, mode 100644. Names are quoted as everywhere in human
  * output (quote.ts). The `index` line carries abbreviated blob ids, as
