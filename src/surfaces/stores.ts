@@ -16,6 +16,7 @@ import { callerDigest, NO_CAPABILITIES, type ObjectStore, type StoreCapabilities
 import { openSqliteStore } from "../store/sqlite.ts";
 import { queueIdentity } from "./process-identity.ts";
 import { type Env, invalid, nonEmpty, type SettingSources } from "./settings.ts";
+import { SYSTEM_CLOCK } from "./system-clock.ts";
 
 export interface SqliteSpec {
   kind: "sqlite";
@@ -187,6 +188,7 @@ const s3: StoreKind<S3Spec> = {
       ...(spec.region !== undefined ? { region: spec.region } : {}),
       ...(spec.endpoint !== undefined ? { endpoint: spec.endpoint } : {}),
       forcePathStyle: spec.forcePathStyle,
+      clock: SYSTEM_CLOCK,
     });
   },
   probe: true,
@@ -222,7 +224,7 @@ const sqlite: StoreKind<SqliteSpec> = {
   },
   identity: (spec) => `sqlite:${spec.file}`,
   // The embedded store is this project's own code: not probed.
-  open: async (spec) => openSqliteStore(spec.file, queueIdentity(), { makeDirectory: spec.makeDirectory === true }),
+  open: async (spec) => openSqliteStore(spec.file, SYSTEM_CLOCK, { writer: queueIdentity(), makeDirectory: spec.makeDirectory === true }),
   probe: false,
   file: (spec) => spec.file,
   examined: { name: "the embedded store" },
