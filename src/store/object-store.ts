@@ -51,7 +51,7 @@ export interface ListedObject {
 /**
  * What a kind of store does beyond the requests every store serves: each is
  * an optional member of ObjectStore, which a store of a kind that declares
- * it (its registry entry, surfaces/stores.ts) offers, and one of a kind that
+ * it (its kind's entry, sqlite-kind.ts, s3-kind.ts) offers, and one of a kind that
  * does not, never. The conformance suite (test/store/conformance.ts) checks
  * both, and what each promises.
  */

@@ -149,9 +149,10 @@ test("the engine reads no clock, timer or random source of its own", () => {
 });
 
 /**
- * A kind of store is its file under src/store/ and its entry in the store
- * registry (surfaces/stores.ts), which declares its URL, flags, secrets,
- * capabilities and probe: no other code names one, so a new kind touches
+ * A kind of store is its files under src/store/ — its store, and its kind
+ * (store/kind.ts), which parses its URL and flags and declares its
+ * secrets, capabilities and probe — and one line in the store registry
+ * (surfaces/stores.ts): no other code names one, so a new kind touches
  * nothing else (and one test: the conformance suite with its capabilities).
  */
 test("only the store layer and the store registry name a kind of store", () => {
