@@ -88,8 +88,9 @@ const CONNECTION_TIMEOUT_MS = 10_000;
 const SOCKET_IDLE_TIMEOUT_MS = 20_000;
 
 /**
- * Normalises the key prefix (see `S3StoreOptions.prefix`). Exported for the
- * CLI, which validates configuration before any network work.
+ * Normalises the key prefix (see `S3StoreOptions.prefix`), for a store
+ * opened by any caller; a configured prefix is refused earlier, at start-up
+ * and before any network work, by the kind's own rules (s3-kind.ts).
  */
 export function normaliseS3Prefix(prefix: string): string {
   if (prefix === "") return "";

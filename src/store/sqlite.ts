@@ -54,7 +54,7 @@ function newEtag(): string {
 /**
  * One open database: its file's identity when it was opened, and its
  * statements. The store keeps one, and replaces it when its path names
- * another file (`openSqliteStore`'s `here`).
+ * another file (`StoreFile.here`).
  */
 interface Connection {
   db: Database;

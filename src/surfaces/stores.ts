@@ -22,8 +22,6 @@ import { queueIdentity } from "./process-identity.ts";
 import { invalid, nonEmpty, type SettingSources } from "./settings.ts";
 import { SYSTEM_CLOCK } from "./system-clock.ts";
 
-export type { ExaminedWords, StoreFlag, StoreKind } from "../store/kind.ts";
-
 export type StoreSpec = S3Spec | SqliteSpec;
 
 /** Every kind of store, by the `kind` of its spec, in the order refusals list them. */
