@@ -15,6 +15,7 @@ import type { ObjectStore } from "../store/object-store.ts";
 import type { RuntimeConfig } from "./config.ts";
 import { isProcessAlive, isProcessStopped, processStartTime } from "./process-identity.ts";
 import { storeIdentity } from "./stores.ts";
+import { SYSTEM_CLOCK } from "./system-clock.ts";
 
 /** The user and host name of this process, as an agent name (contract/agent.ts). */
 export function defaultAgent(): string {
@@ -59,12 +60,7 @@ export function preparePrivateRoot(config: RuntimeConfig): string {
   return realpathSync(config.privateRoot);
 }
 
-/** The system's clocks and sleep, as the engine is given them. */
-export const SYSTEM_CLOCK: Clock = {
-  now: () => new Date(),
-  monotonic: () => performance.now(),
-  sleep: (ms) => Bun.sleep(ms),
-};
+export { SYSTEM_CLOCK } from "./system-clock.ts";
 
 /** The system's random source, as the engine is given it. */
 export const SYSTEM_RANDOM: RandomSource = {

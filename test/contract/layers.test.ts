@@ -173,9 +173,22 @@ test("the engine reads no clock, timer or random source of its own", () => {
 });
 
 /**
- * A kind of store is its file under src/store/ and its entry in the store
- * registry (surfaces/stores.ts), which declares its URL, flags, secrets,
- * capabilities and probe: no other code names one, so a new kind touches
+ * A store reads the clock whoever opens it gives it (object-store.ts
+ * StoreClock), so a test can set it. The call deadline (deadline.ts) is the
+ * one exception: it is the process's own time limit, set by the surfaces
+ * and read against the system timer its abort signal runs on.
+ */
+test("the stores read no clock of their own", () => {
+  const CLOCK_READS = [/\bDate\.now\b/, /\bnew Date\(\s*\)/, /\bperformance\.now\b/];
+  const reading = files.filter((f) => f.startsWith("store/") && f !== "store/deadline.ts" && CLOCK_READS.some((read) => read.test(codeOf(f))));
+  expect(reading).toEqual([]);
+});
+
+/**
+ * A kind of store is its files under src/store/ — its store, and its kind
+ * (store/kind.ts), which parses its URL and flags and declares its
+ * secrets, capabilities and probe — and one line in the store registry
+ * (surfaces/stores.ts): no other code names one, so a new kind touches
  * nothing else (and one test: the conformance suite with its capabilities).
  */
 test("only the store layer and the store registry name a kind of store", () => {

@@ -100,16 +100,16 @@ export async function bringFiles(
   const one = (path: string, oid: string | null | undefined): FlatTree => (oid == null ? new Map() : new Map([[path, oid]]));
   // The policy of the whole target tree (this path's alone has no
   // .gitattributes), read once, at the first remerge. A remerge writes one
-  // path, so a version kept beside it (binary) would never reach the disk:
-  // there both sides show as a text conflict instead.
+  // path, so a version kept beside it (a policy whose conflict writes the
+  // other side beside the file, merge/policy.ts) would never reach the
+  // disk: there both sides show as a text conflict instead.
   let ofTarget: Promise<(path: string) => MergePolicy> | undefined;
   const remerge: Remerge = async (path, now) => {
     const written = one(path, now === null ? null : await git.writeBlob(now));
     // Only this path's side: `prepare` may bring in other paths (pull's protected ones).
     const local = one(path, (options.prepare?.(written) ?? written).get(path));
     const policy = await (ofTarget ??= policyOfTree(git, targetFiles));
-    const noBeside = (p: string): MergePolicy => (policy(p) === "binary" ? "text" : policy(p));
-    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)), new Map(), noBeside);
+    const again = await mergeTrees(git, one(path, firstBase.get(path)), local, one(path, targetFiles.get(path)), new Map(), policy, { beside: false });
     const conflict = again.conflicts.find((c) => c.path === path);
     if (conflict !== undefined && options.conflicts === "leave") return null;
     if (conflict !== undefined) conflicts.set(path, conflict);

@@ -94,7 +94,8 @@ export const doctorOperation = defineOperation({
     const { judge } = await import("../doctor.ts");
     const { DEFAULT_COMMIT_RETRIES } = await import("../../engine/engine.ts");
     const { notebookFacts } = await import("../doctor-notebook.ts");
-    const exam = await examineStore(ctx.store, { deadline: ctx.deadline, samples: input.samples ?? DOCTOR_SAMPLES });
+    const { SYSTEM_CLOCK } = await import("../system-clock.ts");
+    const exam = await examineStore(ctx.store, { deadline: ctx.deadline, samples: input.samples ?? DOCTOR_SAMPLES, clock: SYSTEM_CLOCK });
     const notebook = await notebookFacts(ctx.store);
     return judge(exam, { commitRetries: ctx.commitRetries ?? DEFAULT_COMMIT_RETRIES, deadlineMs: ctx.deadline.ms }, performance.now() - started, notebook);
   },
