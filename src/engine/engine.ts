@@ -34,10 +34,6 @@ export interface OperationDeps {
  */
 export type EngineDeps = CheckoutDeps & PublishSettings & OperationDeps;
 
-// Sixteen writers on one notebook exhausted 10 retries (docs/performance.md, scenario `race`);
-// with jittered backoff capped at 1 s, 30 rarely costs more than a few seconds.
-export const DEFAULT_COMMIT_RETRIES = 30;
-
 /** Before the process ends: write out what only its memory holds (stat caches). */
 export function flushProcessMemory(memory: ProcessMemory): void {
   memory.flush();

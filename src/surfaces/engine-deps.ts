@@ -12,7 +12,7 @@ import { randomHex } from "../contract/random-hex.ts";
 import type { EngineDeps } from "../engine/engine.ts";
 import type { ProcessMemory } from "../engine/process-memory.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import type { RuntimeConfig } from "./config.ts";
+import { DEFAULT_COMMIT_RETRIES, type RuntimeConfig } from "./config.ts";
 import { isProcessAlive, isProcessStopped, processStartTime } from "./process-identity.ts";
 import { storeIdentity } from "./stores.ts";
 import { SYSTEM_CLOCK } from "./system-clock.ts";
@@ -101,8 +101,6 @@ export function processMemory(): ProcessMemoryHolder {
  */
 export function engineDeps(config: RuntimeConfig, store: ObjectStore, memory: ProcessMemory): EngineDeps {
   const privateRoot = preparePrivateRoot(config);
-  // A synchronous import on first use, not a static one: see above.
-  const { DEFAULT_COMMIT_RETRIES } = require("../engine/engine.ts") as typeof import("../engine/engine.ts");
   const agent = config.agent ?? defaultAgent();
   return {
     ...SYSTEM_CLOCK,

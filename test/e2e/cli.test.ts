@@ -7,9 +7,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { DEFAULT_COMMIT_RETRIES } from "../../src/engine/engine.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { resolveConfig } from "../../src/surfaces/config.ts";
+import { DEFAULT_COMMIT_RETRIES, resolveConfig } from "../../src/surfaces/config.ts";
 import { engineDeps, processMemory } from "../../src/surfaces/engine-deps.ts";
 import { read, write } from "../support/fixture.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";

@@ -6,6 +6,7 @@
 import { booleanField, countField, objectInput, optional } from "../../contract/input-schema.ts";
 import { parseDuration } from "../duration.ts";
 import { defineOperation, parseCount } from "./define.ts";
+import { DEFAULT_COMMIT_RETRIES } from "../config.ts";
 
 /** Requests of each kind doctor times: enough for a p50, and a p99 that is the slowest of 20. */
 const DOCTOR_SAMPLES = 20;
@@ -92,7 +93,6 @@ export const doctorOperation = defineOperation({
     const started = performance.now();
     const { examineStore } = await import("../../store/doctor.ts");
     const { judge } = await import("../doctor.ts");
-    const { DEFAULT_COMMIT_RETRIES } = await import("../../engine/engine.ts");
     const { notebookFacts } = await import("../doctor-notebook.ts");
     const { SYSTEM_CLOCK } = await import("../system-clock.ts");
     const exam = await examineStore(ctx.store, { deadline: ctx.deadline, samples: input.samples ?? DOCTOR_SAMPLES, clock: SYSTEM_CLOCK });
