@@ -3,7 +3,7 @@
 // run the binary as users do), starts a throwaway Ceph RGW unless an S3
 // endpoint is already given in the environment (SLIVINGDOC_TEST_S3_BUCKET),
 // runs the suite, and always stops RGW again. Extra arguments go to the
-// suite (`npm run bench -- --only S1,S8 --quick`). The table goes to stdout
+// suite (`npm run bench -- --only warm-commit,start-up --quick`). The table goes to stdout
 // and, with --out FILE, the raw rows to FILE as JSON.
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";

@@ -30,7 +30,7 @@ export async function binaryBuild(outfile: string, cross?: { target: string; exe
       autoloadBunfig: false,
     },
     minify: true,
-    // Precompiled bytecode: start-up roughly halves (docs/performance.md, S8).
+    // Precompiled bytecode: start-up roughly halves (docs/performance.md, scenario `start-up`).
     bytecode: true,
     // Modules imported dynamically (the MCP SDK, the engine, the AWS SDK) go
     // into their own chunks inside the binary, loaded when first imported: in

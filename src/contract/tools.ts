@@ -3,7 +3,7 @@
  * path-set sentences and the server instructions. Every string here is
  * contract, reproduced byte for byte and pinned by test/e2e/mcp.test.ts and
  * test/contract/path-sets.test.ts. Each tool's description and input schema
- * are in its entry of the operations registry (src/surfaces/operations.ts).
+ * are in its entry of the operations registry (src/surfaces/operations/notebook.ts).
  */
 import type { PathSets } from "./results.ts";
 

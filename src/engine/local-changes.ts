@@ -4,7 +4,8 @@
  * that differ from the baseline, the marker blocks in them, the ones under
  * protected paths, and how far the baseline is behind the accepted state.
  *
- * Reading, not operating. Unlike openCheckout, this
+ * Reading, not operating. Unlike an operation's open checkout
+ * (with-checkout.ts), this
  * - takes the checkout's lock only while it reads the state and scans the
  *   visible files — the moments a pull or commit could change under it —
  *   and releases it before it diffs, reads blobs or asks the store;
@@ -35,7 +36,9 @@ import { acquireLock } from "./checkout/lock.ts";
 import { checkoutStateDir, hasSetAside } from "./checkout/registry.ts";
 import { readJournalProgress, settleState } from "./checkout/state.ts";
 import { directoryIdentity } from "./checkout/directory-identity.ts";
-import { type EngineDeps, lockWaitMs, lostState, privateStateMissing, pullRequired, refuseNesting } from "./engine.ts";
+import { lockWaitMs, lostState, pullRequired, refuseNesting } from "./checkout/session.ts";
+import { privateStateMissing } from "./checkout/session-baseline.ts";
+import type { EngineDeps } from "./engine.ts";
 import { type FlatTree, ObjectCache } from "./git/object-cache.ts";
 import { blobId, MissingObjectError } from "./git/objects.ts";
 import { type FileStamp, refuseNonDirectory, scanNotebook } from "./checkout/scan.ts";

@@ -7,7 +7,8 @@
 import { isProtected } from "../contract/path-sets.ts";
 import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import type { PathSets } from "../contract/results.ts";
-import { materializeInto, type OpenCheckout } from "./engine.ts";
+import { materializeInto } from "./checkout/session-materialize.ts";
+import type { OpenCheckout } from "./with-checkout.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 
 export function takeAcceptedSide(local: FlatTree, accepted: FlatTree, sets: PathSets): FlatTree {

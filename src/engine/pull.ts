@@ -8,7 +8,11 @@ import type { DomainError } from "../contract/errors.ts";
 import type { OperationOutcome } from "../contract/results.ts";
 import { type AcceptedState, loadAcceptedState, type ManifestRead, readManifest, rememberAccepted } from "./publish/accepted-state.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
-import { BaselineMissing, baselineFiles, bringFiles, closeCheckout, type EngineDeps, localFailure, type OpenCheckout, openCheckout, refuseOversizeAccepted, scanLocal, withIgnoredCount } from "./engine.ts";
+import { BaselineMissing, baselineFiles } from "./checkout/session-baseline.ts";
+import { bringFiles, refuseOversizeAccepted } from "./checkout/session-materialize.ts";
+import { scanLocal, withIgnoredCount } from "./checkout/session-scan.ts";
+import type { EngineDeps } from "./engine.ts";
+import { type OpenCheckout, withCheckout } from "./with-checkout.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { MissingObjectError } from "./git/objects.ts";
 import { mergeTrees, type TreeMerge } from "./merge/tree-merge.ts";
@@ -62,8 +66,7 @@ export interface AttachInput extends PullInput {
 }
 
 async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean, refuseForeign: boolean): Promise<{ outcome: OperationOutcome; attached: boolean }> {
-  const checkout = await openCheckout(deps, path, true, { attach: attaching });
-  try {
+  return withCheckout(deps, path, { create: true, attach: attaching }, async (checkout) => {
     // Before the scan, which would refuse a binary by name: that one can never be published, the rest could.
     if (refuseForeign && checkout.baseline === null && checkout.lost === null && !knownToPrivateRoot(checkout.deps, checkout.dir)) {
       const foreign = await foreignContent(checkout.deps, checkout.dir);
@@ -89,11 +92,7 @@ async function pullOrAttach(deps: EngineDeps, path: string, attaching: boolean, 
     await checkout.deps.onStage("diffstat");
     const files = await treeDiffStat(checkout.git, scanned, done.result, checkout.lineCounts);
     return { outcome: withIgnoredCount({ path: checkout.dir, generation: accepted.generation, files }, checkout), attached: backwards !== null };
-  } catch (e) {
-    throw localFailure(checkout, e);
-  } finally {
-    closeCheckout(checkout);
-  }
+  });
 }
 
 /**
@@ -110,7 +109,7 @@ async function holdAccepted(checkout: OpenCheckout, baselineTree: FlatTree, acce
 /**
  * Scan the notebook while `current` is read: the scan is local work that
  * does not need it, and a store behind a network answers in a round trip
- * the scan would otherwise come before (docs/performance.md, S2 at 20 ms).
+ * the scan would otherwise come before (docs/performance.md, scenario `warm-pull` at 20 ms).
  * The request is sent first and given a turn of the event loop to be on
  * its way; the scan, which runs without yielding, then takes its time
  * beside it. The scan's refusals still come first; a failed read is

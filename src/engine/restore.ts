@@ -21,20 +21,13 @@ import { DomainError, type ErrorFile } from "../contract/errors.ts";
 import { isAtOrBelowEntry, isProtected } from "../contract/path-sets.ts";
 import type { FileStat, PathSets } from "../contract/results.ts";
 import { treeDiffStat } from "./merge/diffstat.ts";
-import {
-  baselineFilesOrRefuse,
-  closeCheckout,
-  type EngineDeps,
-  localFailure,
-  materializeInto,
-  type OpenCheckout,
-  openCheckout,
-  privateStateMissing,
-  pullRequired,
-  scanLocal,
-} from "./engine.ts";
+import { baselineFilesOrRefuse } from "./checkout/session-baseline.ts";
+import { materializeInto } from "./checkout/session-materialize.ts";
+import { pullRequired } from "./checkout/session.ts";
+import { scanLocal } from "./checkout/session-scan.ts";
+import type { EngineDeps } from "./engine.ts";
+import { type OpenCheckout, withCheckout } from "./with-checkout.ts";
 import type { FlatTree } from "./git/object-cache.ts";
-import { MissingObjectError } from "./git/objects.ts";
 import { type History, readGenerationTree, readHistoryBlob, withHistory } from "./history/read.ts";
 import { historyWentBackwards } from "./publish/went-backwards.ts";
 
@@ -77,20 +70,14 @@ export function normalizeNotebookPath(raw: string): string {
 
 export async function restore(deps: EngineDeps, input: RestoreInput): Promise<RestoreOutcome> {
   const entries = [...new Set(input.paths.map(normalizeNotebookPath))];
-  const checkout = await openCheckout(deps, input.path, false);
-  try {
+  return withCheckout(deps, input.path, { create: false }, async (checkout) => {
     // No baseline to restore onto.
     if (checkout.baseline === null) throw pullRequired(checkout.lost, ", then restore.");
     await scanLocal(checkout);
     const baseline = await baselineFilesOrRefuse(checkout);
     await checkout.deps.onStage("fetch");
     return await withHistory(checkout.deps, (history) => restoreFrom(checkout, history, baseline, { ...input, paths: entries }));
-  } catch (e) {
-    if (e instanceof MissingObjectError) throw privateStateMissing(e);
-    throw localFailure(checkout, e);
-  } finally {
-    closeCheckout(checkout);
-  }
+  });
 }
 
 /** Restore `input` (its paths normalized) from `history` into the checkout, whose baseline holds `baseline`. */

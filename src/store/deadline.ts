@@ -8,7 +8,8 @@
  * answered by then ends (its signal aborts it, and the S3 store closes its
  * connection, so nothing keeps a CLI process alive), and nothing is sent
  * after it. The engine bounds its own waits — the checkout's lock, the
- * retries — by the same deadline (engine.ts EngineDeps.deadline).
+ * retries — by the same deadline (engine/checkout/deps.ts
+ * CheckoutDeps.deadline), with `deadlinePassed` and `sleepWithin` below.
  */
 import { type ObjectStore, StoreError, type StoreOperation } from "./object-store.ts";
 
@@ -90,4 +91,14 @@ export function boundedStore(store: ObjectStore, deadline: Deadline): ObjectStor
         }
       : {}),
   };
+}
+
+/** Whether the call's deadline, when it has one, has passed: no more retries, no more waiting. */
+export function deadlinePassed(call: { deadline?: Deadline }): boolean {
+  return call.deadline !== undefined && call.deadline.remaining() === 0;
+}
+
+/** A wait of `ms` that ends by the call's deadline at the latest. */
+export function sleepWithin(call: { deadline?: Deadline; sleep: (ms: number) => Promise<void> }, ms: number): Promise<void> {
+  return call.sleep(Math.min(ms, call.deadline?.remaining() ?? Infinity));
 }

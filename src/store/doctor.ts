@@ -18,7 +18,7 @@
  */
 import { randomHex } from "../contract/random-hex.ts";
 import { boundedStore, type Deadline } from "./deadline.ts";
-import { type ObjectStore, type ServerAnswer, StoreError } from "./object-store.ts";
+import { type ObjectStore, type ServerAnswer, type StoreClock, StoreError } from "./object-store.ts";
 import { deniesAccess, operationalFailure, operationalSentence, probeStore } from "./probe.ts";
 
 /** What these credentials may do, request by request: untried where an earlier failure left no way to tell. */
@@ -80,6 +80,8 @@ export interface ExamineOptions {
   rateMs?: number;
   /** Rounds of list-after-write (default 5). */
   listRounds?: number;
+  /** The monotonic clock the requests and loops are timed on. */
+  clock: Pick<StoreClock, "monotonic">;
 }
 
 const DEFAULT_RATE_MS = 1_000;
@@ -216,22 +218,22 @@ class Examiner {
     const key = `${this.base}rate`;
     let etag = await this.create(key);
     const ms = Math.min(this.options.rateMs ?? DEFAULT_RATE_MS, this.share);
-    const started = performance.now();
+    const started = this.now();
     let writes = 0;
-    while (performance.now() - started < ms && writes < RATE_MAX_WRITES) {
+    while (this.now() - started < ms && writes < RATE_MAX_WRITES) {
       etag = await this.timed(() => this.swap(key, etag));
       writes++;
     }
-    return Math.round((writes / ((performance.now() - started) / 1000)) * 10) / 10;
+    return Math.round((writes / ((this.now() - started) / 1000)) * 10) / 10;
   }
 
   /** Write a key, then list: is it there? Delete it, then list: is it gone? */
   private async listAfterWrite(): Promise<{ rounds: number; missed: number }> {
-    const started = performance.now();
+    const started = this.now();
     let missed = 0;
     let rounds = 0;
     const wanted = this.options.listRounds ?? DEFAULT_LIST_ROUNDS;
-    for (; rounds < wanted && (rounds === 0 || performance.now() - started < this.share); rounds++) {
+    for (; rounds < wanted && (rounds === 0 || this.now() - started < this.share); rounds++) {
       const key = `${this.base}list${rounds}`;
       await this.create(key);
       if (!(await this.timed(() => this.store.list(this.base))).some((o) => o.key === key)) missed++;
@@ -274,11 +276,11 @@ class Examiner {
   /** `samples` requests, one after the other, or as many as its share of the time allows (one at least). */
   private async sample(request: () => Promise<unknown>): Promise<LatencyStat> {
     const times: number[] = [];
-    const began = performance.now();
-    while (times.length < this.samples && (times.length === 0 || performance.now() - began < this.share)) {
-      const started = performance.now();
+    const began = this.now();
+    while (times.length < this.samples && (times.length === 0 || this.now() - began < this.share)) {
+      const started = this.now();
       await this.timed(request);
-      times.push(performance.now() - started);
+      times.push(this.now() - started);
     }
     return { samples: times.length, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99) };
   }
@@ -292,6 +294,11 @@ class Examiner {
       const answer = this.raw.lastAnswer?.() ?? null;
       if (answer !== null && answer !== this.answers.at(-1)) this.answers.push(answer);
     }
+  }
+
+  /** The monotonic clock's reading: only differences of two mean anything. */
+  private now(): number {
+    return this.options.clock.monotonic();
   }
 
   stop(e: unknown): void {

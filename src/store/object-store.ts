@@ -9,6 +9,15 @@
  * Everything else — network faults, denied access, a write whose outcome
  * is unknown — throws a `StoreError`, which the engine maps to tokens.
  */
+import type { Clock } from "../contract/clock.ts";
+
+/**
+ * The clocks a store reads, given by whoever opens it (the surfaces pass
+ * the system's): the wall clock of the times it records and compares, and
+ * the monotonic one of how long something took. A store reads no clock of
+ * its own, so a test can give it one.
+ */
+export type StoreClock = Pick<Clock, "now" | "monotonic">;
 
 export interface StoredObject {
   body: Uint8Array;
@@ -42,7 +51,7 @@ export interface ListedObject {
 /**
  * What a kind of store does beyond the requests every store serves: each is
  * an optional member of ObjectStore, which a store of a kind that declares
- * it (its registry entry, surfaces/stores.ts) offers, and one of a kind that
+ * it (its kind's entry, sqlite-kind.ts, s3-kind.ts) offers, and one of a kind that
  * does not, never. The conformance suite (test/store/conformance.ts) checks
  * both, and what each promises.
  */

@@ -41,6 +41,7 @@ import {
   type ListedObject,
   type ObjectStore,
   type ServerAnswer,
+  type StoreClock,
   StoreError,
   type StoreOperation,
   type StoredObject,
@@ -71,6 +72,8 @@ export interface S3StoreOptions {
   connectionTimeoutMs?: number;
   /** How long a connected socket may stay idle (default 20 s); tests shorten it. */
   socketTimeoutMs?: number;
+  /** The wall clock the send and answer times of each request are read on (`lastAnswer`). */
+  clock: StoreClock;
 }
 
 /** A connection that cannot be opened within this fails (nothing was sent). */
@@ -85,8 +88,9 @@ const CONNECTION_TIMEOUT_MS = 10_000;
 const SOCKET_IDLE_TIMEOUT_MS = 20_000;
 
 /**
- * Normalises the key prefix (see `S3StoreOptions.prefix`). Exported for the
- * CLI, which validates configuration before any network work.
+ * Normalises the key prefix (see `S3StoreOptions.prefix`), for a store
+ * opened by any caller; a configured prefix is refused earlier, at start-up
+ * and before any network work, by the kind's own rules (s3-kind.ts).
  */
 export function normaliseS3Prefix(prefix: string): string {
   if (prefix === "") return "";
@@ -112,8 +116,27 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
   if (options.maxAttempts !== undefined && !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1)) {
     throw new StoreError("open", "s3 open: maxAttempts must be a positive integer");
   }
-  const bucket = options.bucket;
-  const prefix = normaliseS3Prefix(options.prefix);
+  const clients = s3Clients(options);
+  const bucket = { name: options.bucket, prefix: normaliseS3Prefix(options.prefix), ...clients };
+  return s3Store(bucket, noteServerDates(clients, options.clock));
+}
+
+/** The notebook's place (bucket and prefix), and the clients its requests go through. */
+interface Bucket extends S3Clients {
+  name: string;
+  prefix: string;
+}
+
+interface S3Clients {
+  /** For reads, lists and deletes, which are idempotent: the SDK may retry them. */
+  client: S3Client;
+  /** For conditional writes: sent exactly once. */
+  writer: S3Client;
+  /** Ends both clients and their connections. */
+  destroy(): void;
+}
+
+function s3Clients(options: S3StoreOptions): S3Clients {
   // One pool of kept-alive connections for both clients below (the SDK's
   // own agent settings otherwise): a write that follows a read — a commit's
   // pack after its read of `current` — goes on a connection the read left
@@ -122,7 +145,6 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
   // first write (every CLI commit).
   const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 50 });
   const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 50 });
-
   const base: S3ClientConfig = {
     // Credentials come only from the SDK's default chain (env, profiles, SSO,
     // container and instance roles): never a parameter, never logged.
@@ -143,7 +165,6 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
       httpsAgent,
     },
   };
-  // Reads, lists and deletes are idempotent: the SDK may retry them.
   const client = new S3Client({ ...base, ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}) });
   // Conditional writes are sent exactly once. If the SDK retried one whose
   // first attempt landed but whose response was lost (timeout, reset, 5xx),
@@ -154,47 +175,56 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
   // the engine proves it by reading back, then retries with jitter itself.
   // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
   const writer = new S3Client({ ...base, maxAttempts: 1 });
-  // The server's clock, from the `Date` header of each answer (`doctor`'s
-  // clock skew): noted beside the request's own send and answer times.
+  const destroy = () => {
+    client.destroy();
+    writer.destroy();
+    httpAgent.destroy();
+    httpsAgent.destroy();
+  };
+  return { client, writer, destroy };
+}
+
+/**
+ * The server's clock, from the `Date` header of each answer (`doctor`'s
+ * clock skew): noted beside the request's own send and answer times, on
+ * `clock`. Returns the last answer's.
+ */
+function noteServerDates({ client, writer }: S3Clients, clock: StoreClock): () => ServerAnswer | null {
   let lastAnswer: ServerAnswer | null = null;
   for (const c of [client, writer]) {
     c.middlewareStack.add(
       (next) => async (args) => {
-        const sentAt = Date.now();
+        const sentAt = clock.now().getTime();
         const out = await next(args);
         const date = Date.parse(String((out.response as { headers?: Record<string, string> } | undefined)?.headers?.date ?? ""));
-        if (Number.isFinite(date)) lastAnswer = { sentAt, answeredAt: Date.now(), serverDate: date };
+        if (Number.isFinite(date)) lastAnswer = { sentAt, answeredAt: clock.now().getTime(), serverDate: date };
         return out;
       },
       // Inside the deserializer: every answer, an error status's too, before it is parsed.
       { step: "deserialize", priority: "low", name: "slivingdocServerDate" },
     );
   }
+  return () => lastAnswer;
+}
 
-  const full = (key: string) => prefix + key;
-
+function s3Store(bucket: Bucket, lastAnswer: () => ServerAnswer | null): ObjectStore {
+  const full = (key: string) => bucket.prefix + key;
   return {
     kind: "s3",
 
-    get(key: string, signal?: AbortSignal): Promise<StoredObject | null> {
-      return read(key, undefined, signal) as Promise<StoredObject | null>;
-    },
+    get: (key, signal) => read(bucket, key, undefined, signal) as Promise<StoredObject | null>,
 
     // `If-None-Match` with the ETag unquoted, as `If-Match` below (Ceph RGW
     // unquotes it on reads, AWS and MinIO accept either form). A 304 Not
     // Modified carries no body.
     // https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html#API_GetObject_RequestSyntax
-    getIfNoneMatch(key: string, etag: string, signal?: AbortSignal): Promise<ConditionalRead> {
-      return read(key, unquote(etag), signal);
-    },
+    getIfNoneMatch: (key, etag, signal) => read(bucket, key, unquote(etag), signal),
 
     // Create-only: `If-None-Match: *`. 412 when the key exists; 409
     // ConditionalRequestConflict when AWS saw a concurrent write (a loss here;
     // the engine decides whether to try again).
     // https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html#API_PutObject_RequestSyntax
-    putIfAbsent(key: string, body: Uint8Array, signal?: AbortSignal): Promise<ConditionalWrite> {
-      return conditionalPut("putIfAbsent", { Bucket: bucket, Key: full(key), Body: body, IfNoneMatch: "*" }, signal);
-    },
+    putIfAbsent: (key, body, signal) => conditionalPut(bucket, "putIfAbsent", { Bucket: bucket.name, Key: full(key), Body: body, IfNoneMatch: "*" }, signal),
 
     // Compare-and-swap: `If-Match` with the ETag WITHOUT quotes. Ceph RGW 16
     // compares the header to its stored ETag byte for byte, so a quoted value
@@ -202,46 +232,15 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
     // the strong ETag as the server returned it (R2 compares strong ETags).
     // A missing key: 404 NoSuchKey on AWS and MinIO, 412 on Ceph — a loss.
     // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
-    putIfMatch(key: string, body: Uint8Array, etag: string, signal?: AbortSignal): Promise<ConditionalWrite> {
-      return conditionalPut("putIfMatch", { Bucket: bucket, Key: full(key), Body: body, IfMatch: unquote(etag) }, signal);
-    },
+    putIfMatch: (key, body, etag, signal) =>
+      conditionalPut(bucket, "putIfMatch", { Bucket: bucket.name, Key: full(key), Body: body, IfMatch: unquote(etag) }, signal),
 
-    async list(listPrefix: string, signal?: AbortSignal): Promise<ListedObject[]> {
-      const objects: ListedObject[] = [];
-      let token: string | undefined;
-      try {
-        // ListObjectsV2 returns at most 1000 keys a page; follow the
-        // continuation token until the listing is complete.
-        // https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html
-        do {
-          const page = await client.send(
-            new ListObjectsV2Command({ Bucket: bucket, Prefix: full(listPrefix), ContinuationToken: token }),
-            { abortSignal: signal },
-          );
-          for (const item of page.Contents ?? []) {
-            if (item.Key === undefined || !item.Key.startsWith(prefix)) continue;
-            objects.push({
-              key: item.Key.slice(prefix.length),
-              size: item.Size ?? 0,
-              modified: item.LastModified ?? new Date(0),
-            });
-          }
-          token = page.IsTruncated ? page.NextContinuationToken : undefined;
-          if (page.IsTruncated && !token) {
-            throw new StoreError("list", "s3 list: truncated listing without a continuation token");
-          }
-        } while (token);
-      } catch (error) {
-        if (error instanceof StoreError) throw error;
-        throw storeError("list", error, "failed");
-      }
-      return objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    },
+    list: (listPrefix, signal) => list(bucket, listPrefix, signal),
 
-    async delete(key: string, signal?: AbortSignal): Promise<void> {
+    async delete(key, signal) {
       try {
         // S3 answers 204 for an absent key too.
-        await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: full(key) }), { abortSignal: signal });
+        await bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.name, Key: full(key) }), { abortSignal: signal });
       } catch (error) {
         const { status, code } = describeError(error);
         if (status === 404 && code === "NoSuchKey") return;
@@ -249,70 +248,99 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
       }
     },
 
-    lastAnswer: () => lastAnswer,
+    lastAnswer,
 
     // The chain the requests are signed with, resolved as for a request
     // (the SDK keeps what it resolved); a chain that gives nothing is no one.
     async caller(): Promise<string | null> {
       try {
-        const credentials = await client.config.credentials();
+        const credentials = await bucket.client.config.credentials();
         return credentials.accessKeyId ? callerDigest(credentials.accessKeyId) : null;
       } catch {
         return null;
       }
     },
 
-    async close(): Promise<void> {
-      client.destroy();
-      writer.destroy();
-      httpAgent.destroy();
-      httpsAgent.destroy();
-    },
+    close: async () => bucket.destroy(),
   };
+}
 
-  /** GetObject, with `If-None-Match: ifNoneMatch` when given: "unchanged" on its 304. */
-  async function read(key: string, ifNoneMatch: string | undefined, signal: AbortSignal | undefined): Promise<ConditionalRead> {
-    let out;
-    try {
-      const input = { Bucket: bucket, Key: full(key), ...(ifNoneMatch !== undefined ? { IfNoneMatch: ifNoneMatch } : {}) };
-      out = await client.send(new GetObjectCommand(input), { abortSignal: signal });
-    } catch (error) {
-      const { status, code } = describeError(error);
-      // The SDK throws for a 304; known by its status alone, which only a conditional read is answered.
-      if (status === 304 && ifNoneMatch !== undefined) return "unchanged";
-      // NoSuchKey on GET; "NotFound" where a server sends no error body.
-      if (status === 404 && (code === "NoSuchKey" || code === "NotFound")) return null;
-      throw storeError("get", error, "failed");
-    }
-    try {
-      const body = out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
-      return { body, etag: requireEtag("get", out.ETag, "failed") };
-    } catch (error) {
-      if (error instanceof StoreError) throw error;
-      throw storeError("get", error, "failed");
-    }
+/** Every object under the notebook's prefix and `listPrefix`, sorted by key. */
+async function list(bucket: Bucket, listPrefix: string, signal: AbortSignal | undefined): Promise<ListedObject[]> {
+  const objects: ListedObject[] = [];
+  let token: string | undefined;
+  try {
+    // ListObjectsV2 returns at most 1000 keys a page; follow the
+    // continuation token until the listing is complete.
+    // https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html
+    do {
+      const page = await bucket.client.send(
+        new ListObjectsV2Command({ Bucket: bucket.name, Prefix: bucket.prefix + listPrefix, ContinuationToken: token }),
+        { abortSignal: signal },
+      );
+      for (const item of page.Contents ?? []) {
+        if (item.Key === undefined || !item.Key.startsWith(bucket.prefix)) continue;
+        objects.push({
+          key: item.Key.slice(bucket.prefix.length),
+          size: item.Size ?? 0,
+          modified: item.LastModified ?? new Date(0),
+        });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      if (page.IsTruncated && !token) {
+        throw new StoreError("list", "s3 list: truncated listing without a continuation token");
+      }
+    } while (token);
+  } catch (error) {
+    if (error instanceof StoreError) throw error;
+    throw storeError("list", error, "failed");
   }
+  return objects.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
 
-  async function conditionalPut(
-    operation: "putIfAbsent" | "putIfMatch",
-    input: { Bucket: string; Key: string; Body: Uint8Array; IfNoneMatch?: string; IfMatch?: string },
-    signal: AbortSignal | undefined,
-  ): Promise<ConditionalWrite> {
-    let out;
-    try {
-      // Aborted once sent, the write may have landed: an unknown outcome (isAmbiguous).
-      out = await writer.send(new PutObjectCommand({ ...input, ContentLength: input.Body.byteLength }), { abortSignal: signal });
-    } catch (error) {
-      const { status, code } = describeError(error);
-      if (status === 412) return { ok: false };
-      if (status === 409 && code === "ConditionalRequestConflict") return { ok: false };
-      if (operation === "putIfMatch" && status === 404 && code === "NoSuchKey") return { ok: false };
-      throw storeError(operation, error, isAmbiguous(error) ? "unknown" : "failed");
-    }
-    // 200: the write landed. Without an ETag we could not swap on it later;
-    // the write did happen, so the caller must prove what is stored.
-    return { ok: true, etag: requireEtag(operation, out.ETag, "unknown") };
+/** GetObject, with `If-None-Match: ifNoneMatch` when given: "unchanged" on its 304. */
+async function read(bucket: Bucket, key: string, ifNoneMatch: string | undefined, signal: AbortSignal | undefined): Promise<ConditionalRead> {
+  let out;
+  try {
+    const input = { Bucket: bucket.name, Key: bucket.prefix + key, ...(ifNoneMatch !== undefined ? { IfNoneMatch: ifNoneMatch } : {}) };
+    out = await bucket.client.send(new GetObjectCommand(input), { abortSignal: signal });
+  } catch (error) {
+    const { status, code } = describeError(error);
+    // The SDK throws for a 304; known by its status alone, which only a conditional read is answered.
+    if (status === 304 && ifNoneMatch !== undefined) return "unchanged";
+    // NoSuchKey on GET; "NotFound" where a server sends no error body.
+    if (status === 404 && (code === "NoSuchKey" || code === "NotFound")) return null;
+    throw storeError("get", error, "failed");
   }
+  try {
+    const body = out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
+    return { body, etag: requireEtag("get", out.ETag, "failed") };
+  } catch (error) {
+    if (error instanceof StoreError) throw error;
+    throw storeError("get", error, "failed");
+  }
+}
+
+async function conditionalPut(
+  bucket: Bucket,
+  operation: "putIfAbsent" | "putIfMatch",
+  input: { Bucket: string; Key: string; Body: Uint8Array; IfNoneMatch?: string; IfMatch?: string },
+  signal: AbortSignal | undefined,
+): Promise<ConditionalWrite> {
+  let out;
+  try {
+    // Aborted once sent, the write may have landed: an unknown outcome (isAmbiguous).
+    out = await bucket.writer.send(new PutObjectCommand({ ...input, ContentLength: input.Body.byteLength }), { abortSignal: signal });
+  } catch (error) {
+    const { status, code } = describeError(error);
+    if (status === 412) return { ok: false };
+    if (status === 409 && code === "ConditionalRequestConflict") return { ok: false };
+    if (operation === "putIfMatch" && status === 404 && code === "NoSuchKey") return { ok: false };
+    throw storeError(operation, error, isAmbiguous(error) ? "unknown" : "failed");
+  }
+  // 200: the write landed. Without an ETag we could not swap on it later;
+  // the write did happen, so the caller must prove what is stored.
+  return { ok: true, etag: requireEtag(operation, out.ETag, "unknown") };
 }
 
 /** `"abc"` → `abc`; S3 returns ETags quoted (RFC 7232 entity tags). */

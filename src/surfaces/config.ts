@@ -41,6 +41,13 @@ const MAX_COMMIT_RETRIES = 100;
  * seconds, docs/performance.md).
  */
 export const DEFAULT_DEADLINE_MS = 60_000;
+
+/**
+ * `--commit-retries` when not given. Sixteen writers on one notebook
+ * exhausted 10 retries (docs/performance.md, scenario `race`); with jittered
+ * backoff capped at 1 s, 30 rarely costs more than a few seconds.
+ */
+export const DEFAULT_COMMIT_RETRIES = 30;
 /** A day: longer would be no deadline, and overflows the timers. */
 const MAX_DEADLINE_MS = 86_400_000;
 

@@ -8,6 +8,7 @@ import { longestCommitMs } from "../engine/publish/contention.ts";
 import type { Examination } from "../store/doctor.ts";
 import type { NotebookFacts } from "./doctor-notebook.ts";
 import { notebookProblems } from "./doctor-notebook.ts";
+import { seconds } from "./duration.ts";
 import { examinedWords } from "./stores.ts";
 
 /** What these credentials are: the writer's policy, the reader's (docs/s3.md), neither, or not known (the examination stopped first). */
@@ -168,11 +169,4 @@ export function recommend(exam: Examination, current: CurrentSettings): Recommen
   if (fits(retries)) return advice(retries, current.deadlineMs);
   const deadlineMs = Math.ceil((MARGIN * longest(retries)) / DEADLINE_STEP_MS) * DEADLINE_STEP_MS;
   return advice(retries, Math.max(deadlineMs, current.deadlineMs));
-}
-
-/** "0.4 s", "12 s", "3 min". */
-export function seconds(ms: number): string {
-  if (ms < 10_000) return `${Math.round(ms / 100) / 10} s`;
-  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
-  return `${Math.round(ms / 60_000)} min`;
 }

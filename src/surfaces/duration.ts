@@ -49,3 +49,10 @@ export function parseSince(flag: string, value: string, now: number): number {
   }
   return ms;
 }
+
+/** A duration for a person to read: "0.4 s", "12 s", "3 min". */
+export function seconds(ms: number): string {
+  if (ms < 10_000) return `${Math.round(ms / 100) / 10} s`;
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  return `${Math.round(ms / 60_000)} min`;
+}

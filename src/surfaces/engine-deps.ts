@@ -12,9 +12,10 @@ import { randomHex } from "../contract/random-hex.ts";
 import type { EngineDeps } from "../engine/engine.ts";
 import type { ProcessMemory } from "../engine/process-memory.ts";
 import type { ObjectStore } from "../store/object-store.ts";
-import type { RuntimeConfig } from "./config.ts";
+import { DEFAULT_COMMIT_RETRIES, type RuntimeConfig } from "./config.ts";
 import { isProcessAlive, isProcessStopped, processStartTime } from "./process-identity.ts";
 import { storeIdentity } from "./stores.ts";
+import { SYSTEM_CLOCK } from "./system-clock.ts";
 
 /** The user and host name of this process, as an agent name (contract/agent.ts). */
 export function defaultAgent(): string {
@@ -59,12 +60,7 @@ export function preparePrivateRoot(config: RuntimeConfig): string {
   return realpathSync(config.privateRoot);
 }
 
-/** The system's clocks and sleep, as the engine is given them. */
-export const SYSTEM_CLOCK: Clock = {
-  now: () => new Date(),
-  monotonic: () => performance.now(),
-  sleep: (ms) => Bun.sleep(ms),
-};
+export { SYSTEM_CLOCK } from "./system-clock.ts";
 
 /** The system's random source, as the engine is given it. */
 export const SYSTEM_RANDOM: RandomSource = {
@@ -101,12 +97,10 @@ export function processMemory(): ProcessMemoryHolder {
 /**
  * The engine's dependencies. This loads the engine (isomorphic-git and all):
  * callers about to run it call this, and not before — `serve` only once the
- * handshake is answered (docs/performance.md, S8).
+ * handshake is answered (docs/performance.md, scenario `start-up`).
  */
 export function engineDeps(config: RuntimeConfig, store: ObjectStore, memory: ProcessMemory): EngineDeps {
   const privateRoot = preparePrivateRoot(config);
-  // A synchronous import on first use, not a static one: see above.
-  const { DEFAULT_COMMIT_RETRIES } = require("../engine/engine.ts") as typeof import("../engine/engine.ts");
   const agent = config.agent ?? defaultAgent();
   return {
     ...SYSTEM_CLOCK,

@@ -140,9 +140,9 @@ export interface CliForm {
 }
 
 /**
- * One operation: its names on the two surfaces, its input, what runs it and
- * how a person reads its result. Result objects are what `--json` and MCP's
- * structured content carry.
+ * One operation: its names on the two surfaces, its input and what runs it.
+ * Result objects are what `--json` and MCP's structured content carry; how
+ * a person reads one is the CLI's (cli/renderers.ts), not the entry's.
  */
 export interface Operation<I = any, R = any> {
   cli: CliForm;
@@ -150,31 +150,6 @@ export interface Operation<I = any, R = any> {
   tool?: { name: ToolName; description: string };
   input: InputSchema<I>;
   run(ctx: RunContext, input: I): Promise<R>;
-  /** The human output of a success, without `--json`; `input` says how a person asked to read it (log's --oneline). */
-  render(result: R, input: I): string;
-  /**
-   * Where `render`'s text goes. "stdout" when it is the command's answer,
-   * what `| grep` or `$(…)` wants (log, status, generation…), as in git and
-   * the AWS CLI; "stderr" when it reports on work done (pull's and commit's
-   * summaries) or is a note beside data on stdout (show's entry before its
-   * patch). Every operation decides, so a new one cannot fall to stderr
-   * unnoticed.
-   */
-  renderTo: "stdout" | "stderr" | ((result: R) => "stdout" | "stderr");
-  /**
-   * What a success writes on stdout without `--json`: data meant for a pipe
-   * (diff's patch), not a report. `--json` prints the result object instead.
-   */
-  renderStdout?(result: R): string;
-  /**
-   * What a success did, in a few words (names quoted as human output
-   * quotes them), for an operation that changes something ("the commit
-   * landed at generation 7"): the CLI says it even when the answer could
-   * not be written to stdout (a full disk).
-   */
-  done?(result: R): string | undefined;
-  /** The exit code of a success, where it is not 0 (doctor's verdict that the store is not usable). */
-  exitCode?(result: R): number;
 }
 
 export type OperationResult<R = any> =
@@ -234,29 +209,7 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
   try {
     timer.mark("decode");
     const input = op.input.decode(args);
-    const deadline = ctx.deadline();
-    const store = boundedStore(ctx.store ?? ctx.deps.store, deadline);
-    let deps: EngineDeps | null = null;
-    const run: RunContext = {
-      sets: ctx.sets,
-      store,
-      deadline,
-      ...(ctx.commitRetries !== undefined ? { commitRetries: ctx.commitRetries } : {}),
-      refuseForeign: ctx.cli !== undefined && !ctx.cli.adopt,
-      engine: () =>
-        (deps ??= {
-          ...ctx.deps,
-          store,
-          deadline,
-          onStage: async (stage) => {
-            timer.mark(stage);
-            collectIfLarge();
-            await ctx.deps.onStage?.(stage);
-          },
-        }),
-      notebookPath: (path) => resolveNotebookPath(path, ctx.paths, ctx.requireAbsolute),
-      namedPath: (path) => namedPath(path, ctx.paths),
-    };
+    const run = runContext(ctx, timer);
     const result = await op.run(run, input);
     const counts = result as { generation?: unknown; filesChanged?: unknown };
     ctx.log.info("tool call completed", {
@@ -269,32 +222,68 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
     });
     return { ok: true, result, diagnosticId };
   } catch (e) {
-    // An operation that refuses its arguments once it has looked at the disk (export DIR, pull into
-    // a directory of foreign files): on the command line, the CLI's argument refusal, exit 2, not an
-    // operation failure. The MCP tools answer the envelope only.
-    if (e instanceof StartupRefusal && (op.tool === undefined || ctx.cli !== undefined)) {
-      ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: e.kind, ...timer.finish() });
-      throw e;
-    }
-    if (e instanceof NewerStoreFormat && ctx.cli !== undefined) {
-      ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: "INCOMPATIBLE_STORE", ...timer.finish() });
-      throw e.startupRefusal();
-    }
-    const error = refusedCredentials(
-      ctx,
-      e instanceof DomainError ? e : new DomainError("INTERNAL", "An unexpected error occurred; the server log has the cause under this diagnosticId.", { cause: e }),
-    );
-    const envelope = errorEnvelope(error, diagnosticId, ctx.sets, { credentials: ctx.secrets, privatePaths: ctx.privatePaths ?? [] });
-    ctx.log.info("tool call completed", {
-      mcpReqID: diagnosticId,
-      tool,
-      outcome: `${envelope.code} · ${envelope.reason}`,
-      ...timer.finish(),
-      // The full cause, for the operator only; it never reaches the caller.
-      ...(error.cause !== undefined ? { cause: scrubCredentials(describeCause(error.cause), ctx.secrets) } : {}),
-    });
-    return { ok: false, envelope, diagnosticId };
+    return { ok: false, envelope: failedCall(ctx, op, e, { diagnosticId, tool, timer }), diagnosticId };
   }
+}
+
+/** What a call's operation runs with: the store bounded by the call's deadline, the engine's dependencies made on first use, and the call's paths. */
+function runContext(ctx: OperationContext, timer: StageTimer): RunContext {
+  const deadline = ctx.deadline();
+  const store = boundedStore(ctx.store ?? ctx.deps.store, deadline);
+  let deps: EngineDeps | null = null;
+  return {
+    sets: ctx.sets,
+    store,
+    deadline,
+    ...(ctx.commitRetries !== undefined ? { commitRetries: ctx.commitRetries } : {}),
+    refuseForeign: ctx.cli !== undefined && !ctx.cli.adopt,
+    engine: () =>
+      (deps ??= {
+        ...ctx.deps,
+        store,
+        deadline,
+        onStage: async (stage) => {
+          timer.mark(stage);
+          collectIfLarge();
+          await ctx.deps.onStage?.(stage);
+        },
+      }),
+    notebookPath: (path) => resolveNotebookPath(path, ctx.paths, ctx.requireAbsolute),
+    namedPath: (path) => namedPath(path, ctx.paths),
+  };
+}
+
+/**
+ * A call's failure, logged: its envelope; or, on the command line, the
+ * start-up refusal it is, thrown on (exit 2).
+ */
+function failedCall(ctx: OperationContext, op: Operation<any, unknown>, e: unknown, call: { diagnosticId: string; tool: string; timer: StageTimer }): ErrorEnvelope {
+  const { diagnosticId, tool, timer } = call;
+  // An operation that refuses its arguments once it has looked at the disk (export DIR, pull into
+  // a directory of foreign files): on the command line, the CLI's argument refusal, exit 2, not an
+  // operation failure. The MCP tools answer the envelope only.
+  if (e instanceof StartupRefusal && (op.tool === undefined || ctx.cli !== undefined)) {
+    ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: e.kind, ...timer.finish() });
+    throw e;
+  }
+  if (e instanceof NewerStoreFormat && ctx.cli !== undefined) {
+    ctx.log.info("tool call completed", { mcpReqID: diagnosticId, tool, outcome: "INCOMPATIBLE_STORE", ...timer.finish() });
+    throw e.startupRefusal();
+  }
+  const error = refusedCredentials(
+    ctx,
+    e instanceof DomainError ? e : new DomainError("INTERNAL", "An unexpected error occurred; the server log has the cause under this diagnosticId.", { cause: e }),
+  );
+  const envelope = errorEnvelope(error, diagnosticId, ctx.sets, { credentials: ctx.secrets, privatePaths: ctx.privatePaths ?? [] });
+  ctx.log.info("tool call completed", {
+    mcpReqID: diagnosticId,
+    tool,
+    outcome: `${envelope.code} · ${envelope.reason}`,
+    ...timer.finish(),
+    // The full cause, for the operator only; it never reaches the caller.
+    ...(error.cause !== undefined ? { cause: scrubCredentials(describeCause(error.cause), ctx.secrets) } : {}),
+  });
+  return envelope;
 }
 
 /**

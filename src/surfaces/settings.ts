@@ -3,7 +3,9 @@
  * the flag wins (docs/decisions/0002-settings-flags-and-environment.md). An
  * invalid value is a start-up refusal.
  */
-import { StartupRefusal } from "../contract/startup.ts";
+import type { Env, SettingSources as Sources } from "../contract/settings.ts";
+
+export { type Env, invalid, nonEmpty } from "../contract/settings.ts";
 
 /** The configuration flags every subcommand accepts, by their long names. */
 export interface ConfigFlags {
@@ -16,25 +18,12 @@ export interface ConfigFlags {
   agent?: string;
   "history-period"?: string;
   deadline?: string;
-  /** The settings of the kinds of store (stores.ts, StoreKind.flags): --region, --endpoint, … */
+  /** The settings of the kinds of store (store/kind.ts, StoreKind.flags): --region, --endpoint, … */
   [storeFlag: string]: string | boolean | undefined;
 }
 
-export type Env = Record<string, string | undefined>;
-
 /** Where settings come from: the flags, the environment, and what relative paths and `~` mean. */
-export interface SettingSources {
+export interface SettingSources extends Sources {
   flags: ConfigFlags;
   env: Env;
-  cwd: string;
-  home: string;
-}
-
-/** An empty value is no value. */
-export function nonEmpty(v: string | undefined): string | undefined {
-  return v === undefined || v === "" ? undefined : v;
-}
-
-export function invalid(message: string): StartupRefusal {
-  return new StartupRefusal("invalid configuration", message);
 }

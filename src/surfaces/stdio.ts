@@ -3,7 +3,7 @@
  * sinks rather than Node's `process.stdin`, `process.stdout` and
  * `process.stderr`: the first touch of any of those builds Node's stream and
  * tty machinery, about 9 ms of CPU at every start — more than the rest of
- * answering MCP `initialize` together (docs/performance.md, S8). The same
+ * answering MCP `initialize` together (docs/performance.md, scenario `start-up`). The same
  * holds for `isTTY`, so terminal checks load node:tty only when asked.
  */
 

@@ -15,7 +15,7 @@
  * run: `git add -A` and `git commit` of the checkout's files, and `git
  * clone` of them over file://.
  *
- * - "S4 cli 50k": on the checkout the first cold pull made, a pull with
+ * - "no-change cli 50k": on the checkout the first cold pull made, a pull with
  *   nothing changed, as a whole CLI process, against `git status` (its
  *   flags pinned) on the same files, alternated (≤ 1.5×).
  */
@@ -171,7 +171,7 @@ export async function bulkScenario(kind: "sqlite" | "s3", location: (name: strin
     const statusM = L.median(noop.statuses);
     return [
       {
-        scenario: "S4 cli 50k",
+        scenario: "no-change cli 50k",
         store: label,
         what: `CLI pull, nothing changed, ${n} files, whole process`,
         median: noopM,

@@ -1,6 +1,6 @@
 /**
  * The CLI's own cost of a no-change pull, whole processes, on its own: the
- * "S4 cli" row of `npm run bench` (cli.bench.ts) for several binaries at
+ * "no-change cli" row of `npm run bench` (cli.bench.ts) for several binaries at
  * once. `slivingdoc pull DIR` of a 16-file notebook in the embedded store,
  * beside the runtime's own start (`slivingdoc --version`) and `git status
  * --porcelain` on the same files (plain: no untracked cache, no fsmonitor).

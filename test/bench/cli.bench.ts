@@ -3,16 +3,16 @@
  * process. On a 16-file notebook, alternated round by round with the
  * runtime's own start (`slivingdoc --version`) and C git:
  *
- * S4 cli — a no-change `pull`, its own work (pull − `--version`, both
+ * no-change cli — a no-change `pull`, its own work (pull − `--version`, both
  *          medians from the same rounds) against `git status --porcelain`
  *          on the same files (bar ≤ 2×). On S3 the pull's process also loads
  *          the S3 client: that is part of its cost.
- * S1 cli — a commit of one changed file, whole process (info, beside S1:
- *          its notebook is 16 files, not S1's 1,000; the comparison is
+ * warm-commit cli — a commit of one changed file, whole process (info, beside warm-commit:
+ *          its notebook is 16 files, not warm-commit's 1,000; the comparison is
  *          `--version`, and the note gives its own work).
  *
- * The same no-change pull at 10,000 files is "S4 cli 10k" (cold.bench.ts,
- * on S3/S4's notebook). test/bench/cli-cost.ts runs the pull row alone,
+ * The same no-change pull at 10,000 files is "no-change cli 10k" (cold.bench.ts,
+ * on cold-pull/no-change's notebook). test/bench/cli-cost.ts runs the pull row alone,
  * for a before/after of several binaries.
  */
 import { execFileSync } from "node:child_process";
@@ -66,7 +66,7 @@ export async function cliScenarios(loc: L.Location, rounds: number): Promise<Row
     const own = pullM - versionM;
     return [
       {
-        scenario: "S1 cli",
+        scenario: "warm-commit cli",
         store: loc.label,
         what: `CLI commit, 1 of ${CLI_FILES} files changed, whole process`,
         median: commitM,
@@ -83,7 +83,7 @@ export async function cliScenarios(loc: L.Location, rounds: number): Promise<Row
         profile: L.processProfile(commitM, versionM),
       },
       {
-        scenario: "S4 cli",
+        scenario: "no-change cli",
         store: loc.label,
         what: `CLI pull, nothing changed, ${CLI_FILES} files, own work (pull ${pullM.toFixed(1)} − --version ${versionM.toFixed(1)} ms)`,
         median: own,

@@ -1,13 +1,13 @@
 /**
- * S3, S7 and S4 on one 10,000-file notebook (~40 MB, 100 files a directory):
+ * cold-pull, pull-memory and no-change on one 10,000-file notebook (~40 MB, 100 files a directory):
  *
- * S3 — a cold pull (fresh private state, empty directory) through a fresh
+ * cold-pull — a cold pull (fresh private state, empty directory) through a fresh
  *      MCP server, against `git clone file://…` of the same tree (≤ 1.5×).
- * S7 — the server's peak resident memory (VmHWM) during that pull (≤ 256 MB).
- * S4 — on the pulled checkout, a commit and a pull with nothing changed
+ * pull-memory — the server's peak resident memory (VmHWM) during that pull (≤ 256 MB).
+ * no-change — on the pulled checkout, a commit and a pull with nothing changed
  *      through a warm server, each against `git status` on the same tree
  *      (≤ 1×: a server already holds what git reads from its index at
- *      every start); and "S4 cli 10k",
+ *      every start); and "no-change cli 10k",
  *      the no-change pull as a whole CLI process on a checkout of its own,
  *      against `git status` with its flags pinned (≤ 1.5×).
  *
@@ -92,10 +92,10 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
     }
     const status = await timeStatus(git, noopReps);
 
-    // S4 on the last pulled checkout. One call of each first, not counted:
+    // no-change on the last pulled checkout. One call of each first, not counted:
     // the first commit after a cold pull reads again the files the pull
     // wrote in its last 100 ms, the stat cache's racy window (reported as
-    // "S4 first"); then a pause past that window, as in warm.bench.ts.
+    // "no-change first"); then a pause past that window, as in warm.bench.ts.
     const warm = await L.timed(() => server!.call("notes_commit", { message: "nothing changed" }));
     L.log(`  first commit after the cold pull: ${warm.ms.toFixed(0)} ms`);
     await server!.call("notes_pull", {});
@@ -111,7 +111,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
     const commitProfile = L.stageMedians(noop.filter((c) => c.tool === "notes_commit"));
     const pullProfile = L.stageMedians(noop.filter((c) => c.tool === "notes_pull"));
 
-    // S4 cli 10k: the same no-change pull as a whole CLI process, on a
+    // no-change cli 10k: the same no-change pull as a whole CLI process, on a
     // checkout of its own, alternated with `git status` (flags pinned) and
     // the runtime's own start.
     const cli = L.cliCheckout(L.BINARY, loc, root, "cli");
@@ -132,7 +132,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
     const mb = (gitBytes / 1e6).toFixed(0);
     return [
       {
-        scenario: "S3",
+        scenario: "cold-pull",
         store: loc.label,
         what: `cold pull, ${COLD_FILES.toLocaleString("en")} files / ${mb} MB, MCP`,
         median: pullM,
@@ -148,7 +148,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         profile: L.stageMedians(profiles),
       },
       {
-        scenario: "S4 commit",
+        scenario: "no-change commit",
         store: loc.label,
         what: `commit, nothing changed, ${COLD_FILES.toLocaleString("en")} files`,
         median: L.median(noopCommit),
@@ -164,7 +164,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         profile: commitProfile,
       },
       {
-        scenario: "S4 first",
+        scenario: "no-change first",
         store: loc.label,
         what: "first commit after the cold pull, nothing changed",
         median: warm.ms,
@@ -178,7 +178,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         note: "reads again the files the pull wrote within the racy window",
       },
       {
-        scenario: "S4 pull",
+        scenario: "no-change pull",
         store: loc.label,
         what: `pull, nothing changed, ${COLD_FILES.toLocaleString("en")} files`,
         median: L.median(noopPull),
@@ -194,7 +194,7 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         profile: pullProfile,
       },
       {
-        scenario: "S4 cli 10k",
+        scenario: "no-change cli 10k",
         store: loc.label,
         what: `CLI pull, nothing changed, ${COLD_FILES.toLocaleString("en")} files, whole process`,
         median: cliPullM,
@@ -211,9 +211,9 @@ export async function coldScenarios(loc: L.Location, reps: number, noopReps: num
         profile: L.processProfile(cliPullM, L.median(cliVersions!)),
       },
       {
-        scenario: "S7",
+        scenario: "pull-memory",
         store: loc.label,
-        what: "server peak memory (VmHWM) during S3",
+        what: "server peak memory (VmHWM) during cold-pull",
         median: peakM,
         unit: "MB",
         comparison: "",

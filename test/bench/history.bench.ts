@@ -1,5 +1,5 @@
 /**
- * S5: a cold pull after 1,000 small commits, against a cold pull of the same
+ * long-history: a cold pull after 1,000 small commits, against a cold pull of the same
  * tree published as one commit (bar ≤ 1.25×). Both through a fresh MCP
  * server each time.
  *
@@ -126,7 +126,7 @@ export async function historyScenario(
       };
     };
     return [
-      row("S5", `cold pull after ${commits.toLocaleString("en")} commits, MCP`, asIs, longState, "commits compact past 32 packs"),
+      row("long-history", `cold pull after ${commits.toLocaleString("en")} commits, MCP`, asIs, longState, "commits compact past 32 packs"),
     ];
   } finally {
     await long.close();

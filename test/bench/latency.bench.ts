@@ -1,5 +1,5 @@
 /**
- * S1, S2 and S6 at the latency of a region-local S3: the S3 server behind
+ * warm-commit, warm-pull and race at the latency of a region-local S3: the S3 server behind
  * the TCP proxy of test/support/tcp-proxy.ts, which adds 20 ms to every
  * round trip (and one to every new connection), with every reference
  * measured through the same proxy in the same run. On a loopback RGW a
@@ -7,12 +7,12 @@
  * hardly see how many requests a call waits for in turn; here each one
  * costs what it would against AWS.
  *
- * S1 +20 ms — a warm commit of one changed file (warm.bench.ts) against the
+ * warm-commit +20 ms — a warm commit of one changed file (warm.bench.ts) against the
  *      commit floor through the proxy (bar ≤ 1.5×), each with the round
  *      trips it waited for in turn, as the proxy counted them.
- * S2 +20 ms — a warm pull of one remote change against the pull floor,
+ * warm-pull +20 ms — a warm pull of one remote change against the pull floor,
  *      likewise (bar ≤ 1.5×).
- * S6 +20 ms — 16 writers committing at once, each through its own `serve`
+ * race +20 ms — 16 writers committing at once, each through its own `serve`
  *      (race.bench.ts), against one writer alone through the same proxy:
  *      at least one writer's commits per second, and (the `p99` row) a p99
  *      per commit of at most 16× one writer's p50 — no worse than taking
@@ -28,7 +28,7 @@ import { warmScenarios } from "./warm.bench.ts";
 export const LATENCY_MS = 20;
 const LABEL = `+${LATENCY_MS} ms`;
 /** The rows, in the table's order. */
-export const LATENCY_ROWS = [`S1 ${LABEL}`, `S2 ${LABEL}`, `S6 ${LABEL}`, `S6 ${LABEL} p99`];
+export const LATENCY_ROWS = [`warm-commit ${LABEL}`, `warm-pull ${LABEL}`, `race ${LABEL}`, `race ${LABEL} p99`];
 
 /** A race through serve (race.bench.ts), and the requests per accepted commit the proxy counted from its writers' first commit to their last. */
 async function countedRace(proxy: TcpProxy, loc: L.Location, writers: number, commits: number): Promise<{ result: RaceResult; perCommit: string }> {
@@ -51,7 +51,7 @@ export async function latencyScenarios(s3: L.S3Env, reps: number, commits: numbe
     const oneP50 = L.percentile(one.latencies, 50);
     const p99 = L.percentile(many.latencies, 99);
     const clean = many.refused.size === 0 && many.lost === 0 && many.generationsOk;
-    const throughput = rowOf(loc, many, `S6 ${LABEL}`, "serve", oneRate, null);
+    const throughput = rowOf(loc, many, `race ${LABEL}`, "serve", oneRate, null);
     rows.push(
       {
         ...throughput,
@@ -62,7 +62,7 @@ export async function latencyScenarios(s3: L.S3Env, reps: number, commits: numbe
         comparisonValues: one.latencies,
       },
       {
-        scenario: `S6 ${LABEL} p99`,
+        scenario: `race ${LABEL} p99`,
         store: loc.label,
         what: `p99 per commit, ${RACERS} writers × ${many.commits} commits (serve)`,
         median: p99,

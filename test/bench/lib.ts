@@ -159,7 +159,7 @@ export function sqliteLocation(dir: string): Location {
     flags: ["--store", `sqlite:${file}`],
     env: {},
     storeId: `sqlite:${file}`,
-    open: () => openSqliteStore(file),
+    open: () => openSqliteStore(file, SYSTEM_CLOCK),
     dispose: async () => {
       for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
     },
@@ -169,7 +169,7 @@ export function sqliteLocation(dir: string): Location {
 export function s3Location(s3: S3Env, name: string): Location {
   const prefix = `bench-${runId}/${name}-${++locationCounter}`;
   const open = () =>
-    createS3Store({ bucket: s3.bucket, prefix, region: s3.region, endpoint: s3.endpoint, forcePathStyle: s3.forcePathStyle });
+    createS3Store({ bucket: s3.bucket, prefix, region: s3.region, endpoint: s3.endpoint, forcePathStyle: s3.forcePathStyle, clock: SYSTEM_CLOCK });
   return {
     kind: "s3",
     label: "s3 (Ceph RGW)",

@@ -1,5 +1,5 @@
 /**
- * S6: writers committing at once, each to its own file, with the default
+ * race: writers committing at once, each to its own file, with the default
  * retry bound — the contention curve. For N = 1, 2, 4, 8, 16, 32 and 64
  * writers, every writer is a running MCP server (the built binary) with its
  * own checkout, driven as N hosts; at 16 writers also as N shells, every
@@ -33,7 +33,7 @@ export const CURVE = [1, 2, 4, 8, 16, 32, 64];
 /** The bar writer count, and its commits per writer. */
 export const RACERS = 16;
 export const COMMITS = 20;
-/** The embedded store's S6 throughput before this round (docs/performance.md), which the bar doubles. */
+/** The embedded store's race throughput before this round (docs/performance.md), which the bar doubles. */
 const SQLITE_BEFORE = 46;
 /** The most CPU per accepted commit at RACERS writers, as a multiple of the same writers taking turns. */
 const CPU_BAR = 1.5;
@@ -319,16 +319,16 @@ export async function raceScenario(loc: L.Location, curve = CURVE, commits = COM
   for (const n of curve) {
     const r = await race(loc, n, commitsFor(n, commits), "serve");
     results.set(n, r);
-    rows.push(rowOf(loc, r, n === RACERS ? "S6" : `S6 ×${n}`, "serve", limit, n === RACERS ? bar : null));
-    L.log(`  S6 ${loc.label} ${n} writers: ${rows.at(-1)!.note}`);
+    rows.push(rowOf(loc, r, n === RACERS ? "race" : `race ×${n}`, "serve", limit, n === RACERS ? bar : null));
+    L.log(`  race ${loc.label} ${n} writers: ${rows.at(-1)!.note}`);
   }
   if (curve.includes(RACERS)) {
     const alone = results.get(1) ?? (await race(loc, 1, commits, "serve"));
-    rows.push(...wasteRows(loc, "S6", "serve", results.get(RACERS)!, await race(loc, RACERS, commits, "serve", "turns"), alone));
+    rows.push(...wasteRows(loc, "race", "serve", results.get(RACERS)!, await race(loc, RACERS, commits, "serve", "turns"), alone));
     const r = await race(loc, RACERS, commits, "cli");
-    rows.push(rowOf(loc, r, "S6 cli", "a process per commit", limit, bar));
+    rows.push(rowOf(loc, r, "race cli", "a process per commit", limit, bar));
     const cliTurns = await race(loc, RACERS, commits, "cli", "turns");
-    rows.push(...wasteRows(loc, "S6 cli", "a process per commit", r, cliTurns, await race(loc, 1, commits, "cli")));
+    rows.push(...wasteRows(loc, "race cli", "a process per commit", r, cliTurns, await race(loc, 1, commits, "cli")));
   }
   await loc.dispose();
   return rows;

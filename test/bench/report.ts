@@ -5,7 +5,7 @@
  * row that misses its bar (from the server's completion log records).
  */
 
-/** S9 counts conflicts per 100 accepted commits. */
+/** team counts conflicts per 100 accepted commits. */
 export type Unit = "ms" | "MB" | "commits/s" | "conflicts/100 commits";
 
 export interface Row {
@@ -19,7 +19,7 @@ export interface Row {
   comparison: string;
   comparisonMedian: number | null;
   comparisonUnit?: Unit;
-  /** median / comparison (S6: throughput / conditional-write rate; S9: conflict rate with / without attributes). */
+  /** median / comparison (race: throughput / conditional-write rate; team: conflict rate with / without attributes). */
   ratio: number | null;
   bar: string;
   /** null: informational row (a reference point, no bar). */
@@ -31,7 +31,7 @@ export interface Row {
   note?: string;
   /** Median milliseconds per engine stage, from the completion log records. */
   profile?: Record<string, number>;
-  /** The same for the comparison, when it is a slivingdoc call too (S5). */
+  /** The same for the comparison, when it is a slivingdoc call too (long-history). */
   comparisonProfile?: Record<string, number>;
 }
 

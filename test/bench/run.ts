@@ -1,13 +1,13 @@
 /**
- * The benchmark suite (`npm run bench`; not a test). Runs S1–S9 against the
+ * The benchmark suite (`npm run bench`; not a test). Runs every scenario against the
  * embedded store and, when the environment names an S3 server (build/bench.mjs
  * starts Ceph RGW), against S3; every comparison is measured in the same run.
  * Prints one Markdown table of medians with their ratios and bars, then the
  * stage profile of each row that misses its bar.
  *
- * `--only CLI` runs the 16-file CLI rows alone (S1 cli, S4 cli; also run with S1 or S4).
- * `--only LATENCY` runs S1, S2 and S6 on S3 behind a proxy adding 20 ms a round
- * trip (latency.bench.ts) alone; they are not run by S1, S2 or S6.
+ * `--only CLI` runs the 16-file CLI rows alone (warm-commit cli, no-change cli; also run with warm-commit or no-change).
+ * `--only LATENCY` runs warm-commit, warm-pull and race on S3 behind a proxy adding 20 ms a round
+ * trip (latency.bench.ts) alone; they are not run by warm-commit, warm-pull or race.
  * `--only BIG` runs the 100 MB file rows (BIG merge, BIG conflict, BIG memory; embedded store),
  * which are not in the default run: a few minutes of writing, packing and merging 100 MB.
  * `--only WEB` runs the web page's first screen with 10,000 publications
@@ -17,9 +17,11 @@
  * memory; bulk.bench.ts), which the default run leaves out: writing the
  * files alone takes a minute or more, and each rep several.
  *
- *   bun test/bench/run.ts [--only S1,S3,…,CLI] [--store sqlite|s3] [--quick] [--curve 1,16] [--team 8x15x200] [--out FILE.json]
+ *   bun test/bench/run.ts [--only warm-commit,cold-pull,…,CLI] [--store sqlite|s3] [--quick] [--curve 1,16] [--team 8x15x200] [--out FILE.json]
  *
- * The scenarios and what their bars mean: docs/performance.md.
+ * The scenarios and what their bars mean: docs/performance.md; their names
+ * in docs/glossary.md. `--only` also takes the numbered labels they had
+ * before (S1–S9), so older commands and notes still run.
  */
 import { spawnSync } from "node:child_process";
 import { cpus, loadavg, totalmem } from "node:os";
@@ -43,13 +45,27 @@ function flag(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-const only = new Set((flag("--only") ?? "S1,S2,S3,S4,S5,S6,S7,S8,S9,LATENCY").split(",").map((s) => s.trim().toUpperCase()));
+/** The scenarios by their numbered labels of earlier rounds, which `--only` still takes. */
+const NUMBERED: Record<string, string> = {
+  s1: "warm-commit",
+  s2: "warm-pull",
+  s3: "cold-pull",
+  s4: "no-change",
+  s5: "long-history",
+  s6: "race",
+  s7: "pull-memory",
+  s8: "start-up",
+  s9: "team",
+};
+const DEFAULT_RUN = [...Object.values(NUMBERED), "latency"];
+// Case does not matter: `--only CLI,start-up` and `--only cli,S8` are the same run.
+const only = new Set((flag("--only")?.split(",") ?? DEFAULT_RUN).map((s) => s.trim().toLowerCase()).map((s) => NUMBERED[s] ?? s));
 const quick = process.argv.includes("--quick");
 const storeFilter = flag("--store");
 const out = flag("--out");
-// S6's writer counts (`--curve 16`: only the bar row and its process-per-commit row), for measuring one change quickly.
+// race's writer counts (`--curve 16`: only the bar row and its process-per-commit row), for measuring one change quickly.
 const curveFlag = flag("--curve");
-// S9's team (`--team 2x3x20`: agents × rounds × tasks); its bar holds at the default only.
+// The team scenario's team (`--team 2x3x20`: agents × rounds × tasks); its bar holds at the default only.
 const teamFlag = flag("--team");
 
 /** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
@@ -88,43 +104,43 @@ async function stage(name: string, fn: () => Promise<Row[]>): Promise<void> {
 
 try {
   for (const kind of stores) {
-    if (only.has("S8")) await stage(`S8 start-up (${kind})`, () => startupScenario(location(kind, "startup"), REPS.startup));
+    if (only.has("start-up")) await stage(`start-up (${kind})`, () => startupScenario(location(kind, "startup"), REPS.startup));
   }
   for (const kind of stores) {
-    if (only.has("S1") || only.has("S2")) await stage(`S1/S2 warm calls (${kind})`, () => warmScenarios(location(kind, "warm"), REPS.warm));
+    if (only.has("warm-commit") || only.has("warm-pull")) await stage(`warm-commit/warm-pull (${kind})`, () => warmScenarios(location(kind, "warm"), REPS.warm));
   }
   for (const kind of stores) {
-    if (only.has("S1") || only.has("S4") || only.has("CLI")) await stage(`S1/S4 cli, whole processes (${kind})`, () => cliScenarios(location(kind, "cli"), REPS.cli));
+    if (only.has("warm-commit") || only.has("no-change") || only.has("cli")) await stage(`warm-commit/no-change cli, whole processes (${kind})`, () => cliScenarios(location(kind, "cli"), REPS.cli));
   }
   for (const kind of stores) {
-    if (only.has("S6")) await stage(`S6 race (${kind})`, () => raceScenario(location(kind, "race"), curveFlag === undefined ? REPS.curve : curveFlag.split(",").map(Number), REPS.raceCommits));
+    if (only.has("race")) await stage(`race (${kind})`, () => raceScenario(location(kind, "race"), curveFlag === undefined ? REPS.curve : curveFlag.split(",").map(Number), REPS.raceCommits));
   }
-  if (only.has("LATENCY") && stores.includes("s3")) {
-    await stage(`S1/S2/S6 at +${LATENCY_MS} ms a round trip (s3)`, () => latencyScenarios(s3!, REPS.warm, REPS.raceCommits));
+  if (only.has("latency") && stores.includes("s3")) {
+    await stage(`warm-commit/warm-pull/race at +${LATENCY_MS} ms a round trip (s3)`, () => latencyScenarios(s3!, REPS.warm, REPS.raceCommits));
   }
   for (const kind of stores) {
-    if (only.has("S3") || only.has("S4") || only.has("S7")) {
-      await stage(`S3/S4/S7 10,000 files (${kind})`, () => coldScenarios(location(kind, "cold"), REPS.cold, REPS.noop));
+    if (only.has("cold-pull") || only.has("no-change") || only.has("pull-memory")) {
+      await stage(`cold-pull/no-change/pull-memory 10,000 files (${kind})`, () => coldScenarios(location(kind, "cold"), REPS.cold, REPS.noop));
     }
   }
   for (const kind of stores) {
-    if (only.has("S5")) {
-      await stage(`S5 history (${kind})`, () => historyScenario(location(kind, "history"), location(kind, "history-one"), REPS.history, REPS.commits));
+    if (only.has("long-history")) {
+      await stage(`long-history (${kind})`, () => historyScenario(location(kind, "history"), location(kind, "history-one"), REPS.history, REPS.commits));
     }
   }
   for (const kind of stores) {
-    if (only.has("BULK")) await stage(`BULK 50,000 files (${kind})`, () => bulkScenario(kind, (name) => location(kind, name), REPS.bulk));
+    if (only.has("bulk")) await stage(`BULK 50,000 files (${kind})`, () => bulkScenario(kind, (name) => location(kind, name), REPS.bulk));
   }
   for (const kind of stores) {
-    if (only.has("S9")) await stage(`S9 team (${kind})`, () => teamScenario(kind, (name) => location(kind, name), team));
+    if (only.has("team")) await stage(`team (${kind})`, () => teamScenario(kind, (name) => location(kind, name), team));
   }
-  if (only.has("BIG") && stores.includes("sqlite")) await stage("BIG 100 MB file (sqlite)", () => bigFileScenario(location("sqlite", "big"), REPS.big));
-  if (only.has("WEB") && stores.includes("sqlite")) await stage("WEB first screen (sqlite)", () => webScenario(REPS.web, REPS.publications));
+  if (only.has("big") && stores.includes("sqlite")) await stage("BIG 100 MB file (sqlite)", () => bigFileScenario(location("sqlite", "big"), REPS.big));
+  if (only.has("web") && stores.includes("sqlite")) await stage("WEB first screen (sqlite)", () => webScenario(REPS.web, REPS.publications));
 } finally {
   L.removeDir(root);
 }
 
-const order = ["S1", "S1 ref", "S1 cli", "S2", "S2 ref", "S3", "S4 commit", "S4 pull", "S4 first", "S4 cli", "S4 cli 10k", "S4 cli 50k", "S5", "S5 +compact", "S6", "S6 cpu", "S6 tail", "S6 rate", "S6 cli", "S6 cli cpu", "S6 cli tail", "S6 cli rate", ...CURVE.map((n) => `S6 ×${n}`), ...LATENCY_ROWS, "S7", "S8", "S9 none", "S9", "S9 cli none", "S9 cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull", "WEB"];
+const order = ["warm-commit", "warm-commit ref", "warm-commit cli", "warm-pull", "warm-pull ref", "cold-pull", "no-change commit", "no-change pull", "no-change first", "no-change cli", "no-change cli 10k", "no-change cli 50k", "long-history", "long-history +compact", "race", "race cpu", "race tail", "race rate", "race cli", "race cli cpu", "race cli tail", "race cli rate", ...CURVE.map((n) => `race ×${n}`), ...LATENCY_ROWS, "pull-memory", "start-up", "team none", "team", "team cli none", "team cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull", "WEB"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;

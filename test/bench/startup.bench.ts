@@ -1,5 +1,5 @@
 /**
- * S8: start-up. From spawning `dist/slivingdoc serve` to its answer to MCP
+ * start-up: start-up. From spawning `dist/slivingdoc serve` to its answer to MCP
  * `initialize` (a raw JSON-RPC line on stdin, the response line on stdout),
  * against spawning `bun -e 0` until it exits (bar ≤ 2×). Alternated, so
  * both see the same machine state.
@@ -72,7 +72,7 @@ export async function startupScenario(loc: L.Location, reps: number): Promise<Ro
     const b = L.median(bunE);
     return [
       {
-        scenario: "S8",
+        scenario: "start-up",
         store: loc.label,
         what: "spawn → MCP initialize answered",
         median: m,

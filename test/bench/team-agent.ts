@@ -1,5 +1,5 @@
 /**
- * What one agent of S9's team writes each round, and how it resolves a
+ * What one agent of team's team writes each round, and how it resolves a
  * conflict: the text side of the team workload (test/bench/team.bench.ts),
  * kept apart so the resolution can be tested on its own
  * (test/bench/team.test.ts) and swapped for a broken one there.

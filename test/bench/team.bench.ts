@@ -1,5 +1,5 @@
 /**
- * S9: a team's day. N agents (8) work R rounds (15) at once on one
+ * team: a team's day. N agents (8) work R rounds (15) at once on one
  * notebook, each through its own MCP server (the built binary's `serve`,
  * driven as a host drives it) and, separately, each call its own CLI
  * process. Every round an agent pulls, appends a line to `shared/log.md`,
@@ -33,7 +33,7 @@ export type TeamSizes = typeof TEAM;
  * The rounds of the CLI runs on S3, at most: there every call is a process
  * that loads the S3 client, and a commit that crossed waits for other
  * publications to carry it before it answers a conflict (see the conflict
- * times in the rows), so the bar's 15 rounds would take S9 far past its
+ * times in the rows), so the bar's 15 rounds would take team far past its
  * few minutes. The rows say so.
  */
 export const CLI_S3_ROUNDS = 5;
@@ -262,12 +262,12 @@ function rowOf(loc: L.Location, r: TeamResult, without: TeamResult | null, bar: 
   const atBarSizes = o.agents === TEAM.agents && o.rounds === TEAM.rounds && o.tasks === TEAM.tasks;
   const barred = bar && o.attributes;
   const sizeNote = cut
-    ? `; rounds cut to ${o.rounds} for a process per call on S3, to keep S9 within minutes (bar's sizes: ${TEAM.agents} × ${TEAM.rounds}, ${TEAM.tasks} tasks)`
+    ? `; rounds cut to ${o.rounds} for a process per call on S3, to keep team within minutes (bar's sizes: ${TEAM.agents} × ${TEAM.rounds}, ${TEAM.tasks} tasks)`
     : barred && !atBarSizes
       ? `; not the bar's sizes (${TEAM.agents} × ${TEAM.rounds}, ${TEAM.tasks} tasks)`
       : "";
   return {
-    scenario: `S9${o.mode === "cli" ? " cli" : ""}${o.attributes ? "" : " none"}`,
+    scenario: `team${o.mode === "cli" ? " cli" : ""}${o.attributes ? "" : " none"}`,
     store: loc.label,
     what: `${o.agents} agents × ${o.rounds} rounds, ${o.tasks} tasks, ${o.mode === "cli" ? "a process per call" : "serve"}, ${o.attributes ? "recommended attributes" : "no attributes"}`,
     median: rate,
@@ -302,7 +302,7 @@ export async function teamScenario(kind: "sqlite" | "s3", fresh: (name: string) 
       } finally {
         await loc.dispose();
       }
-      L.log(`  S9 ${loc.label} ${mode} ${attributes ? "attributes" : "none"}: ${rowOf(loc, results.at(-1)!, null, false, cut).note}`);
+      L.log(`  team ${loc.label} ${mode} ${attributes ? "attributes" : "none"}: ${rowOf(loc, results.at(-1)!, null, false, cut).note}`);
       if (attributes) rows.push(rowOf(loc, results[0]!, null, false, cut), rowOf(loc, results[1]!, results[0]!, true, cut));
     }
   }

@@ -1,5 +1,5 @@
 /**
- * S9's harness, tested: the team benchmark (team.bench.ts) is only worth
+ * team's harness, tested: the team benchmark (team.bench.ts) is only worth
  * its numbers if its resolution keeps what the agents wrote and its loss
  * check sees when something is dropped. Runs the team small on the
  * embedded store, through the built binary's `serve` and its CLI; then a
@@ -41,7 +41,7 @@ describe("an agent's resolution", () => {
   });
 });
 
-describe("S9, small, embedded store", () => {
+describe("team, small, embedded store", () => {
   requireBinary();
 
   for (const mode of ["serve", "cli"] as const) {

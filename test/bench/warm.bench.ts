@@ -1,11 +1,11 @@
 /**
- * S1 and S2: warm calls on a 1,000-file notebook through a running MCP
+ * warm-commit and warm-pull: warm calls on a 1,000-file notebook through a running MCP
  * server (the built binary, driven by the SDK's Client as a host drives it).
  *
- * S1 — a commit of one changed file, against the commit floor: read
+ * warm-commit — a commit of one changed file, against the commit floor: read
  *      `current`, write a pack of the size the commit wrote, one conditional
  *      write (bar ≤ 2×).
- * S2 — a pull of one change another checkout published, against the pull
+ * warm-pull — a pull of one change another checkout published, against the pull
  *      floor: read `current` and that pack (bar ≤ 2×).
  *
  * Floor samples are taken between the calls (interleaved), so drift in the
@@ -118,7 +118,7 @@ export async function warmScenarios(loc: L.Location, reps: number, through?: War
     await L.commitFloor(store, 8192);
     await Bun.sleep(RACY_PAUSE_MS);
 
-    // S1: warm commit of one changed file.
+    // warm-commit: warm commit of one changed file.
     const s1: number[] = [];
     const s1Floor: number[] = [];
     const s1First = server.completions.length;
@@ -133,7 +133,7 @@ export async function warmScenarios(loc: L.Location, reps: number, through?: War
     }
     const s1Profile = L.stageMedians(server.completions.slice(s1First));
 
-    // S2: warm pull of one change published by another checkout.
+    // warm-pull: warm pull of one change published by another checkout.
     const s2: number[] = [];
     const s2Floor: number[] = [];
     const s2First = server.completions.length;
@@ -180,13 +180,13 @@ export async function warmScenarios(loc: L.Location, reps: number, through?: War
     };
     const s1m = L.median(s1);
     const s2m = L.median(s2);
-    const s1Row = againstFloor("S1", "warm commit, 1 of 1,000 files, MCP", "commit floor (get + put pack + CAS)", s1, s1Floor, { call: "commit", counts: callCounts.s1, floorCounts: callCounts.s1Floor }, s1Profile);
-    const s2Row = againstFloor("S2", "warm pull of 1 remote change, MCP", "pull floor (get current + pack)", s2, s2Floor, { call: "pull", counts: callCounts.s2, floorCounts: callCounts.s2Floor }, s2Profile);
+    const s1Row = againstFloor("warm-commit", "warm commit, 1 of 1,000 files, MCP", "commit floor (get + put pack + CAS)", s1, s1Floor, { call: "commit", counts: callCounts.s1, floorCounts: callCounts.s1Floor }, s1Profile);
+    const s2Row = againstFloor("warm-pull", "warm pull of 1 remote change, MCP", "pull floor (get current + pack)", s2, s2Floor, { call: "pull", counts: callCounts.s2, floorCounts: callCounts.s2Floor }, s2Profile);
     if (refs === null) return [s1Row, s2Row];
     return [
       s1Row,
       {
-        scenario: "S1 ref",
+        scenario: "warm-commit ref",
         store: loc.label,
         what: "same warm commit",
         median: s1m,
@@ -201,7 +201,7 @@ export async function warmScenarios(loc: L.Location, reps: number, through?: War
       },
       s2Row,
       {
-        scenario: "S2 ref",
+        scenario: "warm-pull ref",
         store: loc.label,
         what: "same warm pull",
         median: s2m,

@@ -108,6 +108,30 @@ test("no import circles, type-only imports counted", () => {
   expect(circles).toEqual([]);
 });
 
+/**
+ * No hub: a file most of the code imports makes every walk through it go
+ * back and forth, and every change to it touch everyone. So no file outside
+ * contract/ (the tokens, errors and results everything answers with) is
+ * imported by more than a third of the other files in src/; each part
+ * declares what it needs in its own folder instead (the engine's ports,
+ * engine/checkout/deps.ts and engine/engine.ts).
+ */
+function hubs(edges: Map<string, string[]>): string[] {
+  const importers = new Map<string, Set<string>>();
+  for (const [from, targets] of edges) for (const t of targets) importers.set(t, (importers.get(t) ?? new Set()).add(from));
+  const bound = (edges.size - 1) / 3;
+  return [...importers].filter(([t, by]) => !t.startsWith("contract/") && by.size > bound).map(([t, by]) => `${t} (${by.size} of ${edges.size - 1})`);
+}
+
+test("no file outside contract/ is imported by more than a third of the other files", () => {
+  const edges = new Map(files.map((f) => [f, [...new Set(imports(f).filter((s) => s.startsWith(".")).map((s) => relative(src, join(src, f, "..", s))))]]));
+  expect(hubs(edges)).toEqual([]);
+  // The measure sees a hub, and lets contract/ be one.
+  const star = (hub: string) => new Map([["a.ts", [hub]], ["b.ts", [hub]], ["c.ts", []], ["d.ts", []], [hub, []]]);
+  expect(hubs(star("engine/hub.ts"))).toEqual(["engine/hub.ts (2 of 4)"]);
+  expect(hubs(star("contract/errors.ts"))).toEqual([]);
+});
+
 test("isomorphic-git in one engine file, the AWS SDK in one store file", () => {
   const users = (pkg: RegExp) => files.filter((f) => imports(f).some((s) => pkg.test(s))).sort();
   expect(users(/^isomorphic-git/)).toEqual(["engine/git/object-cache.ts"]);
@@ -149,9 +173,22 @@ test("the engine reads no clock, timer or random source of its own", () => {
 });
 
 /**
- * A kind of store is its file under src/store/ and its entry in the store
- * registry (surfaces/stores.ts), which declares its URL, flags, secrets,
- * capabilities and probe: no other code names one, so a new kind touches
+ * A store reads the clock whoever opens it gives it (object-store.ts
+ * StoreClock), so a test can set it. The call deadline (deadline.ts) is the
+ * one exception: it is the process's own time limit, set by the surfaces
+ * and read against the system timer its abort signal runs on.
+ */
+test("the stores read no clock of their own", () => {
+  const CLOCK_READS = [/\bDate\.now\b/, /\bnew Date\(\s*\)/, /\bperformance\.now\b/];
+  const reading = files.filter((f) => f.startsWith("store/") && f !== "store/deadline.ts" && CLOCK_READS.some((read) => read.test(codeOf(f))));
+  expect(reading).toEqual([]);
+});
+
+/**
+ * A kind of store is its files under src/store/ — its store, and its kind
+ * (store/kind.ts), which parses its URL and flags and declares its
+ * secrets, capabilities and probe — and one line in the store registry
+ * (surfaces/stores.ts): no other code names one, so a new kind touches
  * nothing else (and one test: the conformance suite with its capabilities).
  */
 test("only the store layer and the store registry name a kind of store", () => {
@@ -177,7 +214,7 @@ test("only the surfaces and main.ts touch `process`", () => {
  * (type-only ones cost nothing). The engine, the MCP SDK and the AWS SDK
  * stay out, loaded by `import()` or `require()` when a command needs them:
  * `serve` answers `initialize` before loading any of them
- * (docs/performance.md, S8).
+ * (docs/performance.md, scenario `start-up`).
  */
 /** The modules `from` reach by static imports (type-only ones cost nothing), and the packages they import. */
 function loadedBy(...from: string[]): { modules: string[]; packages: string[] } {
@@ -216,10 +253,27 @@ test("a start loads neither the engine nor the MCP or AWS SDKs", () => {
 /**
  * `serve` runs the registry's entries that are tools, and renders none of
  * their results: what it loads (serve.ts, then server.ts once the handshake
- * is answered) holds no CLI code. The renderers load theirs when they render.
+ * is answered) holds no CLI code. The renderers are the CLI's, found by the
+ * operation's name (surfaces/cli/renderers.ts).
  */
 test("the MCP server loads no CLI code", () => {
   const { modules } = loadedBy("surfaces/mcp/serve.ts", "surfaces/mcp/server.ts");
   expect(modules).toContain("surfaces/operations.ts");
   expect(modules.filter((f) => f.startsWith("surfaces/cli/"))).toEqual([]);
+});
+
+/** The files of src/ that `file` imports in any form (static, `import()`, `require()`). */
+const importedBy = (file: string) => imports(file).filter((s) => s.startsWith(".")).map((s) => relative(src, join(src, file, "..", s)));
+
+/**
+ * Neither the MCP server nor the registry's entries import the CLI, in any
+ * form: an entry holds no rendering, and no lazy `require()` of the CLI's
+ * code stands in for one.
+ */
+test("neither the MCP server nor the operations registry imports the CLI", () => {
+  const clean = files.filter((f) => f.startsWith("surfaces/mcp/") || f.startsWith("surfaces/operations") || f === "surfaces/operation.ts");
+  expect(clean).toContain("surfaces/operations.ts");
+  expect(clean).toContain("surfaces/mcp/server.ts");
+  const intoCli = clean.flatMap((f) => importedBy(f).filter((t) => t.startsWith("surfaces/cli/")).map((t) => `${f} → ${t}`));
+  expect(intoCli).toEqual([]);
 });

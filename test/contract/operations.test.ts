@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { DomainError } from "../../src/contract/errors.ts";
 import { TOOL_NAMES } from "../../src/contract/tools.ts";
 import { subCommands } from "../../src/surfaces/cli/definitions.ts";
-import { OPERATIONS, toolList } from "../../src/surfaces/operations.ts";
+import { RENDERERS } from "../../src/surfaces/cli/renderers.ts";
+import { OPERATIONS, OPERATIONS_BY_NAME, toolList } from "../../src/surfaces/operations.ts";
 import { NO_PATH_SETS } from "../../src/contract/results.ts";
 import { commit } from "../../src/engine/commit.ts";
 import { collectGarbage } from "../../src/engine/gc.ts";
@@ -31,6 +32,29 @@ test("every operation is a CLI command of its own, beside serve and web", () => 
   const names = OPERATIONS.map((op) => op.cli.name);
   expect(new Set(names).size).toBe(names.length);
   expect(Object.keys(subCommands)).toEqual(["serve", "web", ...names]);
+});
+
+test("the registry names each entry by its command", () => {
+  expect(Object.entries(OPERATIONS_BY_NAME).filter(([name, op]) => op.cli.name !== name)).toEqual([]);
+});
+
+/**
+ * The entries hold no rendering: the CLI finds each operation's renderer
+ * by its name (cli/renderers.ts). Every operation has exactly one, and no
+ * renderer names an operation the registry does not hold.
+ */
+test("every operation has exactly one renderer, and every renderer an operation", () => {
+  const operations = OPERATIONS.map((op) => op.cli.name).sort();
+  const renderers = Object.keys(RENDERERS).sort();
+  expect(renderers.filter((name) => !operations.includes(name))).toEqual([]);
+  expect(operations.filter((name) => !renderers.includes(name))).toEqual([]);
+  for (const renderer of Object.values(RENDERERS)) {
+    expect(typeof renderer.render).toBe("function");
+    expect(["stdout", "stderr", "function"]).toContain(typeof renderer.renderTo === "function" ? "function" : renderer.renderTo);
+  }
+  // An entry carries none of a renderer's members.
+  const rendering = ["render", "renderTo", "renderStdout", "done", "exitCode"];
+  expect(OPERATIONS.flatMap((op) => Object.keys(op).filter((k) => rendering.includes(k)).map((k) => `${op.cli.name}.${k}`))).toEqual([]);
 });
 
 test("each input accepts exactly the properties it advertises, and requires what it marks required", () => {
@@ -59,7 +83,8 @@ test("docs/cli.md's synopsis lists every command as the registry calls it", () =
 
 /**
  * docs/cli.md's Output section says where each command's output goes, in
- * the same places the registry sends it (Operation.renderTo, pipes.test.ts):
+ * the same places the CLI's renderers send it (Renderer.renderTo in
+ * cli/renderers.ts, pipes.test.ts):
  * a command added to the registry fails here until the section names it.
  */
 test("docs/cli.md's Output section places every command of the registry", () => {

@@ -7,12 +7,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT_CODES } from "../../src/contract/tokens.ts";
-import { DEFAULT_COMMIT_RETRIES } from "../../src/engine/engine.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
-import { resolveConfig } from "../../src/surfaces/config.ts";
+import { DEFAULT_COMMIT_RETRIES, resolveConfig } from "../../src/surfaces/config.ts";
 import { engineDeps, processMemory } from "../../src/surfaces/engine-deps.ts";
 import { read, write } from "../support/fixture.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -187,7 +187,7 @@ describe("gc", () => {
     expect((await run("pull", dir)).code).toBe(0);
     write(dir, "a.md", "a\n");
     expect((await run("commit", "-m", "a", dir)).code).toBe(0);
-    const store = openSqliteStore(file);
+    const store = openSqliteStore(file, SYSTEM_CLOCK);
     const orphan = `packs/${"ab".repeat(32)}.pack`;
     await store.putIfAbsent(orphan, new TextEncoder().encode("an orphan of a lost race"));
     const young = await run("gc", "--json");
@@ -215,7 +215,7 @@ describe("gc", () => {
 
 describe("configuration", () => {
   test("commit retries: the engine's default unless configured (applied when the engine is loaded)", async () => {
-    const store = openSqliteStore(join(root, "retries.db"));
+    const store = openSqliteStore(join(root, "retries.db"), SYSTEM_CLOCK);
     try {
       const deps = (flags: Record<string, string>, extra: Record<string, string> = {}) =>
         engineDeps(resolveConfig(flags, { HOME: join(root, "home"), XDG_STATE_HOME: join(root, "state"), ...extra }, root), store, processMemory().get()).commitRetries;

@@ -34,7 +34,7 @@ function crashWorld(name: string, racing = false) {
   const privateRoot = join(world, "private");
   // Racing: the store without its writer queue, so writers race as on S3.
   const open = () => {
-    const store = openSqliteStore(storeFile);
+    const store = openSqliteStore(storeFile, SYSTEM_CLOCK);
     return racing ? { ...store, queue: undefined } : store;
   };
   /** `memory`: the process `fn` runs in, when it is a long-lived one (a fresh one by default). */

@@ -20,6 +20,7 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { filesOf, readCurrent, write } from "../support/fixture.ts";
 import { runAs, userEnv } from "../support/binary-env.ts";
 import { emptyStore, testBucket, testS3Store } from "../support/s3-test-store.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-damaged-"));
 const cleanups: Array<() => Promise<void>> = [];
@@ -37,7 +38,7 @@ interface Where {
 
 function embedded(name: string): Where {
   const env = userEnv(root, name);
-  const store = openSqliteStore(join(env.XDG_DATA_HOME!, "slivingdoc", "store.db"));
+  const store = openSqliteStore(join(env.XDG_DATA_HOME!, "slivingdoc", "store.db"), SYSTEM_CLOCK);
   cleanups.push(() => store.close());
   return { env, store };
 }

@@ -15,6 +15,7 @@ import { runCli } from "../../src/surfaces/cli/run.ts";
 import { withPacksInGit } from "../support/cgit.ts";
 import { BINARY, requireBinary } from "../support/mcp.ts";
 import { spawnServe } from "../support/raw-mcp.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-edges-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -357,7 +358,7 @@ describe("a commit message that is not UTF-8 is refused, never stored as U+FFFD"
   };
   /** The message of the accepted head, byte for byte, as C git reads it. */
   const headMessage = async () => {
-    const s = openSqliteStore(join(root, "store.db"));
+    const s = openSqliteStore(join(root, "store.db"), SYSTEM_CLOCK);
     try {
       return await withPacksInGit(s, ({ repo }) => Bun.spawnSync(["git", "-C", repo, "log", "-1", "--format=%B", "main"]).stdout);
     } finally {

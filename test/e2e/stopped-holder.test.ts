@@ -37,7 +37,7 @@ function world(name: string) {
     const d: EngineDeps = {
       ...SYSTEM_CLOCK,
       ...SYSTEM_RANDOM,
-      store: openSqliteStore(storeFile),
+      store: openSqliteStore(storeFile, SYSTEM_CLOCK),
       storeId: `sqlite:${storeFile}`,
       privateRoot,
       self: { pid: process.pid, isAlive: isProcessAlive, startTime: processStartTime, isStopped: isProcessStopped },

@@ -22,6 +22,7 @@ import { OPERATIONS } from "../../src/surfaces/operations.ts";
 import { filesOf, seedNotebookByCli, write } from "../support/fixture.ts";
 import { BINARY, call, connect, requireBinary, runBinary } from "../support/mcp.ts";
 import { holdWriteLock } from "../support/sqlite-lock-holder.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 // Permissions bind only an unprivileged process: as root, the binary runs as
 // nobody (65534), in a world of its own, so another user's store is one.
@@ -80,7 +81,7 @@ async function notebookStore(name: string, files: Record<string, string>): Promi
 
 /** The stored bodies of `current` and of its first pack, read by the test itself. */
 async function storedBodies(store: string): Promise<{ manifest: Uint8Array; pack: Uint8Array }> {
-  const s = openSqliteStore(store);
+  const s = openSqliteStore(store, SYSTEM_CLOCK);
   try {
     const manifest = (await s.get(MANIFEST_KEY))!.body;
     const pack = (await s.get(parseManifest(manifest).packs[0]!.key))!.body;
@@ -189,7 +190,7 @@ describe("a store that opens, but whose reads find damage: STORAGE_INTEGRITY wit
 
 /** The generation the store at `store` holds, read by the test itself. */
 async function generationOf(store: string): Promise<number> {
-  const s = openSqliteStore(store);
+  const s = openSqliteStore(store, SYSTEM_CLOCK);
   try {
     const current = await s.get(MANIFEST_KEY);
     return current === null ? 0 : parseManifest(current.body).generation;

@@ -19,6 +19,7 @@ import { filesOf, write } from "../support/fixture.ts";
 import { runAs, userEnv } from "../support/binary-env.ts";
 import { call, connect } from "../support/mcp.ts";
 import { emptyStore, s3ServerMissing, testBucket, testS3Store } from "../support/s3-test-store.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-versions-"));
 const cleanups: Array<() => Promise<void>> = [];
@@ -39,7 +40,7 @@ interface Where {
 const KINDS: Record<string, (name: string) => Where> = {
   "the embedded store": (name) => {
     const env = userEnv(root, name);
-    const store = openSqliteStore(join(env.XDG_DATA_HOME!, "slivingdoc", "store.db"));
+    const store = openSqliteStore(join(env.XDG_DATA_HOME!, "slivingdoc", "store.db"), SYSTEM_CLOCK);
     cleanups.push(() => store.close());
     return { env, store };
   },

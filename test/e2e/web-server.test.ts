@@ -19,6 +19,7 @@ import { errorEnvelope } from "../../src/contract/results.ts";
 import { DomainError } from "../../src/contract/errors.ts";
 import type { ConditionalRead, ObjectStore } from "../../src/store/object-store.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 import { logPage } from "../../src/engine/history/log.ts";
 import { closeHistory, openHistory } from "../../src/engine/history/read.ts";
 import { KeptHistory } from "../../src/surfaces/web/kept-history.ts";
@@ -302,7 +303,7 @@ function counting(inner: ObjectStore): ObjectStore & { reads: string[] } {
 test("an idle notebook costs one conditional read of current per poll, answered not modified; a change, one read with its body", async () => {
   const storeUrl = STORES[0]!.store();
   const commit = await seeded(storeUrl);
-  const store = counting(openSqliteStore(storeUrl.slice("sqlite:".length)));
+  const store = counting(openSqliteStore(storeUrl.slice("sqlite:".length), SYSTEM_CLOCK));
   const world = makeWorld(store, storeUrl);
   const envelope = (e: unknown) => errorEnvelope(e instanceof DomainError ? e : new DomainError("INTERNAL", String(e)), "0", { readOnly: [], writable: [] });
   const server = await startWebServer({ deps: world.deps(), deadlineMs: 10_000, pollMs: 20, port: 0, hostname: "127.0.0.1", listen: null, token: "t", envelope });
@@ -326,7 +327,7 @@ test("a store that fails while the server runs: the state carries the error enve
   const storeUrl = STORES[0]!.store();
   await seeded(storeUrl);
   let failing = false;
-  const store = faultyStore(openSqliteStore(storeUrl.slice("sqlite:".length)), (op) => (failing && op === "get" ? "fail-before" : null), {
+  const store = faultyStore(openSqliteStore(storeUrl.slice("sqlite:".length), SYSTEM_CLOCK), (op) => (failing && op === "get" ? "fail-before" : null), {
     message: () => `injected failure at ${root}`,
   });
   const world = makeWorld(store, storeUrl);
@@ -381,7 +382,7 @@ test("a store out of reach at start does not refuse it: the ready line comes, an
 test("a request reading the kept history while current changes reads it to the end; it is closed once no request uses it", async () => {
   const storeUrl = STORES[0]!.store();
   const commit = await seeded(storeUrl);
-  const world = makeWorld(openSqliteStore(storeUrl.slice("sqlite:".length)), storeUrl);
+  const world = makeWorld(openSqliteStore(storeUrl.slice("sqlite:".length), SYSTEM_CLOCK), storeUrl);
   const closed: number[] = [];
   const kept = new KeptHistory(
     () => openHistory(world.deps()),

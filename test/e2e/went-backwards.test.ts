@@ -19,6 +19,7 @@ import { filesOf, write } from "../support/fixture.ts";
 import { runAs, userEnv } from "../support/binary-env.ts";
 import { call, connect } from "../support/mcp.ts";
 import { emptyStore, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-e2e-backwards-"));
 const counts = { swapped: 0, refused: 0 };
@@ -69,7 +70,7 @@ function embedded(name: string): Where & { file: string } {
   return {
     env,
     file,
-    store: () => (open ??= openSqliteStore(file)),
+    store: () => (open ??= openSqliteStore(file, SYSTEM_CLOCK)),
     async wipe() {
       await open?.close();
       open = null;

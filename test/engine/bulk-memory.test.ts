@@ -9,7 +9,8 @@
 import { afterAll, expect, test } from "bun:test";
 import { scanNotebook } from "../../src/engine/checkout/scan.ts";
 import { commit } from "../../src/engine/commit.ts";
-import * as engine from "../../src/engine/engine.ts";
+import { SCAN_KEEPS_BYTES, scanLocal } from "../../src/engine/checkout/session-scan.ts";
+import { withCheckout } from "../../src/engine/with-checkout.ts";
 import { blobId } from "../../src/engine/git/objects.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { DomainError } from "../../src/contract/errors.ts";
@@ -54,21 +55,18 @@ test("a commit keeps a bounded amount of the files it read in memory, and publis
   await pull(world.deps(), { path: a });
   const texts = Array.from({ length: FILES }, (_, i) => noise(100 + i, SIZE));
   texts.forEach((t, i) => write(a, `big/f${String(i).padStart(2, "0")}.md`, t));
-  expect(FILES * SIZE).toBeGreaterThan(engine.SCAN_KEEPS_BYTES);
+  expect(FILES * SIZE).toBeGreaterThan(SCAN_KEEPS_BYTES);
 
-  const checkout = await engine.openCheckout(world.deps(), a, false);
-  try {
-    await engine.scanLocal(checkout);
+  await withCheckout(world.deps(), a, { create: false }, async (checkout) => {
+    await scanLocal(checkout);
     expect(checkout.local.size).toBe(FILES);
     let kept = 0;
     for (const bytes of checkout.localContents.values()) kept += bytes.byteLength;
-    expect(kept).toBeLessThanOrEqual(engine.SCAN_KEEPS_BYTES);
+    expect(kept).toBeLessThanOrEqual(SCAN_KEEPS_BYTES);
     expect(checkout.localContents.size).toBeLessThan(FILES);
     // What was not kept is in the object cache.
     for (const oid of checkout.local.values()) expect((await checkout.git.readBlob(oid)).byteLength).toBe(SIZE);
-  } finally {
-    engine.closeCheckout(checkout);
-  }
+  });
 
   const out = await commit(world.deps(), { path: a, message: "big" });
   expect(out.files.length).toBe(FILES);

@@ -293,7 +293,7 @@ function stalledWriterTests(name: string, open: () => { store?: ObjectStore; sto
 // follows, through a wrapper that offers only the basic operations.
 stalledWriterTests("sqlite", () => {
   const file = join(mkdtempSync(join(tmpdir(), "slivingdoc-gc-plain-")), "store.db");
-  return { store: faultyStore(openSqliteStore(file), () => null), cleanup: async () => rmSync(dirname(file), { recursive: true, force: true }) };
+  return { store: faultyStore(openSqliteStore(file, SYSTEM_CLOCK), () => null), cleanup: async () => rmSync(dirname(file), { recursive: true, force: true }) };
 });
 
 // On S3 too when the suite has a server (npm test starts Ceph RGW); each run

@@ -70,7 +70,7 @@ test("a stale guess (current replaced since) loses nothing and spends no retry",
   const { store, ops } = watched(world);
   const out = await commit(world.deps({ store, commitRetries: 0 }), { path: a, message: "a again" });
   expect(out.generation).toBe(2);
-  // The lost write, the read that proves it lost (commit.ts) and that the
+  // The lost write, the read that proves it lost (publish/write.ts) and that the
   // next attempt builds on, the write.
   expect(ops).toEqual(["putIfMatch", "get", "putIfMatch"]);
   const c = world.checkout("c");

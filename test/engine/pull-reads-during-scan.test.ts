@@ -1,7 +1,7 @@
 /**
  * A pull sends its read of `current` before it scans the notebook, so that
  * against a store behind a network the scan's local work is done while the
- * request is on its way (docs/performance.md, S2 at 20 ms) — and the order
+ * request is on its way (docs/performance.md, scenario `warm-pull` at 20 ms) — and the order
  * in which a pull refuses is unchanged: the scan's refusals still come
  * before a failed read.
  */

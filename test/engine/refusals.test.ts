@@ -18,6 +18,7 @@ import { isProcessAlive, processStartTime } from "../../src/surfaces/process-ide
 import { faultyStore } from "../support/faulty-store.ts";
 import { makeWorld, read, refusal, seedNotebook, snapshotStore, type World, write } from "../support/fixture.ts";
 import { waitFor } from "../support/wait.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 let world: World;
 afterEach(async () => {
@@ -240,7 +241,7 @@ describe("lost races", () => {
     world = makeWorld();
     const dir = world.checkout("a");
     await pull(world.deps(), { path: dir });
-    const store = openSqliteStore(world.storeFile);
+    const store = openSqliteStore(world.storeFile, SYSTEM_CLOCK);
     await store.putIfAbsent("current", new TextEncoder().encode('{"format":1,"generation":1,"extra":true}'));
     await store.close();
     write(dir, "x.md", "mine\n");
@@ -253,7 +254,7 @@ describe("lost races", () => {
     world = makeWorld();
     const a = world.checkout("a");
     await seedNotebook(world.deps(), a, { "x.md": "x\n" });
-    const store = openSqliteStore(world.storeFile);
+    const store = openSqliteStore(world.storeFile, SYSTEM_CLOCK);
     const current = (await store.get("current"))!;
     const manifest = JSON.parse(new TextDecoder().decode(current.body));
     const pack = manifest.packs[0];

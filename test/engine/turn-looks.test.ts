@@ -15,6 +15,7 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { asAgent, pulledAtOne } from "../support/agents.ts";
 import { makeWorld, read, type World, write } from "../support/fixture.ts";
 import { waitFor } from "../support/wait.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 let world: World | undefined;
 const dirs: string[] = [];
@@ -27,7 +28,7 @@ test("a writer waiting for its turn looks again at `current` without its body wh
   const dir = mkdtempSync(join(tmpdir(), "slivingdoc-turn-looks-"));
   dirs.push(dir);
   const file = join(dir, "store.db");
-  const inner = openSqliteStore(file);
+  const inner = openSqliteStore(file, SYSTEM_CLOCK);
   // What the waiting writer's looks get: a get, or a conditional read and what it answered.
   const looks: string[] = [];
   const watched = (peek: ObjectStore): ObjectStore => ({

@@ -65,12 +65,12 @@ async function putBackCurrent(place: Place, body: Uint8Array): Promise<void> {
 function sqlitePlace(): Place & { file: string; truncate(): Promise<void>; copy(): Promise<string>; putBackCopy(copy: string): Promise<void> } {
   const dir = mkdtempSync(join(tmpdir(), "slivingdoc-backwards-"));
   const file = join(dir, "store.db");
-  let store = openSqliteStore(file);
+  let store = openSqliteStore(file, SYSTEM_CLOCK);
   const files = [file, `${file}-wal`, `${file}-shm`];
   const reopen = async (change: () => void) => {
     await store.close(); // a closed store is checkpointed: its whole content is in store.db
     change();
-    store = openSqliteStore(file);
+    store = openSqliteStore(file, SYSTEM_CLOCK);
     counts.swapped++;
   };
   return {
@@ -86,7 +86,7 @@ function sqlitePlace(): Place & { file: string; truncate(): Promise<void>; copy(
       await store.close();
       const copy = mkdtempSync(join(tmpdir(), "slivingdoc-backwards-copy-"));
       copyFileSync(file, join(copy, "store.db"));
-      store = openSqliteStore(file);
+      store = openSqliteStore(file, SYSTEM_CLOCK);
       return copy;
     },
     putBackCopy: (copy) => reopen(() => copyFileSync(join(copy, "store.db"), file)),
@@ -470,7 +470,7 @@ describe("only on the embedded store", () => {
     const a = world.checkout("a");
     await threeGenerations(deps, a);
     const copy = await p.copy();
-    const store = openSqliteStore(join(copy, "store.db"));
+    const store = openSqliteStore(join(copy, "store.db"), SYSTEM_CLOCK);
     try {
       const out = await pull(world.deps({ store, storeId: `sqlite:${join(copy, "store.db")}` }), { path: a });
       expect(out.generation).toBe(3);

@@ -8,7 +8,7 @@
  * prefix or a fresh file), so suites may share one server.
  *
  * What a store does beyond that is declared (object-store.ts
- * StoreCapabilities; a kind's registry entry, src/surfaces/stores.ts): a
+ * StoreCapabilities; a kind's entry, src/store/*-kind.ts): a
  * store offers exactly what is declared, and each declared capability is
  * checked for what it promises.
  */

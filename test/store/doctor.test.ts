@@ -18,6 +18,7 @@ import { judge, recommend } from "../../src/surfaces/doctor.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { snapshotStore } from "../support/fixture.ts";
 import { mulberry32 } from "../support/seeded.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "slivingdoc-doctor-"));
 const opened: ObjectStore[] = [];
@@ -33,7 +34,7 @@ const NO_NOTEBOOK = { state: "none" } as const;
 
 /** A real embedded store holding a notebook's keys, which the examination must leave as they are. */
 async function notebookStore(): Promise<ObjectStore> {
-  const store = openSqliteStore(join(tmp, `${crypto.randomUUID()}.db`));
+  const store = openSqliteStore(join(tmp, `${crypto.randomUUID()}.db`), SYSTEM_CLOCK);
   opened.push(store);
   await store.putIfAbsent("packs/one.pack", bytes("pack"));
   await store.putIfAbsent("current", bytes('{"generation":1}'));
@@ -55,7 +56,7 @@ function denying(store: ObjectStore, denied: ReadonlyArray<"putIfAbsent" | "putI
   };
 }
 
-const examine = (store: ObjectStore, deadlineMs = 30_000) => examineStore(store, { deadline: deadlineIn(deadlineMs), samples: 5, rateMs: 100 });
+const examine = (store: ObjectStore, deadlineMs = 30_000) => examineStore(store, { deadline: deadlineIn(deadlineMs), samples: 5, rateMs: 100, clock: SYSTEM_CLOCK });
 
 describe("on the embedded store", () => {
   test("everything is allowed and measured, nothing applies to the clock, and the notebook's keys are as they were", async () => {
@@ -158,7 +159,7 @@ describe("on the embedded store", () => {
     // Every read and write takes 100 ms: 50 samples of each would take 15 s, the deadline is 10.
     const slow = faultyStore(store, (op) => (op === "get" || op === "putIfAbsent" || op === "putIfMatch" ? "delay" : null), { delayMs: 100 });
     const started = performance.now();
-    const exam = await examineStore(slow, { deadline: deadlineIn(10_000), samples: 50 });
+    const exam = await examineStore(slow, { deadline: deadlineIn(10_000), samples: 50, clock: SYSTEM_CLOCK });
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(exam.stopped).toBeNull();
     expect(exam.conditionalWrites).toEqual({ proved: true });

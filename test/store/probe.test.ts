@@ -20,6 +20,7 @@ import { operationalCause, type ProbeResult, probeStore } from "../../src/store/
 import { createS3Store } from "../../src/store/s3.ts";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const env = process.env;
 
@@ -46,7 +47,7 @@ function freshS3(): ObjectStore {
 }
 
 function freshSqlite(): ObjectStore {
-  const store = openSqliteStore(join(tmp, `store-${files++}.db`));
+  const store = openSqliteStore(join(tmp, `store-${files++}.db`), SYSTEM_CLOCK);
   opened.push(store);
   return store;
 }
@@ -437,7 +438,7 @@ test("an endpoint that accepts the request and never answers: the S3 client's id
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   try {
     const port = (server.address() as { port: number }).port;
-    const store = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: `http://127.0.0.1:${port}`, forcePathStyle: true, maxAttempts: 1, socketTimeoutMs: 300 });
+    const store = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: `http://127.0.0.1:${port}`, forcePathStyle: true, maxAttempts: 1, socketTimeoutMs: 300, clock: SYSTEM_CLOCK });
     opened.push(store);
     const result = await probeStore(store);
     expect(result).toEqual({

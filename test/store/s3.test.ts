@@ -21,6 +21,7 @@ import { removePrefixes, testBucket, testEndpoint, testS3Store } from "../suppor
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 import { waitFor } from "../support/wait.ts";
 import { describeStoreConformance } from "./conformance.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const env = process.env;
 
@@ -325,6 +326,7 @@ describe("s3 store against a scripted endpoint", () => {
       endpoint: `http://127.0.0.1:${port}`,
       forcePathStyle: true,
       ...(maxAttempts !== undefined ? { maxAttempts } : {}),
+      clock: SYSTEM_CLOCK,
     });
   };
   const ok = (etag: string) => new Response("", { status: 200, headers: { etag: `"${etag}"` } });
@@ -401,7 +403,7 @@ describe("s3 store against a scripted endpoint", () => {
     await store.close();
 
     // Nothing listens on port 1: the request never left, nothing can have landed.
-    const refused = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: "http://127.0.0.1:1", forcePathStyle: true });
+    const refused = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: "http://127.0.0.1:1", forcePathStyle: true, clock: SYSTEM_CLOCK });
     const error = await refused.putIfAbsent("current", text("x")).then(
       () => undefined,
       (e: unknown) => e,
@@ -489,8 +491,8 @@ describe("s3 store options", () => {
   });
 
   test("a bucket is required; credentials are not an option", () => {
-    expect(() => createS3Store({ bucket: "", prefix: "" })).toThrow(StoreError);
-    expect(() => createS3Store({ bucket: "b", prefix: "", maxAttempts: 0 })).toThrow(StoreError);
+    expect(() => createS3Store({ bucket: "", prefix: "", clock: SYSTEM_CLOCK })).toThrow(StoreError);
+    expect(() => createS3Store({ bucket: "b", prefix: "", maxAttempts: 0, clock: SYSTEM_CLOCK })).toThrow(StoreError);
   });
 });
 
@@ -525,6 +527,7 @@ describe("s3 store when the endpoint does not answer", () => {
       forcePathStyle: true,
       connectionTimeoutMs: 1_000,
       socketTimeoutMs: 1_500,
+      clock: SYSTEM_CLOCK,
     });
   const failure = (p: Promise<unknown>) =>
     p.then(
@@ -614,7 +617,7 @@ describe("s3 store when the endpoint does not answer", () => {
     cleanups.push(() => { tls.stop(true); plain.stop(true); });
     for (const [port, code] of [[tls.port, "DEPTH_ZERO_SELF_SIGNED_CERT"], [plain.port, "ERR_SSL_WRONG_VERSION_NUMBER"]] as const) {
       const store = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: `https://127.0.0.1:${port}`, forcePathStyle: true,
-        connectionTimeoutMs: 1_000, socketTimeoutMs: 1_500 });
+        connectionTimeoutMs: 1_000, socketTimeoutMs: 1_500, clock: SYSTEM_CLOCK });
       const error = await failure(store.putIfMatch("current", text_("m"), "e"));
       expect(error).toBeInstanceOf(StoreError);
       expect([error.outcome, error.message]).toEqual(["failed", `s3 putIfMatch: ${code}`]);
@@ -636,7 +639,7 @@ describe("s3 store when the endpoint does not answer", () => {
     cleanups.push(() => server.close());
     // The store's own timeouts far beyond the deadline: only the deadline ends these requests.
     const inner = createS3Store({ bucket: "b", prefix: "", region: "us-east-1", endpoint: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-      forcePathStyle: true, connectionTimeoutMs: 60_000, socketTimeoutMs: 60_000 });
+      forcePathStyle: true, connectionTimeoutMs: 60_000, socketTimeoutMs: 60_000, clock: SYSTEM_CLOCK });
     const store = boundedStore(inner, deadlineIn(500));
     const started = performance.now();
     const [read, written, polled] = await Promise.all([

@@ -5,9 +5,10 @@
 import { appendFileSync } from "node:fs";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { queueIdentity } from "../../src/surfaces/process-identity.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const [file, log, id, turns, mode] = process.argv.slice(2) as [string, string, string, string, string];
-const store = openSqliteStore(file, queueIdentity());
+const store = openSqliteStore(file, SYSTEM_CLOCK, { writer: queueIdentity() });
 for (let i = 0; i < Number(turns); i++) {
   const entered = store.queue!.enter();
   process.stdout.write("queued\n");

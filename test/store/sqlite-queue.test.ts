@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { queueIdentity } from "../../src/surfaces/process-identity.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-queue-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -21,7 +22,7 @@ function spawnWorker(file: string, log: string, id: string, turns: number, mode:
 test("six processes taking 5 turns each: no two turns overlap", async () => {
   const file = join(root, "overlap.db");
   const log = join(root, "overlap.log");
-  openSqliteStore(file).close();
+  openSqliteStore(file, SYSTEM_CLOCK).close();
   const workers = Array.from({ length: 6 }, (_, i) => spawnWorker(file, log, `w${i}`, 5));
   expect(await Promise.all(workers.map((w) => w.exited))).toEqual(Array(6).fill(0));
   const lines = readFileSync(log, "utf8").trim().split("\n");
@@ -36,7 +37,7 @@ test("six processes taking 5 turns each: no two turns overlap", async () => {
 test("turns come in the order writers lined up", async () => {
   const file = join(root, "order.db");
   const log = join(root, "order.log");
-  const store = openSqliteStore(file, queueIdentity());
+  const store = openSqliteStore(file, SYSTEM_CLOCK, { writer: queueIdentity() });
   const first = await store.queue!.enter();
   // Line up one at a time: each worker says it holds a ticket before the next starts.
   const workers = [];
@@ -58,7 +59,7 @@ test("turns come in the order writers lined up", async () => {
 test("a writer killed in its turn holds no one up", async () => {
   const file = join(root, "killed.db");
   const log = join(root, "killed.log");
-  openSqliteStore(file).close();
+  openSqliteStore(file, SYSTEM_CLOCK).close();
   const dying = spawnWorker(file, log, "dying", 1, "die-in-turn");
   await dying.exited;
   expect(dying.signalCode).toBe("SIGKILL");

@@ -3,9 +3,10 @@
 // all are ready), then tries one compare-and-swap on `current` and prints
 // whether it won.
 import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const [file, etag, id] = process.argv.slice(2) as [string, string, string];
-const store = openSqliteStore(file);
+const store = openSqliteStore(file, SYSTEM_CLOCK);
 process.stdout.write("ready\n");
 const go = Bun.stdin.stream().getReader();
 await go.read();

@@ -7,19 +7,20 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { holdWriteLock } from "../support/sqlite-lock-holder.ts";
 import { STORES } from "../../src/surfaces/stores.ts";
 import { describeStoreConformance } from "./conformance.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-sqlite-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 
-describeStoreConformance("sqlite", async () => openSqliteStore(join(root, `store-${n++}.db`)), { capabilities: STORES.sqlite.capabilities });
+describeStoreConformance("sqlite", async () => openSqliteStore(join(root, `store-${n++}.db`), SYSTEM_CLOCK), { capabilities: STORES.sqlite.capabilities });
 
 const text = (t: string) => new TextEncoder().encode(t);
 const storeFiles = (file: string) => [file, `${file}-wal`, `${file}-shm`];
 
 test("sqlite: a file removed under an open store reads as a store that holds nothing, takes no write, and is not made anew", async () => {
   const file = join(root, "removed.db");
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   const created = await store.putIfAbsent("current", text("one"));
   if (!created.ok) throw new Error("create lost on a fresh store");
   for (const f of storeFiles(file)) rmSync(f);
@@ -35,7 +36,7 @@ test("sqlite: a file removed under an open store reads as a store that holds not
 
 test("sqlite: a write whose file is removed before it is answered is not answered as done: its outcome is unknown", async () => {
   const file = join(root, "removed-mid-write.db");
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   const created = await store.putIfAbsent("current", text("one"));
   if (!created.ok) throw new Error("create lost on a fresh store");
   // `committed` runs once the write is visible, before it is answered.
@@ -53,11 +54,11 @@ test("sqlite: a write whose file is removed before it is answered is not answere
 
 test("sqlite: an older copy moved over an open store's file is read as it is, its log not taken for the copy's", async () => {
   const file = join(root, "moved-over.db");
-  const seed = openSqliteStore(file);
+  const seed = openSqliteStore(file, SYSTEM_CLOCK);
   await seed.putIfAbsent("current", text("one"));
   await seed.close();
   copyFileSync(file, `${file}.older`);
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   const one = (await store.get("current"))!;
   const two = await store.putIfMatch("current", text("two"), one.etag);
   if (!two.ok) throw new Error("the write lost with no other writer");
@@ -65,14 +66,14 @@ test("sqlite: an older copy moved over an open store's file is read as it is, it
   expect(new TextDecoder().decode((await store.get("current"))!.body)).toBe("one");
   expect(await store.putIfMatch("current", text("three"), two.etag)).toEqual({ ok: false });
   await store.close();
-  const fresh = openSqliteStore(file);
+  const fresh = openSqliteStore(file, SYSTEM_CLOCK);
   expect(new TextDecoder().decode((await fresh.get("current"))!.body)).toBe("one");
   await fresh.close();
 });
 
 test("sqlite: another process holding the write lock past the call deadline: the write ends at the deadline, not sent, and the store is as it was", async () => {
   const file = join(root, "locked.db");
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   const created = await store.putIfAbsent("current", text("one"));
   if (!created.ok) throw new Error("create lost on a fresh store");
   const holder = await holdWriteLock(file);
@@ -95,7 +96,7 @@ test("sqlite: another process holding the write lock past the call deadline: the
 
 test("sqlite: a write that finds the write lock held waits for it, the process running on meanwhile, and lands once it is released", async () => {
   const file = join(root, "locked-then-released.db");
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   const created = await store.putIfAbsent("current", text("one"));
   if (!created.ok) throw new Error("create lost on a fresh store");
   const holder = await holdWriteLock(file);
@@ -109,13 +110,13 @@ test("sqlite: a write that finds the write lock held waits for it, the process r
 
 test("sqlite: a store whose directory may not be made is not opened where the directory does not exist, and nothing is made", async () => {
   const dir = join(root, "no-such-directory");
-  expect(() => openSqliteStore(join(dir, "store.db"), undefined, { makeDirectory: false })).toThrow(expect.objectContaining({ name: "StoreError", operation: "open", fault: "no-directory" }));
+  expect(() => openSqliteStore(join(dir, "store.db"), SYSTEM_CLOCK, { makeDirectory: false })).toThrow(expect.objectContaining({ name: "StoreError", operation: "open", fault: "no-directory" }));
   expect(existsSync(dir)).toBe(false);
 });
 
 test("sqlite: 8 processes racing one compare-and-swap produce exactly one winner", async () => {
   const file = join(root, "multi-process.db");
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   const created = await store.putIfAbsent("current", new TextEncoder().encode("start"));
   if (!created.ok) throw new Error("create lost on a fresh store");
   const racers = Array.from({ length: 8 }, (_, i) =>
@@ -176,7 +177,7 @@ function readUntil(stream: ReadableStream<Uint8Array>, marker: string) {
 }
 
 test("sqlite: putWith creates its objects and writes the key together, or does neither", async () => {
-  const store = openSqliteStore(join(root, "put-with.db"));
+  const store = openSqliteStore(join(root, "put-with.db"), SYSTEM_CLOCK);
   const bytes = (s: string) => new TextEncoder().encode(s);
   const text = async (key: string) => {
     const o = await store.get(key);
@@ -197,8 +198,8 @@ test("sqlite: putWith creates its objects and writes the key together, or does n
 
 test("sqlite: putWith's write is visible to other connections when `committed` runs, before its flush is waited for", async () => {
   const file = join(root, "committed.db");
-  const store = openSqliteStore(file);
-  const other = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
+  const other = openSqliteStore(file, SYSTEM_CLOCK);
   const bytes = (s: string) => new TextEncoder().encode(s);
   let seen: string | null = "not called";
   let calls = 0;
@@ -220,7 +221,7 @@ test("sqlite: putWith's write is visible to other connections when `committed` r
 test("sqlite: taking and ending a turn never waits for the store's write lock", async () => {
   const { Database } = await import("bun:sqlite");
   const file = join(root, "queue-apart.db");
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   await store.putIfAbsent("current", new TextEncoder().encode("start"));
   // Another writer in the middle of its transaction: the store's database is locked for writing.
   const writing = new Database(file);
@@ -242,7 +243,7 @@ test("sqlite: a queue database that cannot be opened leaves the store working, w
   const file = join(root, "no-queue.db");
   // A directory where the queue's file would be: it cannot be opened as a database.
   mkdirSync(`${file}-queue`);
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   // The turn is refused (the writer then goes without one: publish/turn.ts); the store is not.
   await expect(store.queue!.enter()).rejects.toThrow();
   const created = await store.putIfAbsent("current", new TextEncoder().encode("start"));
@@ -253,7 +254,7 @@ test("sqlite: a queue database that cannot be opened leaves the store working, w
 test("sqlite: a store that takes no turn never makes the queue's files", async () => {
   const { existsSync } = await import("node:fs");
   const file = join(root, "no-turn.db");
-  const store = openSqliteStore(file);
+  const store = openSqliteStore(file, SYSTEM_CLOCK);
   await store.putIfAbsent("current", new TextEncoder().encode("start"));
   await store.get("current");
   expect(existsSync(`${file}-queue`)).toBe(false);

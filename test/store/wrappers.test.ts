@@ -16,11 +16,12 @@ import { DeferredStore } from "../../src/surfaces/deferred-store.ts";
 import { STORES } from "../../src/surfaces/stores.ts";
 import { faultyStore } from "../support/faulty-store.ts";
 import { describeStoreConformance } from "./conformance.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-wrappers-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
-const sqlite = () => openSqliteStore(join(root, `store-${n++}.db`));
+const sqlite = () => openSqliteStore(join(root, `store-${n++}.db`), SYSTEM_CLOCK);
 
 // The fault injector offers only the requests every store serves, which it can fault.
 describeStoreConformance("faulty(sqlite), no fault armed", async () => faultyStore(sqlite(), () => null), { capabilities: NO_CAPABILITIES });

@@ -31,7 +31,7 @@ export function makeWorld(store?: ObjectStore, storeId?: string): World {
   const root = mkdtempSync(join(tmpdir(), "slivingdoc-test-"));
   const storeFile = join(root, "store.db");
   const privateRoot = join(root, "private");
-  const s = store ?? openSqliteStore(storeFile);
+  const s = store ?? openSqliteStore(storeFile, SYSTEM_CLOCK);
   const memory = new ProcessMemory(SYSTEM_RANDOM);
   return {
     root,

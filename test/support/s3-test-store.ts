@@ -6,6 +6,7 @@
 import { test } from "bun:test";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { createS3Store } from "../../src/store/s3.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 
 const env = process.env;
 
@@ -47,6 +48,7 @@ export function testS3Store(prefix: string, options: TestStoreOptions = {}): Obj
     ...(endpoint ? { endpoint } : {}),
     ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
     forcePathStyle: env.S3_FORCE_PATH_STYLE === "1",
+    clock: SYSTEM_CLOCK,
   });
 }
 

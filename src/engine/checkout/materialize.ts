@@ -22,7 +22,8 @@ import type { Baseline, CheckoutState } from "./state.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { diskFullBeforeChange, diskFullWhileWriting, isDiskFull } from "./disk-full.ts";
 import { recoverInterrupted, treeWithOverrides } from "./recovery.ts";
-import { apply, type FileWrite, type Remerge, type ReplacedFiles, type ReplaceMoment, type Writer, writerClock, type WrittenFile } from "./visible-writes.ts";
+import type { ReplacedFiles } from "./replaced-files.ts";
+import { apply, type FileWrite, type Remerge, type ReplaceMoment, type Writer, writerClock, type WrittenFile } from "./visible-writes.ts";
 
 /** The visible files that differ between `from` (what is on disk) and `to`. */
 export function plannedWrites(from: FlatTree, to: FlatTree): FileWrite[] {

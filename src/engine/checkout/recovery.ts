@@ -16,7 +16,8 @@ import { dirname, join } from "node:path";
 import type { Baseline, CheckoutState, Journal, JournalProgress, ProgressStep } from "./state.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { blobId, MissingObjectError } from "../git/objects.ts";
-import { apply, type Change, current, type FileWrite, lstatOrNull, type Writer, writerClock } from "./visible-writes.ts";
+import { lstatOrNull } from "./file-writes.ts";
+import { apply, type Change, current, type FileWrite, type Writer, writerClock } from "./visible-writes.ts";
 
 function exists(file: string): boolean {
   return lstatOrNull(file) !== null;

@@ -10,7 +10,7 @@
  * no-change pull whose whole own work is ~30 ms (zod's schema objects are
  * expensive to construct); these shapes are plain closures, built in
  * microseconds. The rules are zod's strict ones, kept by a differential
- * test against zod (test/engine/checkout/schema.test.ts): unknown keys are
+ * test against zod (test/engine/record-shapes.test.ts): unknown keys are
  * refused, an optional key may be absent but not null, numbers are whole
  * where an `int` is asked for.
  */

@@ -21,7 +21,7 @@
  * (materialize.ts, `skippedBase`). A writer that opened the old file just
  * before the rename (`echo line >> FILE` opens, then writes) may write into
  * it after the rename, into a file that no longer has a name: the call keeps
- * it open and reads it again before it answers (ReplacedFiles), and what was
+ * it open and reads it again before it answers (replaced-files.ts), and what was
  * appended to it goes into the new file as a local edit. What is written
  * after that last look is lost (docs/failures.md).
  *
@@ -36,7 +36,7 @@
  * made: recovery removes exactly those, and the scan refuses the pattern by
  * name, so a user's file is never taken for one of ours.
  */
-import { closeSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmdirSync, rmSync, type Stats, writeSync } from "node:fs";
+import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, type Stats } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { FileClock, RandomSource } from "../../contract/clock.ts";
 import type { JournalProgressLog } from "./state.ts";
@@ -44,6 +44,8 @@ import type { ObjectCache } from "../git/object-cache.ts";
 import { blobId } from "../git/objects.ts";
 import { type FileStamp, stampOf } from "./scan.ts";
 import { racyWindow } from "./stat-cache.ts";
+import { appendTo, errno, holdAside, lstatOrNull, NO_HARD_LINKS, writeNew } from "./file-writes.ts";
+import type { ReplacedFiles } from "./replaced-files.ts";
 
 /** A visible file a call rewrites, as the journal records it: its blob before and after (null: absent). */
 export interface FileWrite {
@@ -110,27 +112,6 @@ function scratchFile(w: Writer, path: string): string {
   return join(w.root, dirname(path), name);
 }
 
-function errno(e: unknown): string | undefined {
-  return (e as NodeJS.ErrnoException).code;
-}
-
-/** Create `file` with `bytes`, or return false when something already exists there. */
-function writeNew(file: string, bytes: Uint8Array): boolean {
-  let fd: number;
-  try {
-    fd = openSync(file, "wx");
-  } catch (e) {
-    if (errno(e) === "EEXIST") return false;
-    throw e;
-  }
-  try {
-    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
-  } finally {
-    closeSync(fd);
-  }
-  return true;
-}
-
 /** The directories above `path` exist (made if needed); false when something else is in the way — a file written there since the scan. */
 function ensureParent(w: Writer, path: string): boolean {
   const dir = dirname(join(w.root, path));
@@ -144,34 +125,6 @@ function ensureParent(w: Writer, path: string): boolean {
   }
   w.made.add(dir);
   return true;
-}
-
-/** File systems without hard links answer link() with these. */
-const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"]);
-
-/**
- * Give the file at `file` the second name `aside`: the same file, which
- * writers by its name keep writing into. "gone" when nothing is there;
- * "other" when it is no longer a regular file; "unlinked" on a file system
- * without hard links, where the file can only be compared where it is.
- */
-function holdAside(file: string, aside: string): "linked" | "unlinked" | "gone" | "other" {
-  let st: Stats;
-  try {
-    st = lstatSync(file);
-  } catch (e) {
-    if (errno(e) === "ENOENT" || errno(e) === "ENOTDIR") return "gone";
-    throw e;
-  }
-  if (!st.isFile()) return "other";
-  try {
-    linkSync(file, aside);
-    return "linked";
-  } catch (e) {
-    if (errno(e) === "ENOENT") return "gone";
-    if (NO_HARD_LINKS.has(errno(e) ?? "")) return "unlinked";
-    throw e;
-  }
 }
 
 
@@ -343,81 +296,6 @@ function keepLateAppend(w: Writer, c: Change, aside: string, file: string, late:
   appendTo(file, late);
 }
 
-function appendTo(file: string, bytes: Uint8Array): void {
-  const fd = openSync(file, "a");
-  try {
-    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** An old file replaced by this call, held open: the path it had, its size and blob id as last read (what was carried of it), and whether the call removed it rather than replacing it. */
-export interface HeldFile {
-  file: string;
-  fd: number;
-  size: number;
-  prefix: string;
-  removed: boolean;
-}
-
-/** At most this many old files held open at once (descriptors are few): beyond, the oldest is read and let go. */
-const HELD = 64;
-
-/**
- * The files a call replaced, each held open after its rename. A writer that
- * opened one just before the rename (`echo line >> FILE` opens, then
- * writes) may write into it after afterRename's look, into a file that no
- * longer has a name. Read again before the call answers (`release`), what
- * was appended to it since is appended to the file at its path: a local
- * edit, which the next commit publishes. A write after that last look, or
- * one that is not an append, is lost (docs/failures.md).
- */
-export class ReplacedFiles {
-  private readonly held: HeldFile[] = [];
-
-  keep(h: HeldFile): void {
-    this.held.push(h);
-    // The oldest has had the longest for a late write to arrive.
-    while (this.held.length > HELD) settle(this.held.shift()!);
-  }
-
-  /** Read each once more, carry what was appended, and let them go. */
-  release(): void {
-    for (const h of this.held.splice(0)) settle(h);
-  }
-}
-
-function settle(h: HeldFile): void {
-  try {
-    carryAppended(h);
-  } catch {
-    /* the new file cannot be written now (gone with its directory, disk full): the old one's late bytes have nowhere to go */
-  } finally {
-    closeSync(h.fd);
-  }
-}
-
-/**
- * Bytes appended to the old file `h` since it was last read, appended to
- * the file at its path now. The old file of a removal comes back whole, as
- * in keepLateAppend (a file made at the path meanwhile gets it appended).
- * A change other than an append is not carried.
- */
-function carryAppended(h: HeldFile): void {
-  const size = fstatSync(h.fd).size;
-  if (size <= h.size) return;
-  const content = Buffer.alloc(size);
-  for (let done = 0; done < size; ) {
-    const n = readSync(h.fd, content, done, size - done, done);
-    if (n === 0) break;
-    done += n;
-  }
-  if (blobId(content.subarray(0, h.size)) !== h.prefix) return;
-  if (h.removed) mkdirSync(dirname(h.file), { recursive: true });
-  if (h.removed && writeNew(h.file, content)) return;
-  appendTo(h.file, h.removed ? content : content.subarray(h.size));
-}
 
 /**
  * Create the file at `c.path`, absent when the call looked: false when
@@ -451,14 +329,6 @@ function createIfAbsent(w: Writer, c: Change, bytes: Uint8Array): boolean {
     return true;
   } finally {
     rmSync(tmp, { force: true });
-  }
-}
-
-export function lstatOrNull(file: string): Stats | null {
-  try {
-    return lstatSync(file);
-  } catch {
-    return null;
   }
 }
 

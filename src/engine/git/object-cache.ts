@@ -5,8 +5,10 @@
  * torn loose object that would later be trusted.
  *
  * The git formats themselves live beside it: objects.ts (ids, trees,
- * commits), pack.ts (entries, packs, indexes), pack-reader.ts (reads
- * through every pack index at once), walk.ts (descending a tree).
+ * commits), pack.ts (entries, packs, indexes), pack-file.ts (a pack written
+ * as it is made), trees.ts (flat trees and the git trees built from them),
+ * pack-reader.ts (reads through every pack index at once), walk.ts
+ * (descending a tree).
  *
  * What isomorphic-git does for us (this is the one file that imports it):
  * the packs slivingdoc writes are undeltified, and everything about them —
@@ -21,14 +23,14 @@
  * module turns them into git trees and back.
  */
 import * as fs from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
-import type { BuiltTree, FlatTree, ReadTree } from "./trees.ts";
-import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, encodeTree, FILE_MODE, type GitObject, MissingObjectError, objectId, type TreeEntry, wrapObject } from "./objects.ts";
-import { indexUndeltifiedPack, packEntry, packHeader, parsePackIndex } from "./pack.ts";
-import { createHash } from "./hash.ts";
+import { type BuiltTree, buildTrees, type FlatTree, type ReadTree } from "./trees.ts";
+import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, FILE_MODE, type GitObject, MissingObjectError, objectId, wrapObject } from "./objects.ts";
+import { indexUndeltifiedPack, packEntry, parsePackIndex } from "./pack.ts";
 import type { PackReader } from "./pack-reader.ts";
+import { PackFile } from "./pack-file.ts";
 import { walkTree } from "./walk.ts";
 import { zlib } from "./zlib.ts";
 
@@ -153,66 +155,9 @@ export class ObjectCache {
     return oid;
   }
 
-  /**
-   * Build the git trees of a flat notebook tree, bottom-up (in this call's
-   * memory until packed). With `base` (a tree read or built before), a
-   * directory in which no path differs from it keeps its tree id and is not
-   * built again: a commit of one file rebuilds only the directories on its
-   * path.
-   */
+  /** Build the git trees of a flat notebook tree (trees.ts buildTrees), in this call's memory until packed. */
   async writeFlatTree(files: FlatTree, base?: ReadTree): Promise<BuiltTree> {
-    interface Dir {
-      prefix: string;
-      files: Map<string, string>;
-      dirs: Map<string, Dir>;
-    }
-    const root: Dir = { prefix: "", files: new Map(), dirs: new Map() };
-    for (const [path, oid] of files) {
-      const parts = path.split("/");
-      let dir = root;
-      for (let i = 0; i < parts.length - 1; i++) {
-        const part = parts[i]!;
-        let next = dir.dirs.get(part);
-        if (!next) {
-          next = { prefix: `${dir.prefix}${part}/`, files: new Map(), dirs: new Map() };
-          dir.dirs.set(part, next);
-        }
-        dir = next;
-      }
-      dir.files.set(parts[parts.length - 1]!, oid);
-    }
-    // The directories on the path of any difference from the base.
-    const changed = new Set<string>([""]);
-    const touch = (path: string) => {
-      for (let i = path.indexOf("/"); i >= 0; i = path.indexOf("/", i + 1)) changed.add(path.slice(0, i + 1));
-    };
-    if (base) {
-      for (const [path, oid] of files) if (base.files.get(path) !== oid) touch(path);
-      for (const path of base.files.keys()) if (!files.has(path)) touch(path);
-    }
-    const trees = new Set<string>();
-    const dirs = new Map<string, string>();
-    const build = (dir: Dir): string => {
-      const kept = base && !changed.has(dir.prefix) ? base.dirs.get(dir.prefix) : undefined;
-      if (kept !== undefined) {
-        // Unchanged: the base's subtree, and its own subtrees, as they are.
-        for (const [prefix, oid] of base!.dirs) {
-          if (prefix.startsWith(dir.prefix)) {
-            dirs.set(prefix, oid);
-            trees.add(oid);
-          }
-        }
-        return kept;
-      }
-      const entries: TreeEntry[] = [];
-      for (const [name, oid] of dir.files) entries.push({ name, isTree: false, oid });
-      for (const [name, sub] of dir.dirs) entries.push({ name, isTree: true, oid: build(sub) });
-      const oid = this.keep("tree", encodeTree(entries));
-      trees.add(oid);
-      dirs.set(dir.prefix, oid);
-      return oid;
-    };
-    const tree = build(root);
+    const { tree, trees, dirs } = buildTrees(files, base, (content) => this.keep("tree", content));
     this.memory.trees.set(`${this.gitdir}\0${tree}`, { tree, trees: new Set(trees), dirs: new Map(dirs), files: new Map(files) });
     return { tree, trees, dirs };
   }
@@ -529,60 +474,5 @@ export class ObjectCache {
     fs.renameSync(tmpPack, join(packDir, `pack-${name}.pack`));
     fs.renameSync(tmpIdx, join(packDir, `pack-${name}.idx`));
     this.packAdded = true;
-  }
-}
-
-/**
- * A pack written to a file entry by entry (pack.ts writePack's bytes,
- * without holding its entries): the header, the entries through a small
- * buffer, the SHA-1 trailer; read back whole once finished.
- */
-class PackFile {
-  private readonly fd: number;
-  private readonly sha1 = createHash("sha1");
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-
-  constructor(
-    private readonly file: string,
-    count: number,
-  ) {
-    fs.mkdirSync(dirname(file), { recursive: true });
-    this.fd = fs.openSync(file, "w");
-    this.add(packHeader(count));
-  }
-
-  add(bytes: Buffer): void {
-    this.sha1.update(bytes);
-    this.pending.push(bytes);
-    this.pendingBytes += bytes.length;
-    // Writes of about a megabyte rather than a system call per entry.
-    if (this.pendingBytes >= 1 << 20) this.flush();
-  }
-
-  private flush(): void {
-    const chunk = Buffer.concat(this.pending, this.pendingBytes);
-    for (let at = 0; at < chunk.length; ) at += fs.writeSync(this.fd, chunk, at);
-    this.pending = [];
-    this.pendingBytes = 0;
-  }
-
-  finish(): Uint8Array {
-    const trailer = this.sha1.digest();
-    this.pending.push(trailer);
-    this.pendingBytes += trailer.length;
-    this.flush();
-    const bytes = fs.readFileSync(this.file);
-    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  }
-
-  /** Close and remove the file, finished or not. */
-  discard(): void {
-    try {
-      fs.closeSync(this.fd);
-    } catch {
-      /* closed already */
-    }
-    fs.rmSync(this.file, { force: true });
   }
 }

@@ -2,8 +2,8 @@
  * `slivingdoc log` and `slivingdoc show`, so an operator sees who changed
  * what (docs/history.md): the retained publications newest first, with what
  * each changed; and one publication's change with both sides' texts, which
- * the CLI writes as `git diff` does (engine/xdiff/unified.ts,
- * surfaces/cli/patch.ts), as it does for `slivingdoc diff`.
+ * the CLI writes as `git diff` does (engine/merge/xdiff/unified.ts,
+ * surfaces/patch.ts), as it does for `slivingdoc diff`.
  *
  * The oldest retained publication names a parent the store no longer holds
  * (after compaction): what it changed is unknown, and it says so

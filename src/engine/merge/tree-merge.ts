@@ -3,11 +3,10 @@
  * its three sides: the baseline (the checkout's), local (the visible files)
  * and accepted (the accepted state). Paths changed on one side take that
  * side; a file both sides changed is merged by its path's merge policy
- * (docs/decisions/0019-merge-policies.md): line by line exactly as
- * `git merge-file` would (xdiff/), with git's markers; or as
- * `git merge-file --union`; or line by line with lines.ts's rule; or not at
- * all ("binary"): local's file stays and accepted's is kept beside it as
- * `name~accepted`, a PATH_CONFLICT.
+ * (docs/decisions/0019-merge-policies.md), as the policy's entry in
+ * policy.ts says: by its line merge (git's `git merge-file` by default,
+ * with git's markers), or not at all: local's file stays and accepted's is
+ * kept beside it as `name~accepted`, a PATH_CONFLICT.
  *
  * A file that one side deleted and the other changed is merged as text
  * against an empty side under every policy, so the conflict block shows the
@@ -18,11 +17,9 @@
  */
 import type { ErrorFile } from "../../contract/errors.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
-import { linesMergeBytes } from "./lines.ts";
-import type { MergePolicy } from "./policy.ts";
+import { type MergePolicy, policyEntry, TEXT } from "./policy.ts";
 import { isText } from "./text.ts";
 import { policyOfTree } from "./tree-policy.ts";
-import { type LineRange, mergeBytes, unionMergeBytes } from "./xdiff/index.ts";
 
 export interface TreeMerge {
   result: FlatTree;
@@ -42,7 +39,13 @@ async function contentOf(git: ObjectCache, oid: string | undefined, known: Known
   return bytes;
 }
 
-/** `policy`: each path's merge policy; by default the one the accepted tree's `.gitattributes` give it (tree-policy.ts). */
+/**
+ * `policy`: each path's merge policy; by default the one the accepted
+ * tree's `.gitattributes` give it (tree-policy.ts). `beside`: false where
+ * only the merged paths themselves can be written (the remerge of one
+ * visible file), so a policy that keeps the other side beside the file
+ * line-merges it instead.
+ */
 export async function mergeTrees(
   git: ObjectCache,
   baseline: FlatTree,
@@ -50,6 +53,7 @@ export async function mergeTrees(
   accepted: FlatTree,
   known: KnownContents = new Map(),
   policy?: (path: string) => MergePolicy,
+  { beside = true }: { beside?: boolean } = {},
 ): Promise<TreeMerge> {
   // Nothing changed here since the baseline: the result is the accepted
   // state as it stands (a valid tree, so no clash to resolve either). The
@@ -72,12 +76,12 @@ export async function mergeTrees(
       // Deleted against changed is a text merge under every policy (see above).
       const bothPresent = l !== undefined && a !== undefined;
       // Read only when a file both sides changed needs it: most merges have none.
-      const how = bothPresent ? (policy ??= await policyOfTree(git, accepted))(path) : "text";
-      if (how === "binary" && bothPresent) {
+      const how = policyEntry(bothPresent ? (policy ??= await policyOfTree(git, accepted))(path) : TEXT);
+      if (how.onConflict === "beside" && beside && bothPresent) {
         merged = l;
         keptBeside.set(path, a);
       } else {
-        const out = mergeFile(how, await contentOf(git, b, known), await contentOf(git, l, known), await contentOf(git, a, known));
+        const out = how.mergeText(await contentOf(git, b, known), await contentOf(git, l, known), await contentOf(git, a, known));
         if (out.conflicts.length > 0) {
           conflicts.set(path, { path, reason: "TEXT_CONFLICT", ranges: out.conflicts });
         }
@@ -91,12 +95,6 @@ export async function mergeTrees(
   keepBeside(result, keptBeside, conflicts);
   const list = [...conflicts.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { result, conflicts: list };
-}
-
-function mergeFile(how: MergePolicy, baseline: Uint8Array, local: Uint8Array, accepted: Uint8Array): { bytes: Uint8Array; conflicts: LineRange[] } {
-  if (how === "union") return { bytes: unionMergeBytes(baseline, local, accepted), conflicts: [] };
-  if (how === "lines") return linesMergeBytes(baseline, local, accepted);
-  return mergeBytes(baseline, local, accepted);
 }
 
 export function sameTree(a: FlatTree, b: FlatTree): boolean {
@@ -125,7 +123,8 @@ function resolveDirectoryClashes(result: FlatTree, local: FlatTree, accepted: Fl
 }
 
 /**
- * Files under the "binary" policy that both sides changed: local's stays at
+ * Files both sides changed whose policy keeps the other side beside them
+ * ("beside" in policy.ts, as "binary" does): local's stays at
  * the path and accepted's goes beside it as `path~accepted`, named as a
  * directory clash names the file it moves, and reported the same way, as a
  * PATH_CONFLICT on the path.

@@ -90,7 +90,7 @@ export async function rewriteCurrent(
  * process memory (ProcessMemory.acceptedStates): a commit from a checkout
  * still at that state can build on it and publish with `If-Match` on that
  * ETag without reading `current` first — the conditional write itself says
- * whether it is still current (commit.ts).
+ * whether it is still current (attempt.ts, "guessing").
  */
 
 /** The process memory of the accepted state of each store (process-memory.ts), by store identity. */

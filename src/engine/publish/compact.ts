@@ -21,7 +21,7 @@
  *   still holding the previous manifest can finish.
  * - Why keep the newest packs: a committer whose conditional write had an
  *   unknown outcome proves it landed by finding its pack in `current`
- *   (commit.ts); keeping the newest packs keeps that proof working for the
+ *   (write.ts); keeping the newest packs keeps that proof working for the
  *   last `keepRecent` publications. Warm checkouts also hold those already.
  * - Why the base carries a nonce object: packs are content-addressed, and a
  *   base built again from the same state would have the same bytes — and so
@@ -72,7 +72,7 @@ export const DEFAULT_HISTORY_PERIOD_MS = 30 * 86_400_000;
 /**
  * History is "recent" (docs/decisions/0011-history-kept-by-time.md): the
  * newest 32 commits survive a compaction, so a cold pull's bytes do not grow
- * with the history's length (S5 in docs/performance.md: the whole history of
+ * with the history's length (`long-history` in docs/performance.md: the whole history of
  * 1,000 small commits made a cold pull 1.35× slower than after one commit; 32
  * commits, 1.14×).
  */

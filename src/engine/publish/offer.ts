@@ -4,7 +4,6 @@
  * `current` for a publication that carries it, or publishes it itself when
  * nobody else does (docs/storage-protocol.md, "Combining").
  */
-import { DomainError } from "../../contract/errors.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { mergeTrees, sameTree } from "../merge/tree-merge.ts";
 import { type AcceptedState, loadAcceptedState, readManifest } from "./accepted-state.ts";
@@ -93,14 +92,6 @@ async function stillCarriable(p: Publisher, now: Current, mine: OwnProposal): Pr
     // A pack unreadable now, say: the wait goes on, and what follows it reads `current` again.
     return true;
   }
-}
-
-/** A proposer that looked again only after its proposal's entry would have left the list (combine.ts fateOf). */
-export function unprovenProposal(): DomainError {
-  return new DomainError(
-    "PUBLICATION_UNPROVEN",
-    "So many publications landed while this commit waited that it cannot prove whether its own was among them; pull first and look before committing again.",
-  );
 }
 
 /**

@@ -41,3 +41,27 @@ export interface Publisher {
   onStage(stage: string): Promise<void> | void;
   compaction: Partial<CompactionPolicy> | false;
 }
+
+/**
+ * Publishing's settings, the same for every commit of a process: publish/'s
+ * port in EngineDeps (engine.ts), which the commit operation hands the
+ * runner with the checkout's part (commit.ts).
+ */
+export interface PublishSettings {
+  /** How many times a commit that lost the race re-merges and tries again. */
+  commitRetries: number;
+  /**
+   * Whether a commit from a checkout at the state this process last saw may
+   * publish without reading `current` first (publish/attempt.ts, `recalling`). Default
+   * true; fault tests aimed at that read turn it off.
+   */
+  guessCurrent?: boolean;
+  /** When a commit compacts the pack list (publish/compact.ts); false never does (tests of compaction itself). */
+  compaction?: Partial<CompactionPolicy> | false;
+  /**
+   * Who publishes: the name each commit records as its author and committer
+   * (contract/agent.ts), read when a commit is built — `serve` knows its
+   * client only after the handshake. Default "slivingdoc".
+   */
+  agent?: () => string;
+}

@@ -78,7 +78,7 @@ export function refuseWentBackwards(baseline: Baseline | null, manifest: Manifes
   if (found !== null) throw wentBackwardsError(baseline!, found);
 }
 
-/** What a check needs of an open checkout (engine.ts OpenCheckout). */
+/** What a check needs of an open checkout (a session, checkout/session.ts). */
 interface Checkout {
   dir: string;
   git: ObjectCache;
@@ -97,9 +97,18 @@ interface Checkout {
 export async function storeWentBackwards(checkout: Checkout, accepted: AcceptedState): Promise<DomainError | null> {
   const { baseline } = checkout;
   if (baseline === null) return anotherNotebook(checkout, accepted.manifest);
-  const later = baseline.generation > 0 && accepted.head !== null && accepted.generation > baseline.generation;
-  const at = later && wentBackwards(baseline, accepted.manifest) === null ? await commitBack(checkout.git, accepted.head!, accepted.generation - baseline.generation) : null;
-  return historyWentBackwards(baseline, accepted.manifest, at);
+  return historyWentBackwards(baseline, accepted.manifest, await historyAt(checkout.git, baseline, accepted));
+}
+
+/**
+ * The commit `accepted`'s history holds at `baseline`'s generation, when
+ * `accepted` is past it and the cache reaches that far; null when it is not
+ * (or when its manifest alone rules the baseline out, which needs no read).
+ */
+export async function historyAt(git: Pick<ObjectCache, "find">, baseline: Baseline, accepted: AcceptedState): Promise<string | null> {
+  const { head } = accepted;
+  const later = baseline.generation > 0 && head !== null && accepted.generation > baseline.generation;
+  return later && wentBackwards(baseline, accepted.manifest) === null ? await commitBack(git, head, accepted.generation - baseline.generation) : null;
 }
 
 /**

@@ -5,7 +5,8 @@
  * samples' counts.
  */
 import type { LatencyStat, Permission } from "../../store/doctor.ts";
-import { type DoctorReport, seconds } from "../doctor.ts";
+import type { DoctorReport } from "../doctor.ts";
+import { seconds } from "../duration.ts";
 import { examinedWords } from "../stores.ts";
 import { plural } from "./render.ts";
 

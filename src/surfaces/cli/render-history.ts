@@ -2,11 +2,12 @@
  * Human output of the history commands (log, show, agents, blame), on stderr like every
  * command's: names quoted and free text escaped (quote.ts), so neither an
  * agent's name nor a message can drive the terminal. `show`'s patch is not
- * here: it goes raw to stdout, as `diff`'s does (operations.ts).
+ * here: it goes raw to stdout, as `diff`'s does (renderers.ts).
  */
 import type { AgentsResult, AgentSummary } from "../../engine/history/agents.ts";
 import type { BlameLine, BlameResult } from "../../engine/history/blame.ts";
 import type { FileChange, LogEntry, LogResult } from "../../engine/history/log.ts";
+import type { LogView, ShownEntry } from "../operations/history.ts";
 import { escapeControls, quotePath } from "./quote.ts";
 import { plural } from "./render.ts";
 
@@ -18,9 +19,6 @@ const MAX_AGENT_FILES = 20;
 const MAX_LOG_FILES = 10;
 /** The files `show` lists in its header, before the diff: as many as commit's summary lists. --stat lists them all. */
 const MAX_SHOW_FILES = 50;
-
-/** How `log` prints each publication: its files cut at MAX_LOG_FILES, all of them (--stat), or one line (--oneline). */
-export type LogView = "default" | "stat" | "oneline";
 
 const STATUS: Record<FileChange["status"], string> = { added: "added", modified: "", deleted: "deleted" };
 
@@ -98,9 +96,6 @@ export function renderLog(r: LogResult, view: LogView = "default"): string {
   const max = view === "stat" ? Infinity : MAX_LOG_FILES;
   return `${r.entries.map((e) => entryLines(e, max).join("\n")).join("\n\n")}\n`;
 }
-
-/** What `show` returns: the log entry, plus git's unified diff unless --stat (or the change is unknown). */
-export type ShownEntry = LogEntry & { patch?: string };
 
 /** `show`'s entry: a header of at most MAX_SHOW_FILES files before the diff; with --stat (no patch) the entry is the answer, every file in it. */
 export function renderShow(r: ShownEntry): string {

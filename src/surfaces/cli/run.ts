@@ -33,7 +33,7 @@ import { renderError } from "./render.ts";
 import { renderVersion, versionInfo } from "./version.ts";
 
 // The engine and the MCP server are imported where a command needs them,
-// not here: every start would otherwise load all of them (docs/performance.md, S8).
+// not here: every start would otherwise load all of them (docs/performance.md, scenario `start-up`).
 
 export interface CliIo {
   argv: string[];
@@ -109,6 +109,38 @@ async function answerWritten(io: CliIo, code: number, done: Done): Promise<numbe
 
 async function dispatch(io: CliIo, done: Done): Promise<number> {
   const [first, ...rest] = io.argv;
+  const answered = await helpOrVersion(first, rest, io);
+  if (answered !== null) return answered;
+  const command = subCommands[first!];
+  if (!command) {
+    const { closestCommand } = await import("./help.ts");
+    const closest = closestCommand(first!);
+    const hint = closest === null ? "" : ` (did you mean ${closest}?)`;
+    io.stderr(`slivingdoc: argument refusal: unknown command "${escapeControls(first!)}"${hint}; the commands are ${Object.keys(subCommands).join(", ")}\n`);
+    return EXIT_CODES.STARTUP;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    const { commandHelp } = await import("./help.ts");
+    io.stdout(help(commandHelp(command, io.version, io.columns), io));
+    return EXIT_CODES.OK;
+  }
+  const operation = operationByCli(first!);
+  let parsed: Parsed;
+  let args: Record<string, unknown> = {};
+  try {
+    parsed = parseStrict(command.args, rest);
+    if (operation !== undefined) args = operationArgs(first!, operation, parsed);
+    else if (parsed.positionals.length > 0) throw new StartupRefusal("argument refusal", `${first} takes no path; got ${parsed.positionals.join(" ")}`);
+  } catch (e) {
+    return refused(e, io);
+  }
+  if (first === "web") return runWeb(parsed, io);
+  if (operation === undefined) return runServe(parsed, io);
+  return execute(operation, args, parsed, io, done);
+}
+
+/** Help (`slivingdoc`, `help`, `help COMMAND`, `--help`) and `--version`: their exit code, or null for a command. */
+async function helpOrVersion(first: string | undefined, rest: string[], io: CliIo): Promise<number | null> {
   if (first === "help" && rest.length === 1 && subCommands[rest[0]!] !== undefined) {
     // `slivingdoc help commit`, as git and commander take it.
     const { commandHelp } = await import("./help.ts");
@@ -129,50 +161,28 @@ async function dispatch(io: CliIo, done: Done): Promise<number> {
     io.stdout(rest.includes("--json") ? `${JSON.stringify(info)}\n` : renderVersion(info));
     return EXIT_CODES.OK;
   }
-  const command = subCommands[first];
-  if (!command) {
-    const { closestCommand } = await import("./help.ts");
-    const closest = closestCommand(first);
-    const hint = closest === null ? "" : ` (did you mean ${closest}?)`;
-    io.stderr(`slivingdoc: argument refusal: unknown command "${escapeControls(first)}"${hint}; the commands are ${Object.keys(subCommands).join(", ")}\n`);
-    return EXIT_CODES.STARTUP;
+  return null;
+}
+
+/** An operation's input from its parsed command line; a StartupRefusal for positionals or flags it does not take. */
+function operationArgs(name: string, operation: Operation, parsed: Parsed): Record<string, unknown> {
+  const { positionals } = parsed;
+  const positional = operation.cli.positional;
+  if (operation.cli.path === true) {
+    if (positionals.length > 1) throw new StartupRefusal("argument refusal", `one notebook path at most; got ${positionals.length}: ${positionals.join(" ")}`);
+  } else if (positional !== undefined) {
+    if (positionals.length > 1) throw new StartupRefusal("argument refusal", `${name} takes one ${positional.name}; got ${positionals.length}: ${positionals.join(" ")}`);
+    if (positional.required && positionals.length === 0) throw new StartupRefusal("argument refusal", `${name} needs a ${positional.name}: ${operation.cli.usage}`);
+  } else if (operation.cli.path !== "paths" && positionals.length > 0) {
+    // "paths": any number of notebook paths, which the operation's input checks each.
+    throw new StartupRefusal("argument refusal", `${name} takes no path; got ${positionals.join(" ")}`);
   }
-  if (rest.includes("--help") || rest.includes("-h")) {
-    const { commandHelp } = await import("./help.ts");
-    io.stdout(help(commandHelp(command, io.version, io.columns), io));
-    return EXIT_CODES.OK;
-  }
-  const operation = operationByCli(first);
-  let parsed: Parsed;
-  let args: Record<string, unknown> = {};
-  try {
-    parsed = parseStrict(command.args, rest);
-    const { positionals } = parsed;
-    const positional = operation?.cli.positional;
-    if (operation?.cli.path === true) {
-      if (positionals.length > 1) throw new StartupRefusal("argument refusal", `one notebook path at most; got ${positionals.length}: ${positionals.join(" ")}`);
-    } else if (positional !== undefined) {
-      if (positionals.length > 1) throw new StartupRefusal("argument refusal", `${first} takes one ${positional.name}; got ${positionals.length}: ${positionals.join(" ")}`);
-      if (positional.required && positionals.length === 0) throw new StartupRefusal("argument refusal", `${first} needs a ${positional.name}: ${operation!.cli.usage}`);
-    } else if (operation?.cli.path === "paths") {
-      // Any number of notebook paths: the operation's input checks each.
-    } else if (positionals.length > 0) {
-      throw new StartupRefusal("argument refusal", `${first} takes no path; got ${positionals.join(" ")}`);
+  for (const [flagName, flag] of Object.entries(operation.cli.flags)) {
+    if (flag.required && parsed.flags[flagName] === undefined) {
+      throw new StartupRefusal("argument refusal", `${name} needs a ${flagName}: ${operation.cli.usage}`);
     }
-    if (operation !== undefined) {
-      for (const [name, flag] of Object.entries(operation.cli.flags)) {
-        if (flag.required && parsed.flags[name] === undefined) {
-          throw new StartupRefusal("argument refusal", `${first} needs a ${name}: ${operation.cli.usage}`);
-        }
-      }
-      args = operation.cli.toInput(parsed.flags, positionals[0], positionals);
-    }
-  } catch (e) {
-    return refused(e, io);
   }
-  if (first === "web") return runWeb(parsed, io);
-  if (operation === undefined) return runServe(parsed, io);
-  return execute(operation, args, parsed, io, done);
+  return operation.cli.toInput(parsed.flags, positionals[0], positionals);
 }
 
 /**
@@ -359,23 +369,32 @@ async function execute(operation: Operation, args: Record<string, unknown>, pars
     });
     if (typeof outcome === "number") return outcome;
     progress.done();
-    if (outcome.ok) {
-      done.what = operation.done?.(outcome.result);
-      if (json) io.stdout(jsonDocument(outcome.result));
-      else {
-        const to = typeof operation.renderTo === "function" ? operation.renderTo(outcome.result) : operation.renderTo;
-        // A note before the data, so `2>&1 | less` reads like git show.
-        io[to](operation.render(outcome.result, args));
-        if (operation.renderStdout) io.stdout(operation.renderStdout(outcome.result));
-      }
-      return operation.exitCode?.(outcome.result) ?? EXIT_CODES.OK;
-    }
+    if (outcome.ok) return await succeeded(operation, outcome.result, args, json, io, done);
     return failed(outcome.envelope, json, io);
   } finally {
     await store.close();
     // This process ends here: what only its process memory holds goes to disk for the next one.
     memory.flush();
   }
+}
+
+/**
+ * An operation's success, read by its renderer (found by the operation's
+ * name): the text where the renderer says, or under `--json` the result
+ * object alone on stdout; the exit code.
+ */
+async function succeeded(operation: Operation, result: unknown, args: Record<string, unknown>, json: boolean, io: CliIo, done: Done): Promise<number> {
+  // Loaded once an operation has run, not at start: help, --version and a refused start need none of it.
+  const renderer = (await import("./renderers.ts")).rendererOf(operation.cli.name);
+  done.what = renderer.done?.(result);
+  if (json) io.stdout(jsonDocument(result));
+  else {
+    const to = typeof renderer.renderTo === "function" ? renderer.renderTo(result) : renderer.renderTo;
+    // A note before the data, so `2>&1 | less` reads like git show.
+    io[to](renderer.render(result, args));
+    if (renderer.renderStdout) io.stdout(renderer.renderStdout(result));
+  }
+  return renderer.exitCode?.(result) ?? EXIT_CODES.OK;
 }
 
 /** `--json`'s output: exactly one JSON document, and a newline. */

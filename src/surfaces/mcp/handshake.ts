@@ -3,7 +3,7 @@
  * `initialize` given before the MCP SDK is loaded.
  *
  * Loading the SDK (its zod schemas, ajv) takes about 20 ms of CPU, most of a
- * start-up (docs/performance.md, S8), and a host waits for the `initialize`
+ * start-up (docs/performance.md, scenario `start-up`), and a host waits for the `initialize`
  * answer before it does anything else. So serve.ts answers a plain
  * `initialize` from here, then loads the SDK and replays the request into
  * the SDK's server, which thereby holds the client's capabilities as usual;

@@ -21,7 +21,7 @@ import { DeferredStore } from "../deferred-store.ts";
 import { StartupRefusal } from "../../contract/startup.ts";
 import { refuseNewerStore } from "../verified-store.ts";
 import { clientAgent } from "../../contract/agent.ts";
-import { refuseForeignDirectory } from "../operations.ts";
+import { refuseForeignDirectory } from "../operations/foreign.ts";
 import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder } from "../engine-deps.ts";
 import type { OperationContext } from "../operation.ts";
 import { storeIdentity } from "../stores.ts";
@@ -139,17 +139,7 @@ async function run(
   // Who publishes (contract/agent.ts): --agent, or the client the handshake named, with the user and host.
   let client: { getClientVersion(): { name: string; version: string } | undefined } | null = null;
   const operation = operationContext(options, root, () => client?.getClientVersion());
-  // A store left unopened at start (a trusted S3 store) opens now, not in the first call;
-  // a failure there surfaces in that call, as every store failure does. A store of a newer
-  // format ends the server as a refused start would (verified-store.ts), calls running meanwhile
-  // answering MANIFEST_INVALID in the same words.
-  const newer: Promise<StartupRefusal | null> =
-    options.store instanceof DeferredStore
-      ? options.store.open().then(refuseNewerStore).then(
-          () => null,
-          (e: unknown) => (e instanceof StartupRefusal ? e : null),
-        )
-      : Promise.resolve(null);
+  const newer = newerStoreRefusal(options);
   const { server, idle, busy } = createMcpServer({ identity, sets: config.pathSets, operation });
   client = server;
   const closed = new Promise<void>((resolve) => {
@@ -162,22 +152,7 @@ async function run(
   await server.connect(transport);
   // Beside the calls, and finished before the server's end: sessions that servers killed left behind.
   const swept = sweepSessions(operation.deps, options.env, root.session, log).catch(() => {});
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    // Let running calls finish and answer, so nothing is cut mid-write, then
-    // close. A macrotask before and after lets calls read with the last bytes
-    // start, and lets a finished call's response reach the transport.
-    void (async () => {
-      do {
-        await tick();
-        await idle();
-        await tick();
-      } while (busy());
-      await server.close();
-    })();
-  };
+  const stop = stopWhenIdle(server, idle, busy);
   void Promise.race([transport.ended, stopRequested]).then(stop);
   void newer.then((refusal) => {
     if (refusal === null) return;
@@ -194,6 +169,43 @@ async function run(
   // Awaited even when the host left first: a server that met a newer store says so and exits 2.
   const refusal = await newer;
   if (refusal !== null) throw refusal;
+}
+
+/**
+ * A store left unopened at start (a trusted S3 store) opens now, not in the
+ * first call; a failure there surfaces in that call, as every store failure
+ * does. A store of a newer format ends the server as a refused start would
+ * (verified-store.ts), calls running meanwhile answering MANIFEST_INVALID in
+ * the same words.
+ */
+function newerStoreRefusal(options: ServeOptions): Promise<StartupRefusal | null> {
+  if (!(options.store instanceof DeferredStore)) return Promise.resolve(null);
+  return options.store.open().then(refuseNewerStore).then(
+    () => null,
+    (e: unknown) => (e instanceof StartupRefusal ? e : null),
+  );
+}
+
+/**
+ * Stopping the server: running calls finish and answer, so nothing is cut
+ * mid-write, then it closes. A macrotask before and after lets calls read
+ * with the last bytes start, and lets a finished call's response reach the
+ * transport. Called more than once, it stops once.
+ */
+function stopWhenIdle(server: { close(): Promise<void> }, idle: () => Promise<void>, busy: () => boolean): () => void {
+  let stopping = false;
+  return () => {
+    if (stopping) return;
+    stopping = true;
+    void (async () => {
+      do {
+        await tick();
+        await idle();
+        await tick();
+      } while (busy());
+      await server.close();
+    })();
+  };
 }
 
 /** A plain `initialize` as the first line is answered at once, before the SDK and the engine are loaded (handshake.ts). */

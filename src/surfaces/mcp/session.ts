@@ -57,11 +57,6 @@ export function notebookRoot(workspaceRoot: string | null, env: Record<string, s
   return { dir: realpathSync(dir), session };
 }
 
-/** The engine's discard, loaded when a session is to go: the engine stays out of the handshake's path. */
-function discard(): typeof import("../../engine/discard-unchanged.ts").discardIfUnchanged {
-  return (require("../../engine/discard-unchanged.ts") as typeof import("../../engine/discard-unchanged.ts")).discardIfUnchanged;
-}
-
 /** Remove `session` when its notebook holds nothing unpublished; returns whether it did. A session it keeps stays as it was. */
 export async function removeSession(deps: EngineDeps, session: string): Promise<boolean> {
   const notebook = join(session, "notebook");
@@ -74,7 +69,11 @@ export async function removeSession(deps: EngineDeps, session: string): Promise<
     dir = null;
   }
   try {
-    if (dir !== null && !(await discard()(deps, dir))) return false;
+    if (dir !== null) {
+      // The engine's discard is loaded when a session is to go: the engine stays out of the handshake's path.
+      const { discardIfUnchanged } = await import("../../engine/discard-unchanged.ts");
+      if (!(await discardIfUnchanged(deps, dir))) return false;
+    }
     rmSync(join(session, MARKER), { force: true });
     rmdirSync(session);
     return true;

@@ -118,7 +118,7 @@ const ROUTES: Record<string, Handler> = {
   async "/api/show"(q, ctx) {
     const generation = q.count("generation", undefined, true)!;
     const { showOf } = await import("../../engine/history/log.ts");
-    const { showPatch } = await import("../show-patch.ts");
+    const { showPatch } = await import("../patch.ts");
     return ctx.kept.use(async (h) => {
       const { entry, changes } = await showOf(h, { generation });
       return { entry, patch: changes === null ? null : await showPatch(changes) };

@@ -1,41 +1,11 @@
 /**
- * The one patch writer, for `slivingdoc diff` and `slivingdoc show`: what
- * `git diff --no-renames` prints with core.quotePath=false, per file the
- * `diff --git` header, the mode and `index` lines, `---`/`+++` and the
- * hunks (engine/xdiff/unified.ts: the indent heuristic and function
- * lines); and `--stat` in git's layout for an 80-column pipe. Every file is
- * a regular text file, mode 100644. Names are quoted as everywhere in human
- * output (quote.ts). The `index` line carries abbreviated blob ids, as
- * git's does; diff's `--json` carries the hunks without it.
+ * `--stat` of `slivingdoc diff`: git's diffstat, in its layout for an
+ * 80-column pipe. Names are quoted as everywhere in human output
+ * (quote.ts). The patch itself is written by the one patch writer
+ * (surfaces/patch.ts), which `show`'s result carries too.
  */
 import { quotePath } from "./quote.ts";
 import { plural } from "./render.ts";
-
-export interface PatchFile {
-  path: string;
-  change: "added" | "modified" | "deleted";
-  before: string | null;
-  after: string | null;
-  hunks: string;
-}
-
-const ZERO = "0000000";
-const short = (oid: string | null) => (oid === null ? ZERO : oid.slice(0, 7));
-
-/** The headers and hunks of one file, byte for byte git's. */
-export function filePatch(f: PatchFile): string {
-  const a = quotePath(`a/${f.path}`);
-  const b = quotePath(`b/${f.path}`);
-  const lines = [`diff --git ${a} ${b}`];
-  if (f.change === "added") lines.push("new file mode 100644", `index ${ZERO}..${short(f.after)}`);
-  else if (f.change === "deleted") lines.push("deleted file mode 100644", `index ${short(f.before)}..${ZERO}`);
-  else lines.push(`index ${short(f.before)}..${short(f.after)} 100644`);
-  // An empty file added or deleted has no hunks, and git prints no ---/+++ for it.
-  // git ends these two lines with a tab when the name holds a space, as GNU diff does; /dev/null has none.
-  const tab = f.path.includes(" ") ? "\t" : "";
-  if (f.hunks !== "") lines.push(`--- ${f.change === "added" ? "/dev/null" : a + tab}`, `+++ ${f.change === "deleted" ? "/dev/null" : b + tab}`);
-  return `${lines.join("\n")}\n${f.hunks}`;
-}
 
 /* git's scale_linear: at least one column for any change. */
 function scale(it: number, width: number, max: number): number {
