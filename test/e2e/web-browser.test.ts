@@ -5,7 +5,7 @@
  * history on the timeline, a commit appearing without a reload, a
  * publication's diff, blame naming each line's agent, payloads in agent
  * names, messages, paths and file text staying text, no data without the
- * token, the page's CSP never violated, and axe finding no serious or
+ * token, the page's CSP never violated, the keyboard alone enough, and axe finding no serious or
  * critical accessibility violation. It also takes the timeline's screenshot
  * for docs/web.md (SLIVINGDOC_UPDATE_SCREENSHOT=1 writes docs/web-timeline.png).
  */
@@ -284,6 +284,17 @@ function webSuite(kind: Kind, label: string): void {
       const html = await (await fetch(`${web.origin}/`, { headers: { authorization: `Bearer ${web.token}` } })).text();
       expect(r.status).toBe(303);
       expect(html).not.toMatch(/<script(?![^>]*\bsrc=)|\bstyle=|<style/);
+    });
+
+    test("the keyboard alone reaches a publication and opens it, with the focus visible", async () => {
+      await go(page, "#/", "li.entry");
+      const onPublicationLink = "document.activeElement?.matches('li.entry a.gen') === true";
+      for (let tabs = 0; tabs < 30 && !(await page.evaluate(onPublicationLink)); tabs++) await page.keyboard.press("Tab");
+      expect(await page.evaluate(onPublicationLink)).toBe(true);
+      expect(await page.evaluate("getComputedStyle(document.activeElement).outlineStyle")).not.toBe("none");
+      const generation = await page.evaluate("document.activeElement.closest('li.entry').dataset.generation");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector(`.publication[data-generation="${generation}"]`);
     });
 
     test("axe finds no serious or critical accessibility violation in any view", async () => {
