@@ -192,14 +192,16 @@ function webSuite(kind: Kind, label: string): void {
     });
 
     test("filtering by agent and by path asks the server and shows only those", async () => {
+      // Each step waits for what it asked for, not a count: the filter before it may show as many entries.
       await page.fill('input[name="agent"]', "coder");
       await page.click('button[type="submit"]');
-      await entriesShown(page, "li.entry", 3);
-      expect(await page.locator("li.entry .head .agent").allTextContents()).toEqual(["coder", "coder", "coder"]);
+      const agents = async () => (await page.locator("li.entry .head .agent").allTextContents()).join(",");
+      await waitFor(async () => (await agents()) === "coder,coder,coder", "coder's three publications", 30_000, 50);
       await page.fill('input[name="agent"]', "");
       await page.fill('input[name="path"]', "notes.md");
       await page.click('button[type="submit"]');
-      await entriesShown(page, "li.entry", 3);
+      const expected = [seeded, seeded - 1, seeded - 2].join(",");
+      await waitFor(async () => (await shownGenerations(page)).join(",") === expected, "notes.md's three publications", 30_000, 50);
       expect(await shownGenerations(page)).toEqual([seeded, seeded - 1, seeded - 2]);
       await page.click("text=Clear");
       await entriesShown(page, "li.entry", seeded);
