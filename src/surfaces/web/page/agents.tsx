@@ -106,7 +106,7 @@ function Summaries({ data }: { data: AgentsData }) {
             </td>
             <td>
               <details>
-                <summary>{a.files.length} files</summary>
+                <summary>{a.files.length} {a.files.length === 1 ? "file" : "files"}</summary>
                 <ul>
                   {a.files.map((f) => (
                     <li key={f}>
