@@ -57,7 +57,7 @@ test("imports point down the layers only", () => {
  * the bottom floor up; the files at the engine's root are the operations,
  * on the top floor. A part imports its own floor and those below it only.
  */
-const ENGINE_FLOORS = ["patterns", "memory", "merge/xdiff", "git", "merge", "checkout", "publish", "history", "operations"] as const;
+const ENGINE_FLOORS = ["shapes", "patterns", "memory", "merge/xdiff", "git", "merge", "checkout", "publish", "history", "operations"] as const;
 
 function engineFloor(file: string): number {
   const inside = file.slice("engine/".length);
@@ -237,7 +237,7 @@ function loadedBy(...from: string[]): { modules: string[]; packages: string[] } 
 /**
  * Every CLI call reads its state files and most read a manifest: checking
  * their shapes must not cost a schema library's construction on each start
- * (src/engine/checkout/schema.ts says what it cost).
+ * (src/engine/shapes/schema.ts says what it cost).
  */
 test("the engine checks its records' shapes without a schema library", () => {
   const { packages } = loadedBy(...files.filter((f) => f.startsWith("engine/")));

@@ -1,5 +1,5 @@
 /**
- * The engine's record shapes (src/engine/checkout/schema.ts) accept and
+ * The engine's record shapes (src/engine/shapes/schema.ts) accept and
  * refuse exactly what zod's strict schemas did before them: each shape is
  * compared with its zod counterpart on generated JSON — valid records, and
  * valid records with one thing broken (a key removed, added, set to null,
@@ -8,7 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { z } from "zod";
-import * as S from "../../src/engine/checkout/schema.ts";
+import * as S from "../../src/engine/shapes/schema.ts";
 import { JournalSchema, ProgressStepSchema, StateSchema } from "../../src/engine/checkout/state-files.ts";
 import { parseManifest } from "../../src/engine/publish/manifest.ts";
 

@@ -23,7 +23,7 @@ import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { readJson, writeAtomic, namesIn } from "./atomic-file.ts";
 import { lockHeld, type ProcessIdentity } from "./lock.ts";
 import { directoryIdentity, type DirectoryStat, isUnique, sameDirectory } from "./directory-identity.ts";
-import { check } from "./schema.ts";
+import { check } from "../shapes/schema.ts";
 import { type CheckoutStateFile, StateSchema } from "./state-files.ts";
 import { fileIdentity } from "../memory/file-identity.ts";
 

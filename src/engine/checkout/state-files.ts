@@ -3,7 +3,7 @@
  * baseline and a publication in flight; `journal.json`, the visible files
  * being rewritten.
  */
-import { array, boolean, hex, type Infer, int, nullable, oneOf, optional, string, strictObject } from "./schema.ts";
+import { array, boolean, hex, type Infer, int, nullable, oneOf, optional, string, strictObject } from "../shapes/schema.ts";
 
 const hex40 = hex(40);
 

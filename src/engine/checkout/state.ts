@@ -34,7 +34,7 @@
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { basename, join } from "node:path";
-import { check, type Shape } from "./schema.ts";
+import { check, type Shape } from "../shapes/schema.ts";
 import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { readJson, writeAtomic } from "./atomic-file.ts";

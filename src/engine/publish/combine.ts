@@ -24,7 +24,7 @@
  *   that lists after it never sees the proposal. From then on the answer
  *   — landed at generation g, or not — is final.
  */
-import { check, hex, type Infer, int, oneOf, refine, string, strictObject } from "../checkout/schema.ts";
+import { check, hex, type Infer, int, oneOf, refine, string, strictObject } from "../shapes/schema.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { ObjectStore } from "../../store/object-store.ts";

@@ -4,7 +4,7 @@
  * fails closed: an unknown field, a wrong type or an inconsistent pack list
  * makes the whole store untrusted (STORAGE_INTEGRITY · MANIFEST_INVALID).
  */
-import { array, check, hex, type Infer, int, oneOf, optional, refine, string, strictObject } from "../checkout/schema.ts";
+import { array, check, hex, type Infer, int, oneOf, optional, refine, string, strictObject } from "../shapes/schema.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import { FORMAT_VERSION, FORMAT_WITH_COMBINED, FORMAT_WITH_HISTORY, FORMAT_WITH_NOTEBOOK, refuseNewerFormat } from "../../contract/store-formats.ts";
