@@ -12,7 +12,7 @@ import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
-import { type FlatTree, ObjectCache } from "../../src/engine/git/object-cache.ts";
+import { ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { type FileMerge, mergePolicyOf, policyEntry, registerMergePolicy } from "../../src/engine/merge/policy.ts";
 import { decodeText, encodeText } from "../../src/engine/merge/text.ts";
 import { mergeTrees } from "../../src/engine/merge/tree-merge.ts";
@@ -20,6 +20,7 @@ import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { pull } from "../../src/engine/pull.ts";
 import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 import { makeWorld, read, seedNotebook, type World, write } from "../support/fixture.ts";
+import { flatTrees } from "../support/flat-trees.ts";
 
 /** The test policies' line merge: a mark, then local's lines, then accepted's, never a conflict. */
 function stitch(_baseline: Uint8Array, local: Uint8Array, accepted: Uint8Array): FileMerge {
@@ -42,17 +43,7 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function tree(files: Record<string, string>): Promise<FlatTree> {
-  const t: FlatTree = new Map();
-  for (const [path, content] of Object.entries(files)) t.set(path, await git.writeBlob(encodeText(content)));
-  return t;
-}
-
-async function contents(t: FlatTree): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const [path, oid] of [...t].sort()) out[path] = decodeText(await git.readBlob(oid))!;
-  return out;
-}
+const { tree, contents } = flatTrees(() => git);
 
 describe("a policy registered in the table", () => {
   test("is chosen by its name in the merge attribute, and a built-in name cannot be replaced", () => {

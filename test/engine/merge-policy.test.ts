@@ -10,11 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FlatTree, ObjectCache } from "../../src/engine/git/object-cache.ts";
 import { type MergePolicy, mergePolicyOf } from "../../src/engine/merge/policy.ts";
-import { decodeText, encodeText } from "../../src/engine/merge/text.ts";
+import { decodeText } from "../../src/engine/merge/text.ts";
 import { mergeTrees } from "../../src/engine/merge/tree-merge.ts";
 import { policyOfTree } from "../../src/engine/merge/tree-policy.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
+import { flatTrees } from "../support/flat-trees.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-policy-"));
 let git: ObjectCache;
@@ -26,17 +27,7 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function tree(files: Record<string, string>): Promise<FlatTree> {
-  const t: FlatTree = new Map();
-  for (const [path, content] of Object.entries(files)) t.set(path, await git.writeBlob(encodeText(content)));
-  return t;
-}
-
-async function contents(t: FlatTree): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const [path, oid] of [...t].sort()) out[path] = decodeText(await git.readBlob(oid))!;
-  return out;
-}
+const { tree, contents } = flatTrees(() => git);
 
 const byPath = (policies: Record<string, MergePolicy>) => (path: string): MergePolicy => policies[path] ?? "text";
 
