@@ -169,3 +169,22 @@ test("after a simulated overflow the next scan is a full one, then narrowing res
   expect([...after.files.keys()]).toEqual(["a.md", "b.md"]);
   expect((await scanWatched(watcher, options, CLOCK)).narrowed).toBe(true);
 });
+
+test("a held path answered differently, or a blob the stat cache no longer records, makes the next scan a full one", async () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, ".gitignore"), "*.log\n");
+  writeFileSync(join(dir, "keep.log"), "held\n");
+  writeFileSync(join(dir, "a.md"), "one\n");
+  const watcher = startWatcher(dir);
+  const held = new HeldPaths(new Map([["keep.log", "0".repeat(40)]]));
+  const first = await scanWatched(watcher, { ...options, held }, CLOCK);
+  expect([...first.files.keys()]).toEqual([".gitignore", "a.md", "keep.log"]);
+  // After a pull whose accepted state no longer holds it, the rule hides it again.
+  const released = await scanWatched(watcher, { ...options, held: new HeldPaths() }, CLOCK);
+  expect(released.narrowed).toBe(false);
+  expect(released.ignored).toEqual(["keep.log"]);
+  expect((await scanWatched(watcher, { ...options, held: new HeldPaths() }, CLOCK)).narrowed).toBe(true);
+  // The stat cache forgot a file (an object went missing): the view does not vouch for it.
+  const forgotten = await scanWatched(watcher, { ...options, held: new HeldPaths(), recorded: () => null }, CLOCK);
+  expect(forgotten.narrowed).toBe(false);
+});
