@@ -188,3 +188,18 @@ test("a held path answered differently, or a blob the stat cache no longer recor
   const forgotten = await scanWatched(watcher, { ...options, held: new HeldPaths(), recorded: () => null }, CLOCK);
   expect(forgotten.narrowed).toBe(false);
 });
+
+test("a file in a directory just made, edited right after the scan that found it, is seen", async () => {
+  const dir = tempDir();
+  const watcher = startWatcher(dir);
+  await scanWatched(watcher, options, CLOCK);
+  for (let i = 0; i < 30; i++) {
+    // The runtime adds a new directory's watch as it handles the directory's creation, before the
+    // cookie that follows it is heard: an edit right after the full scan that found it is heard.
+    mkdirSync(join(dir, `d${i}`, "e"), { recursive: true });
+    writeFileSync(join(dir, `d${i}`, "e", "f.md"), "aaaa\n");
+    await scanWatched(watcher, options, CLOCK);
+    writeFileSync(join(dir, `d${i}`, "e", "f.md"), "bbbb\n");
+    expect(await watchedAnswer(watcher, { narrowed: 0 })).toEqual(answer(() => scanNotebook(dir, options)));
+  }
+});

@@ -12,6 +12,11 @@
  * - before each call a cookie file is written at the checkout's root and
  *   its event awaited: the kernel queues events in order, so every change
  *   made before the call has then been heard;
+ * - the runtime (Bun) adds the watches of the whole tree before `fs.watch`
+ *   returns, and a new directory's as it handles its creation event, so
+ *   before any later cookie is heard; a new directory also makes the next
+ *   call scan in full (watched-scan.ts), which reads what was written in it
+ *   before its watch;
  * - whenever events may have been lost, the next call scans in full: the
  *   first call (nothing heard yet), the watcher's error (a queue overflow,
  *   a watch limit reached), an event without a name, too many events, a
