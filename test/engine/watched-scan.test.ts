@@ -14,7 +14,7 @@ import { blobId } from "../../src/engine/git/objects.ts";
 import { HeldPaths } from "../../src/engine/checkout/ignored.ts";
 import { MAX_FILE_BYTES, scanNotebook, WATCH_COOKIE_PREFIX } from "../../src/engine/checkout/scan.ts";
 import { scanWatched, type WatchedScanOptions } from "../../src/engine/checkout/watched-scan.ts";
-import { CheckoutWatcher, watchable } from "../../src/engine/checkout/watcher.ts";
+import { CheckoutWatcher, watchable, WatcherMemory } from "../../src/engine/checkout/watcher.ts";
 
 const watchers: CheckoutWatcher[] = [];
 let parent = "";
@@ -32,7 +32,7 @@ function tempDir(): string {
 
 function startWatcher(dir: string): CheckoutWatcher {
   const watcher = CheckoutWatcher.start(dir);
-  if (watcher === null) throw new Error("the test directory's file system cannot be watched");
+  if (watcher === null || watcher === "refused") throw new Error("the test directory's file system cannot be watched");
   watchers.push(watcher);
   return watcher;
 }
@@ -202,4 +202,14 @@ test("a file in a directory just made, edited right after the scan that found it
     writeFileSync(join(dir, `d${i}`, "e", "f.md"), "bbbb\n");
     expect(await watchedAnswer(watcher, { narrowed: 0 })).toEqual(answer(() => scanNotebook(dir, options)));
   }
+});
+
+test("not watched where a change could go unheard: another file system mounted below, or one inotify may not report", () => {
+  // /dev is a tmpfs (trusted) with other file systems mounted below it (/dev/shm, /dev/pts).
+  expect(watchable("/dev/shm")).toBe(true);
+  expect(watchable("/dev")).toBe(false);
+  expect(watchable("/proc/self")).toBe(false);
+  const memory = new WatcherMemory(2);
+  expect(memory.for("/dev")).toBeNull();
+  expect(memory.for("/proc/self")).toBeNull();
 });

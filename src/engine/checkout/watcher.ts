@@ -122,14 +122,18 @@ export class CheckoutWatcher {
     watcher.unref();
   }
 
-  /** A watcher on `dir`, or null where changes could go unheard or the watch cannot be set up. */
-  static start(dir: string): CheckoutWatcher | null {
+  /**
+   * A watcher on `dir`; null while there is no directory there yet, and
+   * "refused" where changes could go unheard or the watch cannot be set up.
+   */
+  static start(dir: string): CheckoutWatcher | null | "refused" {
     const identity = rootIdentity(dir);
-    if (identity === null || !watchable(dir)) return null;
+    if (identity === null) return null;
+    if (!watchable(dir)) return "refused";
     try {
       return new CheckoutWatcher(dir, identity, watch(dir, { recursive: true }));
     } catch {
-      return null; // ENOSPC (the watch limit), EMFILE...: scanned in full as before.
+      return "refused"; // ENOSPC (the watch limit), EMFILE...: scanned in full as before.
     }
   }
 
@@ -206,6 +210,8 @@ export class CheckoutWatcher {
  */
 export class WatcherMemory {
   private readonly watchers: RecentMap<string, CheckoutWatcher>;
+  /** Checkouts this process does not watch (see CheckoutWatcher.start): one entry per checkout served. */
+  private readonly refused = new Set<string>();
 
   constructor(bound: number) {
     this.watchers = new RecentMap(bound, (_dir, old) => {
@@ -216,6 +222,7 @@ export class WatcherMemory {
 
   /** The watcher on `dir`, started when there is none (or the last one stopped hearing); null where it cannot watch. */
   for(dir: string): CheckoutWatcher | null {
+    if (this.refused.has(dir)) return null;
     const known = this.watchers.get(dir);
     if (known?.alive) {
       this.watchers.set(dir, known);
@@ -224,7 +231,13 @@ export class WatcherMemory {
     known?.close();
     this.watchers.delete(dir);
     const started = CheckoutWatcher.start(dir);
-    if (started !== null) this.watchers.set(dir, started);
+    if (started === null) return null;
+    // Not tried again by this process: a watch limit reached would otherwise cost a failed recursive watch per call.
+    if (started === "refused") {
+      this.refused.add(dir);
+      return null;
+    }
+    this.watchers.set(dir, started);
     return started;
   }
 
