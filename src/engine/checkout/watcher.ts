@@ -116,7 +116,8 @@ export class CheckoutWatcher {
     private readonly watcher: FSWatcher,
   ) {
     watcher.on("change", (_event, name) => this.heard(name));
-    // An overflow of the kernel's queue or a watch limit reached (ENOSPC):
+    // Whatever the runtime reports as the watch's error (an overflow of the
+    // kernel's queue, a watch limit reached while adding a new directory's):
     // changes from now on may go unheard, so this watcher is done.
     watcher.on("error", () => this.close());
     watcher.unref();
@@ -144,7 +145,7 @@ export class CheckoutWatcher {
 
   private heard(name: string | Buffer | null): void {
     if (typeof name !== "string" || name === "" || name === ".") {
-      // A change the kernel could not name (an overflow is reported so).
+      // A change the runtime could not name: what changed is unknown.
       this.markLost();
       return;
     }
