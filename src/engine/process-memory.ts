@@ -12,6 +12,7 @@ import type { Contention } from "./publish/contention.ts";
 import { ObjectMemory } from "./git/object-memory.ts";
 import { RecentMap } from "./memory/recent-map.ts";
 import { StatCacheMemory } from "./checkout/stat-cache-memory.ts";
+import { WatcherMemory } from "./checkout/watcher.ts";
 import type { RegistryMemory } from "./checkout/registry.ts";
 import type { AcceptedMemory } from "./publish/accepted-state.ts";
 import type { ContentionMemory } from "./publish/contention.ts";
@@ -29,6 +30,8 @@ export const MEMORY_BOUNDS = {
   acceptedStates: 8,
   /** Stores whose races this process remembers (contention.ts). */
   contention: 8,
+  /** Checkouts a server watches (checkout/watcher.ts): each holds an inotify watch per directory. */
+  watchers: 16,
 } as const;
 
 /** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, ObjectMemory and StatCacheMemory). */
@@ -48,10 +51,20 @@ export class ProcessMemory implements AcceptedMemory, ContentionMemory, Registry
    * no bound beyond theirs.
    */
   readonly checkouts: RegistryMemory["checkouts"] = new Map();
+  /**
+   * A server's watchers on its checkouts, so a warm call scans only what
+   * changed; null in a process that answers one call (a CLI call), where
+   * setting up the watches would cost more than the scan.
+   */
+  readonly watchers: WatcherMemory | null;
 
-  /** `random` names the temporary files the stat caches are written through: the process's random source (EngineDeps). */
-  constructor(random: Pick<RandomSource, "randomId">) {
+  /**
+   * `random` names the temporary files the stat caches are written through:
+   * the process's random source (EngineDeps). `watch`: a server's memory.
+   */
+  constructor(random: Pick<RandomSource, "randomId">, options: { watch?: boolean } = {}) {
     this.statCaches = new StatCacheMemory(MEMORY_BOUNDS.statCaches, random.randomId);
+    this.watchers = options.watch === true ? new WatcherMemory(MEMORY_BOUNDS.watchers) : null;
   }
 
   /** Before the process ends: write out what only memory holds (stat caches). */

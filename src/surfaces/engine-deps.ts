@@ -79,14 +79,14 @@ export interface ProcessMemoryHolder {
   flush(): void;
 }
 
-export function processMemory(): ProcessMemoryHolder {
+export function processMemory(options: { watch?: boolean } = {}): ProcessMemoryHolder {
   let made: ProcessMemory | undefined;
   return {
     get() {
       if (made === undefined) {
         // A synchronous import on first use, not a static one: see engineDeps.
         const { ProcessMemory } = require("../engine/process-memory.ts") as typeof import("../engine/process-memory.ts");
-        made = new ProcessMemory(SYSTEM_RANDOM);
+        made = new ProcessMemory(SYSTEM_RANDOM, options);
       }
       return made;
     },

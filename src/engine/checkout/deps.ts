@@ -14,12 +14,15 @@ import type { DirectoryStat } from "./directory-identity.ts";
 import type { ProcessIdentity } from "./lock.ts";
 import type { RegistryMemory } from "./registry.ts";
 import type { StatCacheMemory } from "./stat-cache-memory.ts";
+import type { WatcherMemory } from "./watcher.ts";
 import type { ReplaceMoment } from "./visible-writes.ts";
 
 /** The parts of the process memory (engine/process-memory.ts) a checkout keeps between calls. */
 export interface CheckoutMemory extends RegistryMemory {
   objects: ObjectMemory;
   statCaches: StatCacheMemory;
+  /** A server's file-system watchers on its checkouts (watcher.ts); absent in a process that answers one call. */
+  watchers?: WatcherMemory | null;
 }
 
 export interface CheckoutDeps extends Clock, RandomSource {

@@ -63,6 +63,17 @@ export type Absorb = (path: string, bytes: Uint8Array) => string;
  */
 export const PARTIAL_FILE = /^\.slivingdoc-partial-[0-9a-f]{16}$/;
 
+/**
+ * The cookie a server's watcher writes at a checkout's root and awaits
+ * before each call (watcher.ts), removed at once: at the root, like the
+ * directory's mark, it is slivingdoc's and never a notebook file.
+ */
+export const WATCH_COOKIE_PREFIX = ".slivingdoc-cookie-";
+
+export function isWatchCookie(name: string): boolean {
+  return /^\.slivingdoc-cookie-[0-9a-f]{16}$/.test(name);
+}
+
 // ignoreBOM: a name may begin with U+FEFF, and that character is part of it.
 const nameDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -119,7 +130,7 @@ const ADVICE: Record<Violation, (names: string, maxFileBytes: number) => string>
 };
 
 /** One scan under way: what it may skip reading, the files read so far, those ignored, and every violation, refused together at the end. */
-interface Scan {
+export interface Scan {
   known: KnownFile;
   maxFileBytes: number;
   absorb: Absorb | null;
@@ -155,6 +166,8 @@ export interface ScanOptions {
    * whose pull refuses those files by name itself.
    */
   countInvalid?: boolean;
+  /** Told each directory entered ("" for the root, else "a/b/") with the ignore rules in force in it (null: an ignored one, entered for held files). */
+  onDirectory?: (relDir: string, rules: IgnoreRules | null) => void;
 }
 
 export interface Scanned {
@@ -170,7 +183,17 @@ function bad(scan: Scan, path: string, why: Violation = "content"): void {
 }
 
 export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
-  const scan: Scan = {
+  const scan = startScan(options);
+  if (!notebookExists(root)) return { files: scan.files, ignored: [] };
+  walk(scan, root, "", builtInRules(), options.onDirectory);
+  if (options.countInvalid === true) return { files: scan.files, ignored: scan.ignored, invalid: scan.invalid.length };
+  if (scan.invalid.length > 0) throw refusal(scan.invalid, scan.maxFileBytes);
+  return { files: scan.files, ignored: scan.ignored };
+}
+
+/** A scan with nothing found yet. */
+export function startScan(options: ScanOptions): Scan {
+  return {
     known: options.known ?? (() => null),
     maxFileBytes: options.maxFileBytes ?? MAX_FILE_BYTES,
     absorb: options.absorb ?? null,
@@ -180,11 +203,6 @@ export function scanNotebook(root: string, options: ScanOptions = {}): Scanned {
     ignored: [],
     invalid: [],
   };
-  if (!notebookExists(root)) return { files: scan.files, ignored: [] };
-  walk(scan, root, "", builtInRules());
-  if (options.countInvalid === true) return { files: scan.files, ignored: scan.ignored, invalid: scan.invalid.length };
-  if (scan.invalid.length > 0) throw refusal(scan.invalid, scan.maxFileBytes);
-  return { files: scan.files, ignored: scan.ignored };
 }
 
 /** Whether the notebook directory exists yet; something else at its path is refused. */
@@ -249,18 +267,21 @@ export function refuseNonDirectory(path: string): void {
 // comes out sorted without sorting every path at the end. `parent`: the
 // ignore rules in force above the directory; null inside an ignored one,
 // entered only for the files the notebook holds below it.
-function walk(scan: Scan, absDir: string, relDir: string, parent: IgnoreRules | null): void {
+type OnDirectory = ScanOptions["onDirectory"];
+
+function walk(scan: Scan, absDir: string, relDir: string, parent: IgnoreRules | null, onDirectory: OnDirectory): void {
   const names = listNames(scan, absDir, relDir);
   if (names === null) return;
   const rules = parent?.enter(relDir.slice(0, -1), names.includes(IGNORE_FILE) ? ignoreFileText(`${absDir}/${IGNORE_FILE}`) : null) ?? null;
+  onDirectory?.(relDir, rules);
   for (const { name, st } of entriesInPathOrder(scan, absDir, relDir, names)) {
     const rel = relDir + name;
     const abs = `${absDir}/${name}`;
     const isDirectory = st.isDirectory();
     if (isIgnored(scan, rules, rel, name, isDirectory)) {
-      if (isDirectory && scan.held.holdsBelow(rel)) walk(scan, abs, `${rel}/`, null);
+      if (isDirectory && scan.held.holdsBelow(rel)) walk(scan, abs, `${rel}/`, null, onDirectory);
       else scan.ignored.push(isDirectory ? `${rel}/` : rel);
-    } else if (isDirectory) walk(scan, abs, `${rel}/`, rules);
+    } else if (isDirectory) walk(scan, abs, `${rel}/`, rules, onDirectory);
     else if (st.isFile()) scanFile(scan, abs, rel, st);
     // Symlinks, sockets, FIFOs, devices: never notebook content.
     else bad(scan, rel);
@@ -268,7 +289,7 @@ function walk(scan: Scan, absDir: string, relDir: string, parent: IgnoreRules | 
 }
 
 /** Whether the entry at `rel` is left out: a rule (or an ignored directory above it) hides it, and it is neither held nor a rule file. */
-function isIgnored(scan: Scan, rules: IgnoreRules | null, rel: string, name: string, isDirectory: boolean): boolean {
+export function isIgnored(scan: Scan, rules: IgnoreRules | null, rel: string, name: string, isDirectory: boolean): boolean {
   if (isDirectory) return rules === null || rules.excludes(rel, true);
   // Inside an ignored directory, only what the notebook holds is scanned.
   if (rules !== null && (isRuleFile(name) || !rules.excludes(rel, false))) return false;
@@ -332,8 +353,8 @@ function entriesInPathOrder(scan: Scan, absDir: string, relDir: string, names: s
         if (!scan.ours.has(relDir + name)) bad(scan, relDir + name, "reserved");
         continue;
       }
-      // The directory's mark (directory-identity.ts): slivingdoc's, never a notebook file.
-      if (relDir === "" && isDirectoryMark(name)) continue;
+      // The directory's mark (directory-identity.ts) and the watcher's cookie: slivingdoc's, never notebook files.
+      if (relDir === "" && (isDirectoryMark(name) || isWatchCookie(name))) continue;
     }
     let st: Stats;
     try {
@@ -353,7 +374,7 @@ function entriesInPathOrder(scan: Scan, absDir: string, relDir: string, names: s
 }
 
 /** A regular file: its blob id when the stat cache vouches for it, else its bytes, which must be text. */
-function scanFile(scan: Scan, abs: string, rel: string, st: Stats): void {
+export function scanFile(scan: Scan, abs: string, rel: string, st: Stats): void {
   if (st.size > scan.maxFileBytes) {
     bad(scan, rel, "tooBig");
     return;

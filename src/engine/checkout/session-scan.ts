@@ -11,6 +11,7 @@ import { scanNotebook } from "./scan.ts";
 import type { CheckoutSession } from "./session.ts";
 import { baselineOrNothing } from "./session-baseline.ts";
 import { StatCache } from "./stat-cache.ts";
+import { scanWatched } from "./watched-scan.ts";
 
 /**
  * Scan the visible files into the checkout, and keep their blobs as the
@@ -39,7 +40,11 @@ export async function scanLocal(checkout: CheckoutSession, useCache = true, held
     }
     return oid;
   };
-  const { files: scanned, ignored } = scanNotebook(checkout.dir, { known: cache.known, held: checkout.held, maxFileBytes: checkout.deps.maxFileBytes, absorb });
+  const options = { known: cache.known, held: checkout.held, maxFileBytes: checkout.deps.maxFileBytes, absorb };
+  // In a server, a watcher narrows the scan to what changed (watched-scan.ts); a repair reads everything.
+  const watcher = useCache ? (checkout.deps.memory.watchers?.for(checkout.dir) ?? null) : null;
+  const { files: scanned, ignored } =
+    watcher === null ? scanNotebook(checkout.dir, options) : await scanWatched(watcher, { ...options, recorded: (path) => cache.recorded(path) }, checkout.deps);
   checkout.deps.progress?.("files scanned", scanned.size, scanned.size);
   checkout.ignored = ignored;
   const local: FlatTree = new Map();

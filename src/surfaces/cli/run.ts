@@ -262,7 +262,9 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   // isTTY is read at the first record, after the handshake (it loads node:tty).
   const log = createLog({ write: io.stderr, get isTTY() { return io.stderrIsTTY === true; } }, runtimeSecrets(io.env));
   const { serve } = await import("../mcp/serve.ts");
-  const memory = processMemory();
+  // A server answers many calls on its checkouts: it watches them, so a warm
+  // call scans only what changed. Only on Linux (inotify), the platform tested.
+  const memory = processMemory({ watch: process.platform === "linux" });
   try {
     await serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, adopt: parsed.flags.adopt === true, ...io.protocol() });
   } catch (e) {
