@@ -192,39 +192,75 @@ export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: re
   // history fetches a base and up to 31 small packs), few enough for small
   // machines; only one pack, the base, can be large.
   const queue = [...missing];
+  const budget = new ByteBudget(FETCH_BYTES);
   const worker = async () => {
     for (let p = queue.shift(); p; p = queue.shift()) {
-      let object;
+      await budget.take(p.size);
       try {
-        object = await store.get(p.key);
-      } catch (cause) {
-        if (damaged(cause)) {
-          throw new DomainError("PACK_INVALID", `The store is damaged where it keeps a pack of ${of}; an operator must inspect it.`, { cause });
-        }
-        throw new DomainError("PACK_DOWNLOAD", `A pack of ${of} could not be downloaded.`, { cause });
-      }
-      if (object === null) {
-        throw new PackMissing(
-          new DomainError("PACK_INVALID", "A pack named by the manifest is missing from the store; an operator must inspect it."),
-        );
-      }
-      const digest = createHash("sha256").update(object.body).digest("hex");
-      if (object.body.byteLength !== p.size || digest !== p.sha256) {
-        throw new DomainError("PACK_INVALID", "A pack contradicts its descriptor in the manifest; an operator must inspect the store.");
-      }
-      try {
-        await git.importPack(p.sha256, object.body);
-      } catch (cause) {
-        if (cause instanceof BadPackError) {
-          throw new DomainError("PACK_INVALID", `A pack of ${of} failed import; an operator must inspect the store.`, {
-            cause,
-          });
-        }
-        throw cause;
+        await fetchPack(store, git, p, of);
+      } finally {
+        budget.give(p.size);
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(8, missing.length) }, worker));
+}
+
+/**
+ * The bytes of packs downloaded at once, beyond the first: a pack is in
+ * memory whole while it is checked and imported (and the embedded store
+ * copies it once more), so eight big ones at once would hold several
+ * hundred megabytes (a big notebook's base pack beside its history packs).
+ */
+const FETCH_BYTES = 32 * 2 ** 20;
+
+/** Bytes in flight, bounded: one taker at a time may exceed the bound, when it is alone. */
+class ByteBudget {
+  private used = 0;
+  private waiting: Array<() => void> = [];
+  constructor(private readonly bound: number) {}
+
+  async take(bytes: number): Promise<void> {
+    while (this.used > 0 && this.used + bytes > this.bound) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.used += bytes;
+  }
+
+  give(bytes: number): void {
+    this.used -= bytes;
+    for (const wake of this.waiting.splice(0)) wake();
+  }
+}
+
+/** Download one listed pack, check it against its descriptor and import it (fetchPacks). */
+async function fetchPack(store: ObjectStore, git: ObjectCache, p: PackDescriptor, of: string): Promise<void> {
+  let object;
+  try {
+    object = await store.get(p.key);
+  } catch (cause) {
+    if (damaged(cause)) {
+      throw new DomainError("PACK_INVALID", `The store is damaged where it keeps a pack of ${of}; an operator must inspect it.`, { cause });
+    }
+    throw new DomainError("PACK_DOWNLOAD", `A pack of ${of} could not be downloaded.`, { cause });
+  }
+  if (object === null) {
+    throw new PackMissing(
+      new DomainError("PACK_INVALID", "A pack named by the manifest is missing from the store; an operator must inspect it."),
+    );
+  }
+  const digest = createHash("sha256").update(object.body).digest("hex");
+  if (object.body.byteLength !== p.size || digest !== p.sha256) {
+    throw new DomainError("PACK_INVALID", "A pack contradicts its descriptor in the manifest; an operator must inspect the store.");
+  }
+  try {
+    await git.importPack(p.sha256, object.body);
+  } catch (cause) {
+    if (cause instanceof BadPackError) {
+      throw new DomainError("PACK_INVALID", `A pack of ${of} failed import; an operator must inspect the store.`, {
+        cause,
+      });
+    }
+    throw cause;
+  }
 }
 
 /** A read that found the store itself damaged (object-store.ts StoreFault): no retry reads it whole. */
