@@ -145,7 +145,10 @@ export class CheckoutWatcher {
 
   private heard(name: string | Buffer | null): void {
     if (typeof name !== "string" || name === "" || name === ".") {
-      // A change the runtime could not name: what changed is unknown.
+      // A change the runtime could not name: what changed is unknown. Bun
+      // reports a kernel queue overflow this way (seen with
+      // /proc/sys/fs/inotify/max_queued_events lowered to 16: the events lost
+      // came back as events without a name), not as an error.
       this.markLost();
       return;
     }
