@@ -11,6 +11,7 @@ import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { BadPackError, MissingObjectError } from "../git/objects.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
 import type { RecentMap } from "../memory/recent-map.ts";
+import { ByteBudget } from "../memory/byte-budget.ts";
 
 export interface AcceptedState {
   /** null when the store holds no notebook yet (generation 0). */
@@ -213,23 +214,6 @@ export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: re
  * hundred megabytes (a big notebook's base pack beside its history packs).
  */
 const FETCH_BYTES = 32 * 2 ** 20;
-
-/** Bytes in flight, bounded: one taker at a time may exceed the bound, when it is alone. */
-class ByteBudget {
-  private used = 0;
-  private waiting: Array<() => void> = [];
-  constructor(private readonly bound: number) {}
-
-  async take(bytes: number): Promise<void> {
-    while (this.used > 0 && this.used + bytes > this.bound) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.used += bytes;
-  }
-
-  give(bytes: number): void {
-    this.used -= bytes;
-    for (const wake of this.waiting.splice(0)) wake();
-  }
-}
 
 /** Download one listed pack, check it against its descriptor and import it (fetchPacks). */
 async function fetchPack(store: ObjectStore, git: ObjectCache, p: PackDescriptor, of: string): Promise<void> {
