@@ -623,6 +623,9 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
       stdout: "ignore",
       stderr: "inherit",
     });
+  // The median of every run that finished, so the span follows the machine: taken from the first two
+  // runs alone, one slow run (a loaded machine) put most kill instants after the commits had ended.
+  const durations: number[] = [];
   let span = 0;
   const counts = { killed: 0, finished: 0, offered: 0 };
   const rounds = process.env.SLIVINGDOC_FUZZ_LONG === "1" ? 400 : 24;
@@ -656,7 +659,8 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
     } else {
       expect(p.exitCode).toBe(0);
       counts.finished++;
-      if (killAt === null) span = Math.max(span, performance.now() - started);
+      durations.push(performance.now() - started);
+      span = [...durations].sort((a, b) => a - b)[Math.floor(durations.length / 2)]!;
     }
     // V takes back the line the dead commit may have published, half the time.
     if (rnd() < 0.5) {
