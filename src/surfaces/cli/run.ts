@@ -248,7 +248,8 @@ async function openToRead(spec: RuntimeConfig["store"]): Promise<ObjectStore> {
 }
 
 async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
-  if (!io.protocol) throw new Error("serve needs the process's stdio");
+  const { protocol } = io;
+  if (!protocol) throw new Error("serve needs the process's stdio");
   const started = await startUp(parsed, io);
   if (typeof started === "number") return started;
   const { config, store, forgetProbe } = started;
@@ -265,15 +266,26 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   // A server answers many calls on its checkouts: it watches them, so a warm
   // call scans only what changed. Only on Linux (inotify), the platform tested.
   const memory = processMemory({ watch: process.platform === "linux" });
+  // A refused start may be found after the handshake (a store of a newer format, mcp/serve.ts) or before it (a foreign workspace root).
+  return untilEnded(io, { config, store, memory }, () =>
+    serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, adopt: parsed.flags.adopt === true, ...protocol() }),
+  );
+}
+
+/**
+ * A long-running command (serve, web) from its start to its end: a start
+ * refusal found while it runs is printed as one (exit 2); either way the
+ * store is closed and, as in execute(), what only the process memory holds
+ * is written out.
+ */
+async function untilEnded(io: CliIo, held: { config: RuntimeConfig; store: ObjectStore; memory: { flush(): void } }, run: () => Promise<void>): Promise<number> {
   try {
-    await serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, adopt: parsed.flags.adopt === true, ...io.protocol() });
+    await run();
   } catch (e) {
-    // A refused start found after the handshake (a store of a newer format, mcp/serve.ts) or before it (a foreign workspace root).
-    return refused(e, io, [config.privateRoot]);
+    return refused(e, io, [held.config.privateRoot]);
   } finally {
-    await store.close();
-    // As in execute(): the server's calls left some state in the process memory only.
-    memory.flush();
+    await held.store.close();
+    held.memory.flush();
   }
   return EXIT_CODES.OK;
 }
@@ -298,16 +310,10 @@ async function runWeb(parsed: Parsed, io: CliIo): Promise<number> {
   const file = storeKind(config.store).file?.(config.store);
   const absent = () => file !== undefined && !existsSync(file);
   const memory = processMemory();
-  try {
+  return untilEnded(io, { config, store, memory }, async () => {
     if (!absent()) await refuseNewerStore(store);
     await serveWeb({ config, store, absent, memory, settings, secrets: runtimeSecrets(io.env), stdout: io.stdout, stderr: io.stderr, ...(io.stdoutWritten ? { stdoutWritten: io.stdoutWritten } : {}) });
-  } catch (e) {
-    return refused(e, io, [config.privateRoot]);
-  } finally {
-    await store.close();
-    memory.flush();
-  }
-  return EXIT_CODES.OK;
+  });
 }
 
 /**
