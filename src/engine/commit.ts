@@ -97,6 +97,7 @@ function committing(checkout: OpenCheckout, message: string): Committing {
     dir: checkout.dir,
     retries: deps.commitRetries,
     guessCurrent: deps.guessCurrent,
+    meetAtOnce: deps.meetAtOnce,
     lineCounts: checkout.lineCounts,
     bring: (merge, target, targetFiles, how) =>
       bringFiles(checkout, merge, target, targetFiles, { operation: "commit", remoteAccepted: how.remoteAccepted }, how.firstBase, { conflicts: how.conflicts }),

@@ -12,7 +12,7 @@ import type { EngineDeps } from "./engine.ts";
 import { settlePublication } from "./publish/publication.ts";
 
 /** An operation's deps, its defaults filled in. */
-export type OperationSessionDeps = EngineDeps & Required<Pick<EngineDeps, "pathSets" | "compaction" | "guessCurrent" | "agent">>;
+export type OperationSessionDeps = EngineDeps & Required<Pick<EngineDeps, "pathSets" | "compaction" | "guessCurrent" | "meetAtOnce" | "agent">>;
 
 /** One operation's open checkout: the checkout's session, its deps the operation's. */
 export type OpenCheckout = CheckoutSession<OperationSessionDeps>;
@@ -52,7 +52,7 @@ export async function withCheckout<T>(deps: EngineDeps, path: string, use: Check
 
 /** Open the checkout's session, settling a publication a dead call recorded (publish/publication.ts) before its journal goes. */
 function openCheckout(deps: EngineDeps, path: string, use: CheckoutUse): Promise<OpenCheckout> {
-  const full: OperationSessionDeps = { pathSets: NO_PATH_SETS, compaction: {}, guessCurrent: true, agent: () => DEFAULT_AGENT, ...deps };
+  const full: OperationSessionDeps = { pathSets: NO_PATH_SETS, compaction: {}, guessCurrent: true, meetAtOnce: true, agent: () => DEFAULT_AGENT, ...deps };
   const settle = async (state: OpenCheckout["state"], overrides: Parameters<typeof settlePublication>[3]) => {
     await settlePublication(state, full.store, full.randomId, overrides, use.attach === true);
   };

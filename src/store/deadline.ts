@@ -82,7 +82,7 @@ export function boundedStore(store: ObjectStore, deadline: Deadline): ObjectStor
     // A view: the store is its owner's to close.
     close: async () => {},
     ...(store.lastAnswer ? { lastAnswer: () => store.lastAnswer!() } : {}),
-    ...(queue ? { queue: { enter: (whileWaiting) => queue.enter(whileWaiting, deadline.signal) } } : {}),
+    ...(queue ? { queue: { enter: (whileWaiting, signal, placed) => queue.enter(whileWaiting, signal ? AbortSignal.any([deadline.signal, signal]) : deadline.signal, placed) } } : {}),
     ...(putWith
       ? {
           // Not sent when the deadline ends it (object-store.ts `putWith`): a definite failure.

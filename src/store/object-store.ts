@@ -150,8 +150,11 @@ export interface WriterQueue {
    * `peek`, whose reads need not be on disk yet (the embedded store: no
    * flush), so it may only fill caches, never act on what it read. Once
    * `signal` aborts, the writer leaves the line and `enter` fails.
+   * `placed` is told, once the writer has its place, how many writers are
+   * ahead of it (group commit: a writer behind others offers its commit
+   * for them to carry, publish/turn.ts).
    */
-  enter(whileWaiting?: (peek: ObjectStore) => Promise<void>, signal?: AbortSignal): Promise<WriterTurn>;
+  enter(whileWaiting?: (peek: ObjectStore) => Promise<void>, signal?: AbortSignal, placed?: (ahead: number) => void): Promise<WriterTurn>;
 }
 
 export interface WriterTurn {

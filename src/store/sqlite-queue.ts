@@ -55,9 +55,10 @@ export interface TicketQueue {
   /**
    * Wait for this writer's turn, running `whileWaiting` now and then
    * meanwhile; returns `leave`, which ends the turn. Once `signal` aborts,
-   * the ticket is dropped and `enter` fails.
+   * the ticket is dropped and `enter` fails. `placed` is told how many
+   * tickets are ahead once this one is taken.
    */
-  enter(whileWaiting?: () => Promise<void>, signal?: AbortSignal): Promise<() => void>;
+  enter(whileWaiting?: () => Promise<void>, signal?: AbortSignal, placed?: (ahead: number) => void): Promise<() => void>;
   close(): void;
 }
 
@@ -228,10 +229,24 @@ class Tickets implements TicketQueue {
     this.bell.ring(this.q.headQ.get()?.ticket ?? null);
   }
 
-  async enter(whileWaiting?: () => Promise<void>, signal?: AbortSignal): Promise<() => void> {
+  async enter(whileWaiting?: () => Promise<void>, signal?: AbortSignal, placed?: (ahead: number) => void): Promise<() => void> {
     this.bell.startWatching();
     const { ticket } = this.q.insertQ.get(this.identity.holder, this.now())!;
-    await this.waitForTurn(ticket, new Preparation(whileWaiting), signal);
+    placed?.(this.q.aheadQ.get(ticket)?.ahead ?? 0);
+    // A writer that leaves the line (its commit was carried by a turn ahead)
+    // drops its ticket at once: left to the wait's next wake-up, it would
+    // stand at the head for up to a poll, holding up the writers behind it.
+    let waiting = true;
+    const leave = () => {
+      if (waiting && !this.closed) this.drop(ticket);
+    };
+    signal?.addEventListener("abort", leave, { once: true });
+    try {
+      await this.waitForTurn(ticket, new Preparation(whileWaiting), signal);
+    } finally {
+      waiting = false;
+      signal?.removeEventListener("abort", leave);
+    }
     this.q.beginQ.run(this.now(), ticket);
     const heartbeat = setInterval(() => this.touch(ticket), HEARTBEAT_MS);
     heartbeat.unref?.();

@@ -194,10 +194,10 @@ function writeTogether(
 /** Writers' turns on the queue (object-store.ts `WriterQueue`): each turn's reads, and what they owe the disk when it ends. */
 function turnsOn(f: StoreFile, queue: TicketQueue, peek: () => ObjectStore): WriterQueue {
   return {
-    async enter(whileWaiting, signal) {
+    async enter(whileWaiting, signal, placed) {
       // No turns in a store that is gone: its queue's files are not made anew either.
       if (f.here() === null) throw gone("putIfMatch");
-      const leave = await queue.enter(whileWaiting && (() => whileWaiting(peek())), signal);
+      const leave = await queue.enter(whileWaiting && (() => whileWaiting(peek())), signal, placed);
       let open = true;
       // What the turn read that may not be on disk yet.
       let owed = false;
@@ -262,7 +262,7 @@ function lazyQueue(file: string, writer: QueueIdentity, clock: StoreClock): Tick
     }
   };
   return {
-    enter: async (whileWaiting, signal) => open().enter(whileWaiting, signal),
+    enter: async (whileWaiting, signal, placed) => open().enter(whileWaiting, signal, placed),
     close() {
       opened?.queue.close();
       opened?.db.close();

@@ -17,11 +17,11 @@ export class DeferredStore implements ObjectStore {
   ) {
     if (capabilities.queue) {
       this.queue = {
-        enter: async (whileWaiting, signal) => {
+        enter: async (whileWaiting, signal, placed) => {
           const queue = (await this.open()).queue;
           // A store that could not set its queue up: the caller goes without a turn, as it would with that store.
           if (queue === undefined) throw new StoreError("open", "the store's writer queue could not be opened");
-          return queue.enter(whileWaiting, signal);
+          return queue.enter(whileWaiting, signal, placed);
         },
       };
     }

@@ -33,6 +33,9 @@ let writes = 0;
 const memory = processMemory().get();
 const deps = {
   ...engineDeps(config, store, memory),
+  // Losing to one writer is a meeting of two, which a commit answers by building on the winner at once;
+  // a race driven here is to make it offer, as a crowd's loser does.
+  ...(raceFrom !== undefined ? { meetAtOnce: false } : {}),
   onStage: async (stage: string) => {
     if (stage === killAt) await die();
     if (stage === "publish" && !raced) {

@@ -5,6 +5,7 @@
  * is the old or the new one, and a later commit publishes everything.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +18,7 @@ import { openSqliteStore } from "../../src/store/sqlite.ts";
 import { isProcessAlive } from "../../src/surfaces/process-identity.ts";
 import { read, seedNotebook, write } from "../support/fixture.ts";
 import { mulberry32 } from "../support/seeded.ts";
+import { waitFor } from "../support/wait.ts";
 import { SYSTEM_CLOCK, SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 
 const root = mkdtempSync(join(tmpdir(), "slivingdoc-crash-"));
@@ -684,3 +686,115 @@ test("random SIGKILLs of commits that lost a race and wait to be carried: nothin
   // Some kills came while the offer was posted (most come before: the offer is the run's last part).
   expect(counts.offered).toBeGreaterThan(0);
 }, process.env.SLIVINGDOC_FUZZ_LONG === "1" ? 3_600_000 : 120_000);
+
+/**
+ * Group commit on the embedded store, its head SIGKILLed at random instants.
+ * Each round: B holds its turn; H (a worker process) takes its place next,
+ * one ahead, so it waits for its turn; W1 and W2 take theirs behind it and
+ * offer their commits from the line. B's turn ends, and H's turn carries
+ * the two offers with its own commit — unless H dies first, or mid-turn, or
+ * after its write: then the line skips its dead ticket and W1's turn
+ * publishes them. Every waiting writer's commit must be answered OK exactly
+ * once, with each line in the store once; H's next call settles what its
+ * dead commit did, and nothing H wrote is lost or brought back.
+ */
+test("random SIGKILLs of the head of a group commit: every waiting writer's commit lands once, nothing lost", async () => {
+  const seed = Number(process.env.SLIVINGDOC_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+  const rnd = mulberry32(seed);
+  const w = crashWorld("group-fuzz");
+  const names = ["h", "b", "w1", "w2"] as const;
+  const dirs = Object.fromEntries(names.map((n) => [n, w.dir(n)])) as Record<(typeof names)[number], string>;
+  const mem = Object.fromEntries([...names, "fresh"].map((n) => [n, new ProcessMemory(SYSTEM_RANDOM)])) as Record<(typeof names)[number] | "fresh", ProcessMemory>;
+  const truth: Record<(typeof names)[number], string[]> = { h: ["h seed"], b: [], w1: [], w2: [] };
+  const text = (lines: string[]) => lines.map((l) => `${l}\n`).join("");
+  await seedNotebook(w.run, dirs.h, { "h.md": text(truth.h) });
+  for (const n of ["b", "w1", "w2"] as const) await w.run((d) => pull(d, { path: dirs[n] }), mem[n]);
+  const inLine = () => {
+    const db = new Database(`${w.dir("store.db")}-queue`, { readonly: true });
+    try {
+      return db.query<{ n: number }, []>("SELECT count(*) AS n FROM writers").get()!.n;
+    } finally {
+      db.close();
+    }
+  };
+  const offers = async () => {
+    const store = w.open();
+    try {
+      return (await store.list("proposals/")).length;
+    } finally {
+      await store.close();
+    }
+  };
+  const stored = async () => {
+    const fresh = w.dir(`fresh-${Math.random().toString(36).slice(2)}`);
+    await w.run((d) => pull(d, { path: fresh }), mem.fresh);
+    const got = Object.fromEntries(names.map((n) => [n, read(fresh, `${n}.md`)]));
+    rmSync(fresh, { recursive: true, force: true });
+    return got;
+  };
+  const durations: number[] = [];
+  let span = 0;
+  const counts = { killed: 0, finished: 0, headLanded: 0 };
+  const rounds = process.env.SLIVINGDOC_FUZZ_LONG === "1" ? 200 : 12;
+  for (let i = 0; i < rounds; i++) {
+    for (const n of names) {
+      truth[n].push(`${n} ${i}`);
+      write(dirs[n], `${n}.md`, text(truth[n]));
+    }
+    // The line empty: every writer of the last round has left it.
+    await waitFor(() => inLine() === 0, "an empty line");
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let once = false;
+    const hold = async (stage: string) => {
+      if (stage !== "publish" || once) return;
+      once = true;
+      held();
+      await released;
+    };
+    const bOut = w.run((d) => commit({ ...d, onStage: hold }, { path: dirs.b, message: `b ${i}` }), mem.b);
+    await holding;
+    const head = Bun.spawn([process.execPath, worker, "commit", dirs.h, "never"], {
+      env: { ...(process.env as Record<string, string>), SLIVINGDOC_STORE: `sqlite:${w.dir("store.db")}`, SLIVINGDOC_PRIVATE_ROOT: w.dir("private") },
+      stdout: "ignore",
+      stderr: "inherit",
+    });
+    await waitFor(() => inLine() === 2, "the head in line behind B");
+    const w1Out = w.run((d) => commit(d, { path: dirs.w1, message: `w1 ${i}` }), mem.w1);
+    await waitFor(async () => (await offers()) === 1, "W1's offer from the line");
+    const w2Out = w.run((d) => commit(d, { path: dirs.w2, message: `w2 ${i}` }), mem.w2);
+    await waitFor(async () => (await offers()) === 2, "W2's offer from the line");
+    const started = performance.now();
+    release();
+    // The first rounds run unkilled, to measure how long the head takes once released.
+    const killAt = i < 2 ? null : rnd() * span;
+    const timer = killAt === null ? null : setTimeout(() => head.kill("SIGKILL"), killAt);
+    await head.exited;
+    if (timer) clearTimeout(timer);
+    const [bo, w1, w2] = await Promise.all([bOut, w1Out, w2Out]);
+    // Each waiting writer answered once, at a generation of its own.
+    expect(new Set([bo.generation, w1.generation, w2.generation]).size).toBe(3);
+    if (head.signalCode === "SIGKILL") counts.killed++;
+    else {
+      expect(head.exitCode).toBe(0);
+      counts.finished++;
+      durations.push(performance.now() - started);
+      span = [...durations].sort((a, b) => a - b)[Math.floor(durations.length / 2)]!;
+    }
+    // Whether the head's commit landed before its next call (only it could have published its line).
+    if ((await stored()).h === text(truth.h)) counts.headLanded++;
+    // H's next call settles its dead commit; then its files are as H wrote them.
+    const next = await w.run((d) => (rnd() < 0.5 ? commit(d, { path: dirs.h, message: `h ${i} next` }) : pull(d, { path: dirs.h })), mem.h);
+    expect(next.generation).toBeGreaterThan(0);
+    expect(read(dirs.h, "h.md")).toBe(text(truth.h));
+    await w.run((d) => commit(d, { path: dirs.h, message: `h ${i} acknowledged` }), mem.h);
+    for (const n of ["b", "w1", "w2"] as const) await w.run((d) => pull(d, { path: dirs[n] }), mem[n]);
+    const s = await stored();
+    for (const n of names) expect(s[n]).toBe(text(truth[n]));
+    expect(await offers()).toBe(0);
+  }
+  console.log(`group-fuzz: seed ${seed} (SLIVINGDOC_FUZZ_SEED replays the choices), ${JSON.stringify(counts)}`);
+  expect(counts.killed).toBeGreaterThan(3);
+}, process.env.SLIVINGDOC_FUZZ_LONG === "1" ? 3_600_000 : 180_000);

@@ -20,8 +20,9 @@ import type { Landed, LostAttempt } from "../../src/engine/publish/write.ts";
 import { StoreError } from "../../src/store/object-store.ts";
 
 const BASELINE: Baseline = { generation: 3, head: "h3", tree: "t3" };
-const RACING: AttemptRules = { retries: 3, ordered: false, guess: false, baseline: BASELINE };
-const TURN: AttemptRules = { retries: 3, ordered: true, guess: true, baseline: BASELINE };
+const RACING: AttemptRules = { retries: 3, ordered: false, line: false, guess: false, meetAtOnce: true, baseline: BASELINE };
+const TURN: AttemptRules = { retries: 3, ordered: true, line: false, guess: true, meetAtOnce: true, baseline: BASELINE };
+const LINE: AttemptRules = { ...TURN, line: true };
 const GUESSING: AttemptRules = { ...RACING, guess: true };
 
 const FILES: FlatTree = new Map([["a.md", "blob-a"]]);
@@ -117,20 +118,33 @@ describe("transitions", () => {
     ["then refused", RACING, [...READ, ev.merged("conflict")], ev.conflictsWritten(), { state: "refused", step: { do: "refuse", why: "MERGE_CONFLICT" } }],
     ["a guess writes without waiting for its listing", GUESSING, GUESSED, ev.merged("changes"), { state: "guessing", step: { do: "write" } }],
     ["a racing read waits for the listing", RACING, READ, ev.merged("changes"), { state: "reading", step: { do: "list" } }],
-    ["a turn writes at once", TURN, READ, ev.merged("changes"), { state: "reading", step: { do: "write" } }],
+    ["a turn waits for its listing, to carry those offered from the line", TURN, READ, ev.merged("changes"), { state: "reading", step: { do: "list" } }],
+    ["a turn carries those offered from the line", TURN, [...READ, ev.merged("changes")], ev.listed(true), { state: "reading", step: { do: "combine", own: false } }],
+    ["a turn with nobody offered writes alone", TURN, [...READ, ev.merged("changes")], ev.listed(false), { state: "reading", step: { do: "write" } }],
+    ["from the line: read, listing", LINE, [], ev.current(), { state: "lining", step: { do: "load" } }],
+    ["from the line: changes are offered before anything is written", LINE, READ, ev.merged("changes"), { state: "lining", step: { do: "offer" } }],
+    ["from the line: nothing new is a synchronisation", LINE, READ, ev.merged("nothing new"), { state: "landed", step: { do: "land", how: "synchronised" } }],
+    ["from the line: a conflict is written, the place in line left", LINE, READ, ev.merged("conflict"), { state: "lining", step: { do: "write conflicts" } }],
+    ["offered from the line: wait to be carried, or for the turn", LINE, [...READ, ev.merged("changes")], ev.offered(), { state: "offered", step: { do: "await carried" } }],
+    ["carried by a turn ahead", LINE, [...READ, ev.merged("changes"), ev.offered()], ev.carried(true), { state: "landed", step: { do: "land", how: "carried" } }],
+    ["our turn came: read on as offered", LINE, [...READ, ev.merged("changes"), ev.offered()], ev.carried(false), { state: "offered", step: { do: "read", from: "proved", list: true } }],
+    ["in our turn, ours first with those behind", LINE, [...READ, ev.merged("changes"), ev.offered(), ev.carried(false), ev.current(6), ev.accepted(fated("waiting")), ev.remembered()], ev.listed(true), { state: "offered", step: { do: "combine", own: true } }],
     ["others waiting are combined", RACING, [...READ, ev.merged("changes")], ev.listed(true), { state: "reading", step: { do: "combine", own: false } }],
     ["nobody waiting: write alone", RACING, [...READ, ev.merged("changes")], ev.listed(false), { state: "reading", step: { do: "write" } }],
     ["combined: write on the others", RACING, [...READ, ev.merged("changes"), ev.listed(true)], ev.combined(true), { state: "reading", step: { do: "write" } }],
     ["a write that landed lands", RACING, [...READ, ev.merged("changes"), ev.listed(false)], ev.landed(), { state: "landed", step: { do: "land", how: "written" } }],
     ["a stale guess reads the proved state, no retry spent", GUESSING, [...GUESSED, ev.merged("changes")], ev.lost(), { state: "proved", step: { do: "read", from: "proved", list: true } }],
     ["a racing loser offers its attempt", RACING, LOST.slice(0, -1), ev.lost(), { state: "reading", step: { do: "offer", lost: undefined } }],
-    ["a loser in a turn backs off", TURN, [...READ, ev.merged("changes")], ev.lost(), { state: "reading", step: { do: "back off", lost: 1 } }],
+    ["a meeting of two: build on the winner at once", RACING, LOST.slice(0, -1), ev.lost(true, false, 4), { state: "proved", step: { do: "read", from: "proved", list: true } }],
+    ["a meeting of two, the second loss: offer", RACING, [...LOST.slice(0, -1), ev.lost(true, false, 4), ev.current(4), ev.accepted(accepted(4)), ev.remembered(), ev.merged("changes"), ev.listed(false)], ev.lost(true, false, 5), { state: "proved", step: { do: "offer" } }],
+    ["a meeting of two, meetAtOnce off: offer", { ...RACING, meetAtOnce: false }, LOST.slice(0, -1), ev.lost(true, false, 4), { state: "reading", step: { do: "offer" } }],
+    ["a loser in a turn backs off", TURN, [...READ, ev.merged("changes"), ev.listed(false)], ev.lost(), { state: "reading", step: { do: "back off", lost: 1 } }],
     ["a loser whose write carried only others backs off", RACING, LOST.slice(0, -1), ev.lost(false), { state: "reading", step: { do: "back off", lost: 1 } }],
     ["a read-back behind the baseline is refused", RACING, LOST.slice(0, -1), ev.lost(true, false, 2), { state: "refused", step: { do: "refuse", why: "HISTORY_INVALID" } }],
     ["retries spent: refused", RACING, [...SPENT(RACING), ev.merged("changes"), ev.listed(false)], ev.lost(), { state: "refused", step: { do: "refuse", why: "RETRIES_EXHAUSTED" } }],
     ["deadline passed: refused", RACING, LOST.slice(0, -1), ev.lost(true, true), { state: "refused", step: { do: "refuse", why: "RETRIES_EXHAUSTED" } }],
     ["a backoff ends in a read of the proved state", RACING, [...LOST.slice(0, -1), ev.lost(false)], ev.waited(), { state: "proved", step: { do: "read", from: "proved", list: true } }],
-    ["in a turn, the next read is a read", TURN, [...READ, ev.merged("changes"), ev.lost()], ev.waited(), { state: "reading", step: { do: "read", from: "read", list: false } }],
+    ["in a turn, the next read is a read", TURN, [...READ, ev.merged("changes"), ev.listed(false), ev.lost()], ev.waited(), { state: "reading", step: { do: "read", from: "read", list: true } }],
     ["offered: watch for being carried", RACING, LOST, ev.offered(), { state: "offered", step: { do: "await carried" } }],
     ["carried", RACING, OFFERED, ev.carried(true), { state: "landed", step: { do: "land", how: "carried" } }],
     ["not carried: build on what was seen", RACING, OFFERED, ev.carried(false), { state: "offered", step: { do: "read", from: "proved", list: true } }],
@@ -169,7 +183,13 @@ describe("transitions", () => {
   test("the start: ask the memory, or read (never in a turn)", () => {
     expect(start(GUESSING).step).toEqual({ do: "settle contention" });
     expect(shape(start(RACING).step)).toEqual({ do: "read", from: "read", list: true });
-    expect(shape(start(TURN).step)).toEqual({ do: "read", from: "read", list: false });
+    expect(shape(start(TURN).step)).toEqual({ do: "read", from: "read", list: true });
+    expect(start(LINE).state.state).toBe("lining");
+  });
+
+  test("an offer from the line carries what the runner builds it from: the state read, our merge onto it, nothing prepared", () => {
+    const { step } = after(LINE, [...READ, ev.merged("changes")]);
+    expect(step).toMatchObject({ do: "offer", attempt: null, alone: CHANGED, carried: false, generation: 3 });
   });
 
   test("steps carry what the runner needs: the offer its lost attempt and the generation its read-back proved", () => {
@@ -220,6 +240,8 @@ interface Answers {
   carried: boolean[];
   /** A read, a history or a lost write's read-back shows a store behind the baseline. */
   backwards: boolean[];
+  /** A lost write met one other publication only (its read-back one generation past the state it built on), not a crowd. */
+  metOne: boolean[];
   /** A step fails at the store: with no proposal of ours out, and with one out. */
   fails: boolean[];
   failsOut: boolean[];
@@ -239,6 +261,7 @@ const answers: fc.Arbitrary<Answers> = fc.record({
   withdrawn: some(fc.constantFrom("yes", "no", "unknown")),
   carried: some(fc.boolean()),
   backwards: rarely,
+  metOne: some(fc.boolean()),
   fails: rarely,
   failsOut: some(fc.constantFrom(false, false, false, true)),
 });
@@ -306,7 +329,7 @@ function answer(step: Step, state: AttemptState, entry: Entry, nextOf: <K extend
     case "write":
       if (nextOf("writeLands")) return ev.landed(step.own !== null ? OURS_AT : null);
       entry.backwards = nextOf("backwards");
-      return ev.lost(step.merged !== null, !deadlineNever && nextOf("outOfTime"), entry.backwards ? 2 : 5);
+      return ev.lost(step.merged !== null, !deadlineNever && nextOf("outOfTime"), entry.backwards ? 2 : lostAt(step, nextOf("metOne")));
     case "offer":
       return ev.offered();
     case "forget proposal":
@@ -321,6 +344,11 @@ function answer(step: Step, state: AttemptState, entry: Entry, nextOf: <K extend
     case "refuse":
       throw new Error("an end has no answer");
   }
+}
+
+/** The generation a lost write reads back: one past the state it built on (a meeting of two), or further (a crowd). */
+function lostAt(step: Step & { do: "write" }, metOne: boolean): number {
+  return metOne ? step.accepted.generation + 1 : step.accepted.generation + 2;
 }
 
 /** Whether our proposal is out before each entry's step, as the steps and their answers say. */
@@ -339,13 +367,15 @@ describe("invariants (docs/storage-protocol.md, The attempt, as a state machine)
     guess: fc.boolean(),
     retries: fc.integer({ min: 0, max: 6 }),
     ordered: fc.boolean(),
+    line: fc.boolean(),
+    meetAtOnce: fc.boolean(),
     deadlineNever: fc.boolean(),
     a: answers,
   });
   const check = (property: (trace: Entry[], r: { rules: AttemptRules; deadlineNever: boolean }) => void) =>
     fc.assert(
-      fc.property(runs, ({ guess, retries, ordered, deadlineNever, a }) => {
-        const rules: AttemptRules = { retries, ordered, guess, baseline: BASELINE };
+      fc.property(runs, ({ guess, retries, ordered, line, meetAtOnce, deadlineNever, a }) => {
+        const rules: AttemptRules = { retries, ordered, line: ordered && line, guess, meetAtOnce, baseline: BASELINE };
         property(drive(rules, a, deadlineNever), { rules, deadlineNever });
       }),
       { numRuns: 400 },
@@ -394,20 +424,29 @@ describe("invariants (docs/storage-protocol.md, The attempt, as a state machine)
     });
   });
 
-  test("4. a turn is never raced: no guess, no listing, no combining, no offer, no waiting to be carried", () => {
+  test("4. a turn is never raced: no guess; every read lists the proposals, to carry them; a commit offers only from the line, before it writes, never after a lost write in a turn", () => {
     check((trace, { rules }) => {
       if (!rules.ordered) return;
-      for (const t of trace) expect(["settle contention", "recall", "list", "combine", "offer", "await carried", "withdraw", "forget proposal"]).not.toContain(t.step.do);
-      for (const t of trace) if (t.step.do === "read") expect({ from: t.step.from, list: t.step.list }).toEqual({ from: "read", list: false });
+      for (const t of trace) expect(["settle contention", "recall"]).not.toContain(t.step.do);
+      for (const t of trace) if (t.step.do === "read") expect(t.step.from === "guess" || !t.step.list).toBe(false);
+      const offers = trace.filter((t) => t.step.do === "offer");
+      if (!rules.line) expect(trace.filter((t) => ["offer", "await carried", "withdraw", "forget proposal"].includes(t.step.do))).toEqual([]);
+      for (const t of offers) expect({ state: t.state.state, attempt: (t.step as Step & { do: "offer" }).attempt }).toEqual({ state: "lining", attempt: null });
+      // Nothing is written before the offer.
+      if (offers.length > 0) expect(trace.slice(0, trace.indexOf(offers[0]!)).filter((t) => t.step.do === "write")).toEqual([]);
     });
   });
 
-  test("5. at most one proposal, offered only after a lost write of our own, with a retry left and time left", () => {
+  test("5. at most one proposal, offered only after a lost write of our own, with a retry left and time left — or from the line, first thing", () => {
     check((trace, { rules }) => {
       const out = outBefore(trace);
       for (let i = 0; i < trace.length; i++) {
         if (trace[i]!.step.do !== "offer") continue;
         expect(out[i]).toBe(false);
+        if (trace[i]!.state.state === "lining") {
+          expect(trace.slice(0, i).map((t) => t.step.do)).toEqual(["read", "load", "remember", "merge"]);
+          continue;
+        }
         const lostBefore = trace[i - 1]!;
         expect(lostBefore.event).toMatchObject({ got: "written", landed: false, attempt: LOST_ATTEMPT, outOfTime: false });
         expect(lostBefore.state.lost).toBeLessThan(rules.retries);
@@ -486,6 +525,25 @@ describe("invariants (docs/storage-protocol.md, The attempt, as a state machine)
         if (t.step.do !== "load" || t.event?.got !== "accepted" || t.backwards) continue;
         expect(trace[i + 1]!.step.do).toBe(t.state.state === "guessing" ? "merge" : "remember");
       }
+    });
+  });
+
+  test("13. a meeting of two is answered in one more round: a first lost write of our own, carrying nobody, against one publication, builds on it at once — no offer, no backoff", () => {
+    check((trace, { rules }) => {
+      let met = 0;
+      for (let i = 0; i < trace.length; i++) {
+        const t = trace[i]!;
+        const e = t.event;
+        if (rules.ordered || t.step.do !== "write" || e?.got !== "written" || e.landed || t.state.state === "guessing" || t.state.state === "offered") continue;
+        if (t.backwards || e.outOfTime || t.state.lost >= rules.retries || e.attempt === null) continue;
+        const meeting = rules.meetAtOnce && t.state.lost === 0 && t.step.carried === null && e.current.manifest?.generation === t.step.accepted.generation + 1;
+        const after = trace[i + 1]!.step;
+        if (meeting) {
+          met++;
+          expect(after).toMatchObject({ do: "read", from: "proved", proved: e.current });
+        } else expect(after.do).toBe("offer");
+      }
+      return met;
     });
   });
 

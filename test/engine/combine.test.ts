@@ -36,9 +36,14 @@ function racing(w: World): ObjectStore {
   return store as ObjectStore;
 }
 
-/** Deps of a process of its own (own memory: no shared guess), racing, with hooks. */
+/**
+ * Deps of a process of its own (own memory: no shared guess), racing, with
+ * hooks. These tests reach an offer through a meeting of two driven by hand,
+ * which a commit otherwise answers by building on the winner at once
+ * (`meetAtOnce`, the last test): a crowd offers the same way.
+ */
 function processDeps(w: World, overrides: Partial<EngineDeps> = {}): EngineDeps {
-  return w.deps({ store: racing(w), memory: new ProcessMemory(SYSTEM_RANDOM), random: () => 0.5, ...overrides });
+  return w.deps({ store: racing(w), memory: new ProcessMemory(SYSTEM_RANDOM), random: () => 0.5, meetAtOnce: false, ...overrides });
 }
 
 /** Three checkouts pulled at generation 1 (one file each written by a first commit). */
@@ -236,8 +241,8 @@ test("with nobody publishing, a waiting proposer leaves a look to each older pro
     }),
     { path: c, message: "c" },
   );
-  // Three still looks, and one more for A's proposal; then C publishes its own, and A's with it.
-  expect(looks).toBe(4);
+  // One still look, and one more for A's proposal; then C publishes its own, and A's with it.
+  expect(looks).toBe(2);
   expect(out.generation).toBe(4);
   expect((await readCurrent(world.store)).manifest.combined?.map((x) => x.generation)).toEqual([4, 5]);
   const fresh = world.checkout("fresh");
@@ -597,4 +602,46 @@ test("an offered proposal whose store then fails once: the withdrawal proves its
     await world.close();
   }
   world = makeWorld();
+});
+
+test("two commits meeting: the loser builds on the winner at once — one more write, no proposal, no wait", async () => {
+  const { a, b } = await threeWriters();
+  write(a, "a.md", "from a\n");
+  write(b, "b.md", "from b\n");
+  const store = racing(world);
+  const writes: string[] = [];
+  const watched: ObjectStore = {
+    ...store,
+    putIfAbsent: (key, body) => (writes.push(`create ${key.split("/")[0]}`), store.putIfAbsent(key, body)),
+    putIfMatch: (key, body, etag) => (writes.push(`replace ${key}`), store.putIfMatch(key, body, etag)),
+    // The embedded store writes a pack and `current` together.
+    putWith: (creates, key, ...rest) => (writes.push(`replace ${key}`), store.putWith!(creates, key, ...rest)),
+  };
+  let slept = 0;
+  const out = await commit(
+    processDeps(world, {
+      store: watched,
+      meetAtOnce: true,
+      onStage: atFirstPublish(() => commit(processDeps(world), { path: b, message: "b" })),
+      sleep: async () => void slept++,
+    }),
+    { path: a, message: "a" },
+  );
+  expect(out.generation).toBe(3);
+  expect(out.files).toEqual([{ path: "a.md", insertions: 1, deletions: 0 }]);
+  // Its two conditional writes of `current`, the first lost; nothing offered, nothing waited.
+  expect(writes.filter((w) => w === "replace current")).toEqual(["replace current", "replace current"]);
+  expect(writes.filter((w) => w.startsWith("create proposals"))).toEqual([]);
+  expect(slept).toBe(0);
+  const { manifest } = await readCurrent(world.store);
+  expect(manifest.combined ?? []).toEqual([]);
+  const history = await openHistory(processDeps(world));
+  expect(history.publications.map((h) => [h.generation, h.message])).toEqual([
+    [3, "a"],
+    [2, "b"],
+    [1, "first"],
+  ]);
+  const fresh = world.checkout("fresh");
+  await pull(processDeps(world), { path: fresh });
+  for (const [f, text] of [["a.md", "from a\n"], ["b.md", "from b\n"]]) expect(read(fresh, f!)).toBe(text!);
 });

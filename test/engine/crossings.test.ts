@@ -73,10 +73,11 @@ test("a proposal carried by another writer keeps its proposer's base: log shows 
   const [a, b, c] = (await pulledAtOne(world, "a", "b", "c")) as [string, string, string];
   for (const [name, dir] of [["a", a], ["b", b], ["c", c]] as const) write(dir, `${name}.md`, `from ${name}\n`);
   // Racing processes of their own, as combine.test.ts drives them: ann
-  // loses to bo inside its window, offers its commit, and while it waits cy
-  // publishes, carrying ann's commit before its own.
+  // loses to bo inside its window, offers its commit (as a crowd's loser
+  // does: a meeting of two would build on bo at once), and while it waits
+  // cy publishes, carrying ann's commit before its own.
   const proc = (agent: string, overrides: Partial<EngineDeps> = {}) =>
-    as(agent, { store: racing(world), memory: new ProcessMemory(SYSTEM_RANDOM), random: () => 0.5, ...overrides });
+    as(agent, { store: racing(world), memory: new ProcessMemory(SYSTEM_RANDOM), random: () => 0.5, meetAtOnce: false, ...overrides });
   let raced = false;
   let waited = false;
   const annOut = await commit(

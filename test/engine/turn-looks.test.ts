@@ -42,7 +42,7 @@ test("a writer waiting for its turn looks again at `current` without its body wh
   });
   const store: ObjectStore = {
     ...inner,
-    queue: { enter: (whileWaiting, signal) => inner.queue!.enter(whileWaiting && ((peek) => whileWaiting(watched(peek))), signal) },
+    queue: { enter: (whileWaiting, signal, placed) => inner.queue!.enter(whileWaiting && ((peek) => whileWaiting(watched(peek))), signal, placed) },
   };
   world = makeWorld(store, `sqlite:${file}`);
   const [a, b] = (await pulledAtOne(world, "a", "b")) as [string, string];

@@ -19,6 +19,9 @@
  * - **reading**: building on `current` as read now;
  * - **proved**: building on `current` as the read-back of a lost write
  *   proved it (no second read);
+ * - **lining**: waiting in the store's line behind other writers (the
+ *   embedded store's queue), building on `current` as read, to offer the
+ *   commit to the writers ahead, who carry it in their turns;
  * - **offered**: this commit's own attempt is posted as a proposal, for the
  *   next writer to carry; it lands as a manifest's `combined` says;
  * - **withdrawing**: taking the proposal back (it conflicts now, the
@@ -28,171 +31,17 @@
  * **refused** (a conflict, spent retries, a fate that cannot be proved, a
  * store that went backwards, or a failure that stands).
  */
-import type { ErrorFile } from "../../contract/errors.ts";
-import type { Baseline } from "../checkout/state.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { conflictError } from "../merge/conflict.ts";
 import { sameTree, type TreeMerge } from "../merge/tree-merge.ts";
 import type { AcceptedState, ManifestRead } from "./accepted-state.ts";
-import { type Carried, fateOf, type Listed } from "./combine.ts";
-import type { CombinedPublication } from "./manifest.ts";
-import type { OwnProposal } from "./offer.ts";
+import type { AttemptRules, AttemptState, Counts, Event, Landing, Listing, Own, Read, Refusal, Step, Transition } from "./attempt-words.ts";
+import { fateOf } from "./combine.ts";
 import { exhausted, storeFailed, unprovenOffer, unprovenProposal } from "./refusals.ts";
 import { historyWentBackwards, wentBackwards, wentBackwardsError } from "./went-backwards.ts";
-import type { Landed, LostAttempt } from "./write.ts";
 
-/** Why a commit ends without landing: the table's tokens, or a failure that stands as it is. */
-export type Refusal = "MERGE_CONFLICT" | "RETRIES_EXHAUSTED" | "PUBLICATION_UNPROVEN" | "HISTORY_INVALID" | "failed";
+export type { AttemptRules, AttemptState, Event, Landing, Listing, Out, Own, Read, Refusal, Step, Transition } from "./attempt-words.ts";
 
-/** The listing of proposals started with a read (racing writers only). */
-export type Listing = Promise<Listed>;
-
-/** The accepted state an attempt builds on, with when its read began (the window is measured from it) and the listing started alongside. */
-export interface Read {
-  accepted: AcceptedState;
-  started: number;
-  listing: Listing | null;
-}
-
-/** What an attempt of our own holds, by the event it waits for. */
-export type Own =
-  | { awaits: "current"; guess: AcceptedState | null }
-  | { awaits: "accepted"; started: number; listing: Listing | null }
-  | { awaits: "remembered" | "merged"; read: Read }
-  | { awaits: "conflicts written"; conflicts: ErrorFile[] }
-  | { awaits: "listed" | "combined"; read: Read; alone: FlatTree }
-  /** `alone`: our merge onto the accepted state; `merged`: what is written (on the proposals carried, when `carried`). */
-  | { awaits: "written"; read: Read; alone: FlatTree; merged: FlatTree; carried: boolean }
-  /** Lost: `proved` is `current` as the write's read-back proved it (null in a turn, which reads again). */
-  | { awaits: "offered"; proved: ManifestRead }
-  | { awaits: "waited"; proved: ManifestRead | null };
-
-/** What a commit whose proposal is out holds, by the event it waits for. */
-export type Out =
-  | { awaits: "carried" | "current" | "written" }
-  | { awaits: "accepted"; started: number; listing: Listing | null }
-  | { awaits: "remembered" | "forgotten" | "listed" | "combined"; read: Read };
-
-/** Counted over the whole commit: races lost, and the last window measured (contention.ts). */
-interface Counts {
-  lost: number;
-  windowMs: number;
-}
-
-/** What the commit knows between steps. */
-export type AttemptState = Counts &
-  (
-    | { state: "recalling"; at: { awaits: "contention" | "recalled" } }
-    | { state: "guessing" | "reading" | "proved"; at: Own }
-    | { state: "offered"; mine: OwnProposal; at: Out }
-    | { state: "withdrawing"; mine: OwnProposal; then: "afresh" }
-    | { state: "withdrawing"; mine: OwnProposal; then: "give up"; outOfTime: boolean }
-    | { state: "withdrawing"; mine: OwnProposal; then: "prove"; failure: unknown }
-    | { state: "landed"; how: Landing["how"] }
-    | { state: "refused"; why: Refusal }
-  );
-
-/** What landed, and what the files are brought to. */
-export type Landing =
-  | { how: "written"; landed: Landed; merged: FlatTree }
-  | { how: "carried"; mine: OwnProposal; at: CombinedPublication }
-  | { how: "synchronised"; accepted: AcceptedState; merged: FlatTree };
-
-/** What the runner does next. */
-export type Step =
-  /** Whether this process lost races lately, or saw others waiting, once a listing still out is answered. */
-  | { do: "settle contention" }
-  /** The accepted state this process last saw, at the checkout's baseline. */
-  | { do: "recall" }
-  /**
-   * Begin an attempt: `current` from its source; racing writers list the
-   * proposals alongside (`list`) — a guess does not wait for its listing,
-   * which is noted for the process's next commit.
-   */
-  | { do: "read"; from: "read"; list: boolean }
-  | { do: "read"; from: "proved"; proved: ManifestRead; list: boolean }
-  | { do: "read"; from: "guess"; guess: AcceptedState; list: boolean }
-  /** The accepted state `current` names (its packs; a guess is loaded already), and its history at the baseline's generation. */
-  | { do: "load"; current: ManifestRead }
-  | { do: "load"; guess: AcceptedState }
-  /** Remember it as the process's latest. */
-  | { do: "remember"; accepted: AcceptedState }
-  /** Merge the local changes onto the accepted state. */
-  | { do: "merge"; accepted: AcceptedState }
-  /** A conflict: end the turn (nothing is written to the store) and write the merge, blocks and all, into the files. */
-  | { do: "write conflicts"; accepted: AcceptedState; merge: TreeMerge }
-  /** Wait for the listing of proposals started with the read. */
-  | { do: "list"; listing: Listing; accepted: AcceptedState }
-  /** Move the waiting proposals onto the accepted state: ours among them, or our changes on top of them. */
-  | { do: "combine"; own: false; accepted: AcceptedState; listed: Listed }
-  | { do: "combine"; own: true; mine: OwnProposal; accepted: AcceptedState; listed: Listed }
-  /**
-   * Write one publication, conditionally: `merged` on the proposals
-   * `carried`, or (null) our proposal among them, `own`. Lost, the window
-   * from the read `started` is measured.
-   */
-  | { do: "write"; accepted: AcceptedState; carried: Carried | null; merged: FlatTree | null; own: string | null; started: number }
-  /** Post our lost attempt as a proposal: `alone` on `accepted` (made anew when it `carried` others), at `generation`. */
-  | { do: "offer"; accepted: AcceptedState; attempt: LostAttempt; alone: FlatTree; carried: boolean; generation: number }
-  /** Forget our proposal: it expired, nobody can carry it any more. */
-  | { do: "forget proposal"; mine: OwnProposal }
-  /**
-   * Take our proposal back, which makes its fate final. `final`: the commit
-   * gives up after it (not landed, its record ends); `failed`: the store
-   * failed while it was out, and any failure of taking it back leaves its
-   * fate unknown.
-   */
-  | { do: "withdraw"; mine: OwnProposal; final: boolean; failed: boolean }
-  /** A pause of backoff after the `lost`-th lost race. */
-  | { do: "back off"; lost: number; windowMs: number }
-  /** Watch `current`, last seen as `last`, for a publication carrying our proposal. */
-  | { do: "await carried"; mine: OwnProposal; last: ManifestRead; windowMs: number }
-  /** Ends: end the turn and bring the files to what landed, or answer the refusal. */
-  | ({ do: "land" } & Landing)
-  | { do: "refuse"; why: Refusal; error: unknown };
-
-/** What the runner found, step by step. */
-export type Event =
-  | { got: "contention"; level: number; othersWaiting: boolean }
-  | { got: "recalled"; guess: AcceptedState | null }
-  | { got: "current"; current: ManifestRead; started: number; listing: Listing | null }
-  /** `at`: the commit the store's history holds at the baseline's generation, when it is past it and the cache reaches (went-backwards.ts). */
-  | { got: "accepted"; accepted: AcceptedState; at: string | null }
-  | { got: "remembered" }
-  | { got: "merged"; merge: TreeMerge }
-  | { got: "conflicts written"; conflicts: ErrorFile[] }
-  | { got: "listed"; listed: Listed; othersWaiting: boolean }
-  /** `merged`: our changes on top of the proposals carried (when we carry others' only). */
-  | { got: "combined"; carried: Carried | null; merged: FlatTree | null }
-  | { got: "written"; landed: true; written: Landed }
-  /** Lost: `current` as read back, what was prepared (to offer it; null when our own commit was not in it), the window measured, and whether the call's deadline passed. */
-  | { got: "written"; landed: false; current: ManifestRead; attempt: LostAttempt | null; windowMs: number; outOfTime: boolean }
-  | { got: "offered"; mine: OwnProposal }
-  | { got: "forgotten" }
-  | { got: "withdrawn"; landed: "yes"; at: CombinedPublication }
-  | { got: "withdrawn"; landed: "no" | "unknown" }
-  | { got: "waited" }
-  | { got: "carried"; landed: true; at: CombinedPublication }
-  | { got: "carried"; landed: false; current: ManifestRead }
-  /** A step failed: what it threw. */
-  | { got: "failed"; failure: unknown };
-
-export interface AttemptRules {
-  /** How many races a commit may lose before it gives up (--commit-retries). */
-  retries: number;
-  /**
-   * Whether the store orders its writers (a turn of the embedded store's
-   * queue): no one publishes between our read and our write, so there is
-   * no guess, no proposal and nothing to list.
-   */
-  ordered: boolean;
-  /** Whether a commit may build on the accepted state this process last saw (EngineDeps.guessCurrent). */
-  guess: boolean;
-  /** The checkout's baseline: no accepted state that went backwards from it is built on (went-backwards.ts). */
-  baseline: Baseline;
-}
-
-export type Transition = { state: AttemptState; step: Step };
 
 /**
  * The first state and step. In a turn of the store's queue the read is
@@ -201,16 +50,21 @@ export type Transition = { state: AttemptState; step: Step };
  * the turn: read. Elsewhere ask the process's memory whether to guess.
  */
 export function start(rules: AttemptRules): Transition {
+  if (rules.ordered && rules.line) return { state: { state: "lining", lost: 0, windowMs: 0, at: { awaits: "current", guess: null } }, step: { do: "read", from: "read", list: true } };
   if (!rules.guess || rules.ordered) return readFrom(null, { lost: 0, windowMs: 0 }, rules);
   return { state: { state: "recalling", lost: 0, windowMs: 0, at: { awaits: "contention" } }, step: { do: "settle contention" } };
 }
 
-/** The next attempt of our own, from `current` as `proved` (or read afresh when null). */
-export function readFrom(proved: ManifestRead | null, state: Counts, rules: AttemptRules): Transition {
+/**
+ * The next attempt of our own, from `current` as `proved` (or read afresh
+ * when null). The proposals are listed alongside, to be carried: by racing
+ * writers, and in a turn of the store's line, by the writer in its turn.
+ */
+export function readFrom(proved: ManifestRead | null, state: Counts, _rules: AttemptRules): Transition {
   const at: Own = { awaits: "current", guess: null };
   const counts = { lost: state.lost, windowMs: state.windowMs };
-  if (proved === null) return { state: { state: "reading", ...counts, at }, step: { do: "read", from: "read", list: !rules.ordered } };
-  return { state: { state: "proved", ...counts, at }, step: { do: "read", from: "proved", proved, list: !rules.ordered } };
+  if (proved === null) return { state: { state: "reading", ...counts, at }, step: { do: "read", from: "read", list: true } };
+  return { state: { state: "proved", ...counts, at }, step: { do: "read", from: "proved", proved, list: true } };
 }
 
 /** The commit refused: `error` is its answer. */
@@ -242,6 +96,7 @@ export function next(state: AttemptState, event: Event, rules: AttemptRules): Tr
     case "guessing":
     case "reading":
     case "proved":
+    case "lining":
       return building(state, event, rules);
     case "offered":
       return offered(state, event, rules);
@@ -308,7 +163,7 @@ export function loaded(state: Counts, event: Event & { got: "accepted" }, at: { 
 }
 
 /** Our own commit, merged onto the accepted state and written (no proposal of ours is out). */
-function building(state: AttemptState & { state: "guessing" | "reading" | "proved" }, event: Event, rules: AttemptRules): Transition {
+function building(state: AttemptState & { state: "guessing" | "reading" | "proved" | "lining" }, event: Event, rules: AttemptRules): Transition {
   const { at } = state;
   if (event.got === "current" && at.awaits === "current") {
     const read = readCurrent(state, event, at.guess, rules);
@@ -358,16 +213,28 @@ function building(state: AttemptState & { state: "guessing" | "reading" | "prove
  * guess does not wait for its listing: what it finds is for this process's
  * next commit.
  */
-function merged(state: AttemptState & { state: "guessing" | "reading" | "proved" }, merge: TreeMerge, read: Read, rules: AttemptRules): Transition {
+function merged(state: AttemptState & { state: "guessing" | "reading" | "proved" | "lining" }, merge: TreeMerge, read: Read, rules: AttemptRules): Transition {
   const { accepted } = read;
   if (merge.conflicts.length > 0) return { state: { ...state, at: { awaits: "conflicts written", conflicts: merge.conflicts } }, step: { do: "write conflicts", accepted, merge } };
   if (sameTree(merge.result, accepted.files)) return state.state === "guessing" ? readFrom(null, state, rules) : land(state, { how: "synchronised", accepted, merged: merge.result });
   const alone = merge.result;
-  if (rules.ordered || state.state === "guessing" || read.listing === null) return writeAlone(state, read, alone);
+  if (state.state === "lining") return offerFromLine(state, read, alone);
+  if (state.state === "guessing" || read.listing === null) return writeAlone(state, read, alone);
   return { state: { ...state, at: { awaits: "listed", read, alone } }, step: { do: "list", listing: read.listing, accepted } };
 }
 
-function writeAlone(state: AttemptState & { state: "guessing" | "reading" | "proved" }, read: Read, alone: FlatTree): Transition {
+/**
+ * Group commit: from the line, our changes on the state as read are offered
+ * at once, before our turn — a writer ahead carries them in its turn, or we
+ * publish them in ours, carrying those behind us.
+ */
+function offerFromLine(state: AttemptState & { state: "guessing" | "reading" | "proved" | "lining" }, read: Read, alone: FlatTree): Transition {
+  const { accepted } = read;
+  const offer: Step = { do: "offer", accepted, attempt: null, alone, carried: false, generation: accepted.generation };
+  return { state: { ...state, at: { awaits: "offered", proved: accepted } }, step: offer };
+}
+
+function writeAlone(state: AttemptState & { state: "guessing" | "reading" | "proved" | "lining" }, read: Read, alone: FlatTree): Transition {
   return {
     state: { ...state, at: { awaits: "written", read, alone, merged: alone, carried: false } },
     step: { do: "write", accepted: read.accepted, carried: null, merged: alone, own: null, started: read.started },
@@ -383,7 +250,7 @@ function writeAlone(state: AttemptState & { state: "guessing" | "reading" | "pro
  * when our own commit was in it), or back off.
  */
 function lostRace(
-  state: AttemptState & { state: "guessing" | "reading" | "proved" },
+  state: AttemptState & { state: "guessing" | "reading" | "proved" | "lining" },
   event: Event & { got: "written"; landed: false },
   at: Own & { awaits: "written" },
   rules: AttemptRules,
@@ -398,6 +265,9 @@ function lostRace(
   if (state.lost >= rules.retries) return spent(counts, false);
   const lost = { lost: state.lost + 1, windowMs: event.windowMs };
   if (proved !== null && event.attempt !== null) {
+    // Two commits met: build on the one that won, at once — offering would
+    // wait for a carrier that, the race being over, never comes.
+    if (rules.meetAtOnce && metOne(state, at, proved)) return readFrom(proved, lost, rules);
     const { accepted } = at.read;
     const offer: Step = { do: "offer", accepted, attempt: event.attempt, alone: at.alone, carried: at.carried, generation: proved.manifest?.generation ?? accepted.generation };
     return { state: { ...state, ...lost, at: { awaits: "offered", proved } }, step: offer };
@@ -405,12 +275,22 @@ function lostRace(
   return { state: { ...state, ...lost, at: { awaits: "waited", proved } }, step: { do: "back off", lost: lost.lost, windowMs: event.windowMs } };
 }
 
+/**
+ * Whether a lost write met exactly one other publication, with nobody
+ * waiting to be carried: this commit's first loss, its attempt carried no
+ * proposals, and the write-back is one generation past the state it built
+ * on. Anything more is a crowd, and a crowd is served by combining.
+ */
+function metOne(state: Counts, at: Own & { awaits: "written" }, proved: ManifestRead): boolean {
+  return state.lost === 0 && !at.carried && proved.manifest !== null && proved.manifest.generation === at.read.accepted.generation + 1;
+}
+
 /** Our proposal is out: it lands when a manifest lists it, or we publish it ourselves. */
 function offered(state: AttemptState & { state: "offered" }, event: Event, rules: AttemptRules): Transition {
   const { at, mine } = state;
   if (event.got === "carried" && at.awaits === "carried") {
     if (event.landed) return land(state, { how: "carried", mine, at: event.at });
-    return { state: { ...state, at: { awaits: "current" } }, step: { do: "read", from: "proved", proved: event.current, list: !rules.ordered } };
+    return { state: { ...state, at: { awaits: "current" } }, step: { do: "read", from: "proved", proved: event.current, list: true } };
   }
   if (event.got === "current" && at.awaits === "current") {
     const read = readCurrent(state, event, null, rules);

@@ -31,6 +31,8 @@ export interface Committing {
   readonly retries: number;
   /** Whether it may build on the accepted state the process last saw. */
   readonly guessCurrent: boolean;
+  /** Whether a lost meeting of two builds on the winner at once (PublishSettings.meetAtOnce). */
+  readonly meetAtOnce: boolean;
   /** Line counts of blobs read this call, for the diffstat. */
   readonly lineCounts: Map<string, number>;
   /** Bring the visible files to `merge`, the commit's tree on `target` (the journalled write of engine.ts bringFiles). */

@@ -26,7 +26,7 @@ export interface OwnProposal {
 /** How many publications a proposer sees go by without its proposal before it publishes the proposal itself. */
 const PATIENCE = 12;
 /** How many looks in a row `current` must stand still before a proposer publishes its proposal itself: nobody else is publishing. */
-const STILL_LOOKS = 3;
+const STILL_LOOKS = 1;
 /** The first guess of the time between publications, at most (ms): a slow attempt of our own says little about how soon others publish. */
 const FIRST_GAP_CAP_MS = 200;
 /** Bounds of the time between looks (ms). */

@@ -56,6 +56,13 @@ export interface PublishSettings {
    * true; fault tests aimed at that read turn it off.
    */
   guessCurrent?: boolean;
+  /**
+   * Whether a commit that lost a meeting of two builds on the winner at
+   * once rather than offering (publish/attempt.ts, `metOne`). Default true;
+   * the combining tests, which drive a meeting of two by hand to reach an
+   * offer, turn it off.
+   */
+  meetAtOnce?: boolean;
   /** When a commit compacts the pack list (publish/compact.ts); false never does (tests of compaction itself). */
   compaction?: Partial<CompactionPolicy> | false;
   /**

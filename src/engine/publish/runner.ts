@@ -10,16 +10,17 @@
 import { DomainError } from "../../contract/errors.ts";
 import type { OperationOutcome } from "../../contract/results.ts";
 import { mergeTrees } from "../merge/tree-merge.ts";
-import { lastAccepted, loadAcceptedState, readManifest, rememberAccepted } from "./accepted-state.ts";
+import { lastAccepted, loadAcceptedState, readCurrentIfChanged, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { type AttemptRules, type Event, next, start, type Step } from "./attempt.ts";
-import { dropProposal, listProposals, othersWaiting, withdraw } from "./combine.ts";
+import { dropProposal, fateOf, listProposals, othersWaiting, withdraw } from "./combine.ts";
 import { commitEnded, measuredWindow, noteListing, noteOthersWaiting, retrySpread, settledContention } from "./contention.ts";
 import { type Committing, landed, targetOf } from "./landing.ts";
-import { awaitCarried, combineWith, offer } from "./offer.ts";
+import { type CombinedPublication, parseManifest } from "./manifest.ts";
+import { awaitCarried, combineWith, offer, type OwnProposal } from "./offer.ts";
 import type { Publisher } from "./publisher.ts";
 import { takeTurn, type Turn } from "./turn.ts";
 import { historyAt } from "./went-backwards.ts";
-import { aloneOnAccepted, writeAttempt } from "./write.ts";
+import { aloneOnAccepted, preparedAlone, writeAttempt } from "./write.ts";
 
 export type { Committing } from "./landing.ts";
 
@@ -33,6 +34,16 @@ interface Run {
 type Doing<K extends Step["do"]> = Step & { do: K };
 
 /**
+ * How many writers must be ahead in the store's line for a commit to offer
+ * itself from there. With one ahead, that one is in its turn and has
+ * listed the proposals already: an offer would only be published by us,
+ * in our turn, at the cost of a pack built twice.
+ */
+const LINE_OFFERS_AT = 2;
+/** How often a commit offered from the line looks whether a turn ahead carried it (ms, ± half). */
+const LINE_LOOK_MS = 10;
+
+/**
  * Publish the checkout's changes (scanned, merged against the publisher's
  * baseline tree), taking the store's turn where it orders its writers,
  * until a publication lands or the machine refuses.
@@ -40,7 +51,10 @@ type Doing<K extends Step["do"]> = Step & { do: K };
 export async function publishCommit(p: Publisher, c: Committing): Promise<OperationOutcome> {
   const turn = await takeTurn(p);
   const run: Run = { p, c, turn };
-  const rules: AttemptRules = { retries: c.retries, ordered: turn.ordered, guess: c.guessCurrent, baseline: p.baseline };
+  // Behind others in the line, the commit is offered for them to carry (group commit); else it waits for its turn first.
+  const line = turn.ordered && turn.ahead >= LINE_OFFERS_AT;
+  if (!line) await turn.began;
+  const rules: AttemptRules = { retries: c.retries, ordered: turn.ordered, line, guess: c.guessCurrent, meetAtOnce: c.meetAtOnce, baseline: p.baseline };
   let { state, step } = start(rules);
   try {
     for (;;) {
@@ -95,7 +109,7 @@ function perform(run: Run, step: Exclude<Step, Doing<"land" | "refuse">>): Promi
     case "back off":
       return backOff(p, step);
     case "await carried":
-      return carried(p, step);
+      return run.turn.waiting() ? carriedInLine(run, step) : carried(p, step);
   }
 }
 
@@ -170,7 +184,8 @@ async function write({ p, c, turn }: Run, step: Doing<"write">): Promise<Event> 
 
 /** Our lost attempt, offered to the other writers as a proposal (offer.ts): our own commit alone when it carried others. */
 async function offerOurs({ p, c }: Run, step: Doing<"offer">): Promise<Event> {
-  const lost = step.carried ? await aloneOnAccepted(p, step.accepted, step.attempt, step.alone, c.message) : step.attempt;
+  const { attempt } = step;
+  const lost = attempt === null ? await preparedAlone(p, step.accepted, step.alone, c.message) : step.carried ? await aloneOnAccepted(p, step.accepted, attempt, step.alone, c.message) : attempt;
   return { got: "offered", mine: await offer(p, lost, step.alone, step.accepted.files, step.generation) };
 }
 
@@ -206,4 +221,35 @@ async function carried(p: Publisher, step: Doing<"await carried">): Promise<Even
   const found = await awaitCarried(p, step.mine, step.last, step.windowMs);
   if ("landed" in found) return { got: "carried", landed: true, at: found.landed };
   return { got: "carried", landed: false, current: found.current };
+}
+
+/**
+ * Offered from the line: wait for a turn ahead to carry our proposal —
+ * `current` looked at every few milliseconds, a local read that reads no
+ * body while it has not moved — or for our own turn, in which `current`
+ * is read to go on from (combining ours first, with those behind us).
+ */
+async function carriedInLine({ p, turn }: Run, step: Doing<"await carried">): Promise<Event> {
+  await p.onStage("queue");
+  const looking = { on: true };
+  const watching = watchCarried(p, step.mine, step.last.etag, looking);
+  const first = await Promise.race([turn.began.then(() => null), watching]);
+  looking.on = false;
+  if (first !== null) return { got: "carried", landed: true, at: first };
+  // Our turn: the look still out ends at its next wake-up.
+  await watching.catch(() => {});
+  return { got: "carried", landed: false, current: await readManifest(turn.store) };
+}
+
+/** Until a manifest lists our proposal in `combined` (its entry), or `looking.on` turns false (null). */
+async function watchCarried(p: Publisher, mine: OwnProposal, etag: string | null, looking: { on: boolean }): Promise<CombinedPublication | null> {
+  for (let seen = etag; ; ) {
+    await p.sleep(LINE_LOOK_MS * (0.5 + p.random()));
+    if (!looking.on) return null;
+    const now = await readCurrentIfChanged(p.store, seen);
+    if (now === "unchanged" || now === null) continue;
+    seen = now.etag;
+    const fate = fateOf(parseManifest(now.body), mine.proposal);
+    if (typeof fate === "object") return fate.landed;
+  }
 }

@@ -115,10 +115,22 @@ export async function writeAttempt(
  * publication id.
  */
 export async function aloneOnAccepted(p: Publisher, accepted: AcceptedState, lost: LostAttempt, alone: FlatTree, message: string): Promise<LostAttempt> {
+  const made = await preparedAlone(p, accepted, alone, message);
+  return { ...made, record: { ...made.record, publication: lost.record.publication, generation: lost.record.generation } };
+}
+
+/**
+ * Our commit alone — the tree `alone` on `accepted` — in a pack of its own,
+ * uploaded, with a publication record under a new publication id: what a
+ * writer waiting in the store's line offers before its turn (group commit),
+ * nothing having been written yet.
+ */
+export async function preparedAlone(p: Publisher, accepted: AcceptedState, alone: FlatTree, message: string): Promise<LostAttempt> {
   const uploaded = await buildAndUpload(p, accepted, accepted, alone, message, []);
   const record: PublicationRecord = {
-    ...lost.record,
+    publication: newPublicationId(p.randomId),
     pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
+    generation: accepted.generation + 1,
     head: uploaded.head,
     merged: mergedIn(p.local, alone),
   };
