@@ -1,0 +1,164 @@
+/**
+ * Importing downloaded packs into the object cache (object-cache.ts
+ * importPack, importPacks): each put in place whole or not at all, and
+ * several imported as one.
+ *
+ * Several as one: a
+ * checkout behind by k publications downloads their k packs, and importing
+ * each alone wrote k packs and k indexes into the cache (four file-system
+ * steps each) and left k more packs for every later process to open and
+ * index. Their union is one pack, each object once, written with one index;
+ * which published packs it holds, and their own objects, are recorded
+ * beside it (ImportedPacks), since the cache must still answer for each
+ * (hasPack, packObjectIds).
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createHash } from "./hash.ts";
+import { BadPackError } from "./objects.ts";
+import { packHeader, packIndex, type PackedEntry, undeltifiedEntries } from "./pack.ts";
+
+/** A downloaded pack, by the name it was published under. */
+export interface NamedPack {
+  name: string;
+  bytes: Uint8Array;
+}
+
+/** One published pack of a union: its name and the ids of its objects. */
+export interface UnitedMember {
+  name: string;
+  oids: string[];
+}
+
+/** The union of packs: one undeltified pack, its index, its name (its checksum, as git names packs), and what each member held. */
+export interface UnitedPack {
+  name: string;
+  pack: Uint8Array;
+  idx: Buffer;
+  members: UnitedMember[];
+}
+
+/**
+ * The union of `packs`, or null when one of them has a deltified entry (a
+ * pack written elsewhere, which isomorphic-git indexes alone). Each entry
+ * is inflated once, to check it and hash its id, and then copied byte for
+ * byte; an object several packs hold is kept once. Throws on a malformed pack.
+ */
+export function unitePacks(packs: readonly NamedPack[]): UnitedPack | null {
+  const parts: Buffer[] = [];
+  const kept = new Map<string, PackedEntry>();
+  const members: UnitedMember[] = [];
+  let at = 12;
+  for (const p of packs) {
+    const read = undeltifiedEntries(p.bytes);
+    if (read === null) return null;
+    const buf = Buffer.from(p.bytes.buffer, p.bytes.byteOffset, p.bytes.byteLength);
+    const oids: string[] = [];
+    for (const e of read.entries) {
+      const oid = e.oid.toString("hex");
+      oids.push(oid);
+      if (kept.has(oid)) continue;
+      const bytes = buf.subarray(e.offset, e.end);
+      kept.set(oid, { oid: e.oid, crc: e.crc, offset: at, end: at + bytes.length });
+      parts.push(bytes);
+      at += bytes.length;
+    }
+    members.push({ name: p.name, oids });
+  }
+  const body = Buffer.concat([packHeader(kept.size), ...parts]);
+  const checksum = createHash("sha1").update(body).digest();
+  const pack = new Uint8Array(Buffer.concat([body, checksum]));
+  return { name: checksum.toString("hex"), pack, idx: packIndex([...kept.values()], checksum), members };
+}
+
+const NAME = /^[0-9a-f]{64}$/;
+const OID = /^[0-9a-f]{40}$/;
+
+/**
+ * The record of the published packs imported inside a union, one line
+ * each — its name, the union's name, then its objects' ids — appended once
+ * the union's pack and index are in place. A line cut short by a crash
+ * (and whatever it runs into) does not parse: that pack then counts as not
+ * imported and is downloaded again, its objects only held twice.
+ */
+export class ImportedPacks {
+  private members: Map<string, { union: string; oids: string[] }> | null = null;
+
+  constructor(
+    private readonly gitdir: string,
+    private readonly record = join(gitdir, "united-packs"),
+  ) {}
+
+  /** Whether `name` was imported inside a union still in the cache. */
+  has(name: string): boolean {
+    const member = this.read().get(name);
+    return member !== undefined && existsSync(this.unionIndex(member.union));
+  }
+
+  /** The ids of the objects of the published pack `name`, when imported inside a union still in the cache; else null. */
+  oids(name: string): string[] | null {
+    return this.has(name) ? this.read().get(name)!.oids : null;
+  }
+
+  /** After `union`'s pack and index were moved into place. */
+  add(union: string, members: readonly UnitedMember[]): void {
+    const lines = members.map((m) => `${m.name} ${union} ${m.oids.join(" ")}\n`).join("");
+    appendFileSync(this.record, lines);
+    for (const m of members) this.read().set(m.name, { union, oids: m.oids });
+  }
+
+  /** With the packs dropped (ObjectCache.dropPacks). */
+  drop(): void {
+    rmSync(this.record, { force: true });
+    this.members = new Map();
+  }
+
+  private unionIndex(union: string): string {
+    return join(this.gitdir, "objects", "pack", `pack-${union}.idx`);
+  }
+
+  private read(): Map<string, { union: string; oids: string[] }> {
+    if (this.members !== null) return this.members;
+    this.members = new Map();
+    let text: string;
+    try {
+      text = readFileSync(this.record, "latin1");
+    } catch {
+      return this.members;
+    }
+    const lines = text.split("\n");
+    lines.pop(); // the text after the last newline: empty, or a line cut short
+    for (const line of lines) {
+      const [name, union, ...oids] = line.split(" ");
+      if (name === undefined || !NAME.test(name) || union === undefined || !OID.test(union) || oids.length === 0 || !oids.every((o) => OID.test(o))) continue;
+      this.members.set(name, { union, oids });
+    }
+    return this.members;
+  }
+}
+
+/**
+ * Write `bytes` aside (under `incoming/`, as `aside`) as pack `name`, index
+ * it there (`index` returns the index, or writes it itself beside the pack,
+ * given the pack's path relative to the cache), then move pack and index
+ * into place, index last, since readers look for `*.idx`: a crash leaves
+ * either no trace or a complete pack. A failed index is BadPackError.
+ */
+export async function placePack(gitdir: string, aside: string, name: string, bytes: Uint8Array, index: (packRel: string) => Buffer | Promise<void>): Promise<void> {
+  const packRel = `incoming/${aside}.pack`;
+  const tmpPack = join(gitdir, packRel);
+  const tmpIdx = join(gitdir, `incoming/${aside}.idx`);
+  mkdirSync(join(gitdir, "incoming"), { recursive: true });
+  writeFileSync(tmpPack, bytes);
+  try {
+    const idx = await index(packRel);
+    if (idx) writeFileSync(tmpIdx, idx);
+  } catch (cause) {
+    rmSync(tmpPack, { force: true });
+    rmSync(tmpIdx, { force: true });
+    throw new BadPackError("pack could not be indexed", { cause });
+  }
+  const packDir = join(gitdir, "objects", "pack");
+  renameSync(tmpPack, join(packDir, `pack-${name}.pack`));
+  renameSync(tmpIdx, join(packDir, `pack-${name}.idx`));
+}
