@@ -11,7 +11,10 @@ import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { ImportedPacks } from "../../src/engine/git/pack-import.ts";
+import { RecentMap } from "../../src/engine/memory/recent-map.ts";
+import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { pull } from "../../src/engine/pull.ts";
+import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { git } from "../support/cgit.ts";
 import { makeWorld, read, seedNotebook, type World, write } from "../support/fixture.ts";
@@ -174,13 +177,14 @@ test("a record of packs imported together cut short by a crash: the packs it no 
   // The last line cut in the middle of an id, then a line appended after it (the next import).
   truncateSync(record, readFileSync(record).length - 30);
   appendFileSync(record, lines[0] + "\n");
-  const imported = new ImportedPacks(join(record, ".."));
+  const imported = new ImportedPacks(join(record, ".."), new RecentMap(1));
   const names = lines.map((l) => l.split(" ")[0]!);
   expect(names.map((n) => imported.has(n))).toEqual([true, true, true, false]);
   write(a, "notes/f50.md", "after the cut\n");
   await commit(world.deps(), { path: a, message: "after" });
   const counted = countingPacks(world.store);
-  await pull(world.deps({ store: counted.store }), { path: b });
+  // A process started after the crash, which knows only what the record says.
+  await pull(world.deps({ store: counted.store, memory: new ProcessMemory(SYSTEM_RANDOM) }), { path: b });
   // The pack the cut line named, and the new one; the manifest may list more, all known.
   expect(counted.packs()).toBe(2);
   expect(read(b, "notes/f3.md")).toBe("cut 3\n");

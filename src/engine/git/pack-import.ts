@@ -12,9 +12,10 @@
  * beside it (ImportedPacks), since the cache must still answer for each
  * (hasPack, packObjectIds).
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, renameSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createHash } from "./hash.ts";
+import type { RecentMap } from "../memory/recent-map.ts";
 import { BadPackError } from "./objects.ts";
 import { packHeader, packIndex, type PackedEntry, undeltifiedEntries } from "./pack.ts";
 
@@ -71,8 +72,23 @@ export function unitePacks(packs: readonly NamedPack[]): UnitedPack | null {
   return { name: checksum.toString("hex"), pack, idx: packIndex([...kept.values()], checksum), members };
 }
 
-const NAME = /^[0-9a-f]{64}$/;
-const OID = /^[0-9a-f]{40}$/;
+/** A published pack imported inside a union: the union's name and the pack's own objects. */
+interface Member {
+  union: string;
+  oids: string[];
+}
+
+/**
+ * A record as a process last read it (ObjectMemory.united): the file's
+ * inode, how far it was read (the end of its last whole line), and the
+ * members read. The record only grows, so a server reads each line once,
+ * not the whole record at every call.
+ */
+export interface RecordRead {
+  ino: number;
+  end: number;
+  members: Map<string, Member>;
+}
 
 /**
  * The record of the published packs imported inside a union, one line
@@ -82,17 +98,21 @@ const OID = /^[0-9a-f]{40}$/;
  * imported and is downloaded again, its objects only held twice.
  */
 export class ImportedPacks {
-  private members: Map<string, { union: string; oids: string[] }> | null = null;
+  private readonly record: string;
+  /** This call's view (one call holds the checkout: nobody else appends meanwhile). */
+  private members: Map<string, Member> | null = null;
 
   constructor(
     private readonly gitdir: string,
-    private readonly record = join(gitdir, "united-packs"),
-  ) {}
+    private readonly memory: RecentMap<string, RecordRead>,
+  ) {
+    this.record = join(gitdir, "united-packs");
+  }
 
   /** Whether `name` was imported inside a union still in the cache. */
   has(name: string): boolean {
     const member = this.read().get(name);
-    return member !== undefined && existsSync(this.unionIndex(member.union));
+    return member !== undefined && existsSync(join(this.gitdir, "objects", "pack", `pack-${member.union}.idx`));
   }
 
   /** The ids of the objects of the published pack `name`, when imported inside a union still in the cache; else null. */
@@ -102,39 +122,56 @@ export class ImportedPacks {
 
   /** After `union`'s pack and index were moved into place. */
   add(union: string, members: readonly UnitedMember[]): void {
-    const lines = members.map((m) => `${m.name} ${union} ${m.oids.join(" ")}\n`).join("");
-    appendFileSync(this.record, lines);
-    for (const m of members) this.read().set(m.name, { union, oids: m.oids });
+    const known = this.read();
+    appendFileSync(this.record, members.map((m) => `${m.name} ${union} ${m.oids.join(" ")}\n`).join(""));
+    for (const m of members) known.set(m.name, { union, oids: m.oids });
   }
 
   /** With the packs dropped (ObjectCache.dropPacks). */
   drop(): void {
     rmSync(this.record, { force: true });
+    this.memory.delete(this.gitdir);
     this.members = new Map();
   }
 
-  private unionIndex(union: string): string {
-    return join(this.gitdir, "objects", "pack", `pack-${union}.idx`);
-  }
-
-  private read(): Map<string, { union: string; oids: string[] }> {
+  /** The members recorded: the process's last read, and the lines appended since. */
+  private read(): Map<string, Member> {
     if (this.members !== null) return this.members;
-    this.members = new Map();
-    let text: string;
+    let st: Stats;
     try {
-      text = readFileSync(this.record, "latin1");
+      st = statSync(this.record);
     } catch {
-      return this.members;
+      this.memory.delete(this.gitdir);
+      return (this.members = new Map());
     }
-    const lines = text.split("\n");
-    lines.pop(); // the text after the last newline: empty, or a line cut short
-    for (const line of lines) {
-      const [name, union, ...oids] = line.split(" ");
-      if (name === undefined || !NAME.test(name) || union === undefined || !OID.test(union) || oids.length === 0 || !oids.every((o) => OID.test(o))) continue;
-      this.members.set(name, { union, oids });
-    }
-    return this.members;
+    let known = this.memory.get(this.gitdir);
+    if (known === undefined || known.ino !== st.ino || st.size < known.end) known = { ino: st.ino, end: 0, members: new Map() };
+    if (st.size > known.end) known.end += readLines(this.record, known.end, st.size, known.members);
+    this.memory.set(this.gitdir, known);
+    return (this.members = known.members);
   }
+}
+
+const NAME = /^[0-9a-f]{64}$/;
+const OID = /^[0-9a-f]{40}$/;
+
+/** The whole lines of `file` from `from` to `to` into `members`; returns the bytes they take. */
+function readLines(file: string, from: number, to: number, members: Map<string, Member>): number {
+  const buf = Buffer.alloc(to - from);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, buf, 0, buf.length, from);
+  } finally {
+    closeSync(fd);
+  }
+  const text = buf.toString("latin1");
+  const whole = text.lastIndexOf("\n") + 1;
+  for (const line of text.slice(0, whole).split("\n")) {
+    const [name, union, ...oids] = line.split(" ");
+    if (name === undefined || !NAME.test(name) || union === undefined || !OID.test(union) || oids.length === 0 || !oids.every((o) => OID.test(o))) continue;
+    members.set(name, { union, oids });
+  }
+  return whole;
 }
 
 /**
