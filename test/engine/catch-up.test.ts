@@ -6,7 +6,7 @@
  * the notebook holds. On the embedded store and on S3 (Ceph RGW).
  */
 import { afterEach, expect, test } from "bun:test";
-import { appendFileSync, existsSync, lstatSync, readdirSync, readFileSync, truncateSync } from "node:fs";
+import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
@@ -177,7 +177,7 @@ test("a record of packs imported together cut short by a crash: the packs it no 
   // The last line cut in the middle of an id, then a line appended after it (the next import).
   truncateSync(record, readFileSync(record).length - 30);
   appendFileSync(record, lines[0] + "\n");
-  const imported = new ImportedPacks(join(record, ".."), new RecentMap(1));
+  const imported = new ImportedPacks(join(record, ".."), new RecentMap(1), () => "x");
   const names = lines.map((l) => l.split(" ")[0]!);
   expect(names.map((n) => imported.has(n))).toEqual([true, true, true, false]);
   write(a, "notes/f50.md", "after the cut\n");
@@ -189,4 +189,22 @@ test("a record of packs imported together cut short by a crash: the packs it no 
   expect(counted.packs()).toBe(2);
   expect(read(b, "notes/f3.md")).toBe("cut 3\n");
   expect(read(b, "notes/f50.md")).toBe("after the cut\n");
+});
+
+test("the record of packs imported together stays within its limit, keeping its newest lines", () => {
+  world = makeWorld();
+  const gitdir = join(world.root, "git");
+  const union = "c".repeat(40);
+  mkdirSync(join(gitdir, "objects", "pack"), { recursive: true });
+  writeFileSync(join(gitdir, "objects", "pack", `pack-${union}.idx`), "");
+  const name = (i: number) => i.toString(16).padStart(64, "0");
+  const record = new ImportedPacks(gitdir, new RecentMap(1), () => Math.random().toString(16).slice(2), 2000);
+  for (let i = 0; i < 40; i++) record.add(union, [{ name: name(i), oids: ["d".repeat(40)] }]);
+  expect(statSync(join(gitdir, "united-packs")).size).toBeLessThanOrEqual(2000);
+  const fresh = new ImportedPacks(gitdir, new RecentMap(1), () => "x", 2000);
+  for (const r of [record, fresh]) {
+    expect(r.has(name(39))).toBe(true);
+    expect(r.oids(name(39))).toEqual(["d".repeat(40)]);
+    expect(r.has(name(0))).toBe(false);
+  }
 });

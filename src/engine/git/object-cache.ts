@@ -68,7 +68,7 @@ export class ObjectCache {
     private readonly randomId: RandomSource["randomId"],
     private readonly onDamage: () => void,
   ) {
-    this.united = new ImportedPacks(gitdir, memory.united);
+    this.united = new ImportedPacks(gitdir, memory.united, randomId);
   }
 
   /**

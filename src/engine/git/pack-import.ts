@@ -12,7 +12,7 @@
  * beside it (ImportedPacks), since the cache must still answer for each
  * (hasPack, packObjectIds).
  */
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, renameSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createHash } from "./hash.ts";
 import type { RecentMap } from "../memory/recent-map.ts";
@@ -102,9 +102,16 @@ export class ImportedPacks {
   /** This call's view (one call holds the checkout: nobody else appends meanwhile). */
   private members: Map<string, Member> | null = null;
 
+  /**
+   * `memory`: the process's reads of records (ObjectMemory.united);
+   * `randomId` names a temporary file; `limit`: the most bytes the record
+   * keeps (trim).
+   */
   constructor(
     private readonly gitdir: string,
     private readonly memory: RecentMap<string, RecordRead>,
+    private readonly randomId: (bytes: number) => string,
+    private readonly limit = RECORD_BYTES,
   ) {
     this.record = join(gitdir, "united-packs");
   }
@@ -125,6 +132,24 @@ export class ImportedPacks {
     const known = this.read();
     appendFileSync(this.record, members.map((m) => `${m.name} ${union} ${m.oids.join(" ")}\n`).join(""));
     for (const m of members) known.set(m.name, { union, oids: m.oids });
+    if (statSync(this.record).size > this.limit) this.trim();
+  }
+
+  /**
+   * Keep the record bounded, so that a process reading it whole costs the
+   * same however long the checkout has caught up: past its limit it is
+   * rewritten with its newest lines, half of it (a temporary file renamed
+   * over it). A pack whose line goes counts as not imported again: one the
+   * manifest still lists (a small base, long listed) is downloaded once more.
+   */
+  private trim(): void {
+    const text = readFileSync(this.record, "latin1");
+    const from = text.indexOf("\n", text.length - Math.floor(this.limit / 2) - 1) + 1;
+    const tmp = `${this.record}-${this.randomId(8)}`;
+    writeFileSync(tmp, text.slice(from), "latin1");
+    renameSync(tmp, this.record);
+    this.memory.delete(this.gitdir);
+    this.members = null;
   }
 
   /** With the packs dropped (ObjectCache.dropPacks). */
@@ -151,6 +176,9 @@ export class ImportedPacks {
     return (this.members = known.members);
   }
 }
+
+/** The most bytes the record of packs imported together keeps (ImportedPacks.trim): some 4,000 publications' lines. */
+const RECORD_BYTES = 2 ** 20;
 
 const NAME = /^[0-9a-f]{64}$/;
 const OID = /^[0-9a-f]{40}$/;
