@@ -31,6 +31,7 @@ import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, FILE_MODE, typ
 import { indexUndeltifiedPack, packEntry, parsePackIndex } from "./pack.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { PackFile } from "./pack-file.ts";
+import { ImportedPacks, type NamedPack, placePack, type UnitedPack, unitePacks } from "./pack-import.ts";
 import { walkTree } from "./walk.ts";
 import { zlib } from "./zlib.ts";
 
@@ -66,7 +67,9 @@ export class ObjectCache {
     private readonly memory: ObjectMemory,
     private readonly randomId: RandomSource["randomId"],
     private readonly onDamage: () => void,
-  ) {}
+  ) {
+    this.united = new ImportedPacks(gitdir, memory.united, randomId);
+  }
 
   /**
    * `memory` is the process memory of its object caches, shared by its calls
@@ -283,6 +286,8 @@ export class ObjectCache {
 
   /** The ids of the objects in the imported pack `name`; MissingObjectError when it was never imported here. */
   packObjectIds(name: string): string[] {
+    const united = this.united.oids(name);
+    if (united !== null) return united;
     let idx: Buffer;
     try {
       idx = fs.readFileSync(join(this.gitdir, "objects", "pack", `pack-${name}.idx`));
@@ -304,6 +309,7 @@ export class ObjectCache {
     this.forgetTrees();
     await (await fsPromises()).rm(join(this.gitdir, "objects", "pack"), { recursive: true, force: true });
     await (await fsPromises()).mkdir(join(this.gitdir, "objects", "pack"), { recursive: true });
+    this.united.drop();
     this.cache = {};
   }
 
@@ -442,9 +448,12 @@ export class ObjectCache {
     }
   }
 
-  /** Whether the pack published under `name` was already imported. */
+  /** The published packs imported inside a union of several (pack-import.ts). */
+  private readonly united: ImportedPacks;
+
+  /** Whether the pack published under `name` was already imported, alone or inside a union. */
   hasPack(name: string): boolean {
-    return fs.existsSync(join(this.gitdir, "objects", "pack", `pack-${name}.idx`));
+    return fs.existsSync(join(this.gitdir, "objects", "pack", `pack-${name}.idx`)) || this.united.has(name);
   }
 
   /**
@@ -453,26 +462,38 @@ export class ObjectCache {
    * either no trace or a complete pack.
    */
   async importPack(name: string, bytes: Uint8Array): Promise<void> {
-    const incoming = join(this.gitdir, "incoming");
-    const suffix = this.randomId(8);
-    const packRel = `incoming/pack-${name}-${suffix}.pack`;
-    const tmpPack = join(this.gitdir, packRel);
-    const tmpIdx = tmpPack.replace(/\.pack$/, ".idx");
-    fs.mkdirSync(incoming, { recursive: true });
-    fs.writeFileSync(tmpPack, bytes);
-    try {
+    const index = (packRel: string) => {
       // Our own packs are undeltified and index in one pass; others go to isomorphic-git.
       const idx = indexUndeltifiedPack(bytes);
-      if (idx) fs.writeFileSync(tmpIdx, idx);
-      else await (await isomorphicGit()).indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} });
+      return idx ?? (async () => void (await (await isomorphicGit()).indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} })))();
+    };
+    await this.place(name, bytes, index);
+  }
+
+  /**
+   * Import several downloaded packs as their union, one pack (pack-import.ts),
+   * put in place as one pack alone is, then recorded as holding each of them.
+   * Packs with deltified entries (written elsewhere) are imported one by one.
+   */
+  async importPacks(packs: readonly NamedPack[]): Promise<void> {
+    let union: UnitedPack | null = null;
+    try {
+      union = packs.length > 1 ? unitePacks(packs) : null;
     } catch (cause) {
-      await (await fsPromises()).rm(tmpPack, { force: true });
-      await (await fsPromises()).rm(tmpIdx, { force: true });
       throw new BadPackError("pack could not be indexed", { cause });
     }
-    const packDir = join(this.gitdir, "objects", "pack");
-    fs.renameSync(tmpPack, join(packDir, `pack-${name}.pack`));
-    fs.renameSync(tmpIdx, join(packDir, `pack-${name}.idx`));
+    if (union === null) {
+      for (const p of packs) await this.importPack(p.name, p.bytes);
+      return;
+    }
+    const { idx } = union;
+    if (!fs.existsSync(join(this.gitdir, "objects", "pack", `pack-${union.name}.idx`))) await this.place(union.name, union.pack, () => idx);
+    this.united.add(union.name, union.members);
+  }
+
+  /** Put `bytes` in place as pack `name` (pack-import.ts placePack), for the reader to index at its next read. */
+  private async place(name: string, bytes: Uint8Array, index: (packRel: string) => Buffer | Promise<void>): Promise<void> {
+    await placePack(this.gitdir, `pack-${name}-${this.randomId(8)}`, name, bytes, index);
     this.packAdded = true;
   }
 }

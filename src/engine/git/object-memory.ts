@@ -9,6 +9,7 @@
 import { RecentMap } from "../memory/recent-map.ts";
 import type { ReadTree } from "./trees.ts";
 import { PackReader } from "./pack-reader.ts";
+import type { RecordRead } from "./pack-import.ts";
 
 export interface SharedReader {
   gitdir: string;
@@ -23,6 +24,8 @@ export class ObjectMemory {
   readonly trees: RecentMap<string, ReadTree>;
   /** Commit → its tree, by `${gitdir}\0${commit id}`. */
   readonly commits: RecentMap<string, string>;
+  /** The record of packs imported together (pack-import.ts ImportedPacks) as read, by gitdir. */
+  readonly united: RecentMap<string, RecordRead>;
 
   constructor(bounds: { readers: number; trees: number; commits: number }) {
     // A reader in use stays; an evicted one is closed now, or by its last user (releaseReader).
@@ -33,6 +36,7 @@ export class ObjectMemory {
     });
     this.trees = new RecentMap(bounds.trees);
     this.commits = new RecentMap(bounds.commits);
+    this.united = new RecentMap(bounds.readers);
   }
 
   acquireReader(gitdir: string): SharedReader {

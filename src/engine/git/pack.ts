@@ -102,6 +102,14 @@ export function writePack(entries: Buffer[]): Uint8Array {
 }
 
 
+/** An undeltified entry of a pack: its object id, the CRC-32 of its bytes, and where they lie (end exclusive). */
+export interface PackedEntry {
+  oid: Buffer;
+  crc: number;
+  offset: number;
+  end: number;
+}
+
 /**
  * The version 2 index of a pack whose entries are all undeltified (every
  * pack slivingdoc writes), built in one pass: each entry is inflated once,
@@ -110,13 +118,23 @@ export function writePack(entries: Buffer[]): Uint8Array {
  * https://git-scm.com/docs/pack-format#_version_2_pack_idx_files_support_packs_larger_than_4_gib_and
  */
 export function indexUndeltifiedPack(pack: Uint8Array): Buffer | null {
+  const read = undeltifiedEntries(pack);
+  return read === null ? null : packIndex(read.entries, read.checksum);
+}
+
+/**
+ * The entries of a pack whose entries are all undeltified, in pack order,
+ * each inflated once to hash its id, and the pack's checksum; null for a
+ * pack with a deltified entry; throws on a malformed pack.
+ */
+export function undeltifiedEntries(pack: Uint8Array): { entries: PackedEntry[]; checksum: Buffer } | null {
   const buf = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength);
   if (buf.length < 32 || buf.toString("latin1", 0, 4) !== "PACK" || buf.readUInt32BE(4) !== 2) throw new Error("not a version 2 pack");
   const count = buf.readUInt32BE(8);
   const end = buf.length - 20;
   const checksum = buf.subarray(end);
   if (!createHash("sha1").update(buf.subarray(0, end)).digest().equals(checksum)) throw new Error("pack checksum mismatch");
-  const entries: Array<{ oid: Buffer; crc: number; offset: number }> = [];
+  const entries: PackedEntry[] = [];
   let at = 12;
   for (let n = 0; n < count; n++) {
     if (at >= end) throw new Error("pack truncated");
@@ -128,10 +146,16 @@ export function indexUndeltifiedPack(pack: Uint8Array): Buffer | null {
     if (out.buffer.length !== size) throw new Error("pack entry size mismatch");
     at += out.engine.bytesWritten;
     const oid = createHash("sha1").update(`${type} ${size}\0`).update(out.buffer).digest();
-    entries.push({ oid, crc: Bun.hash.crc32(buf.subarray(start, at)) >>> 0, offset: start });
+    entries.push({ oid, crc: Bun.hash.crc32(buf.subarray(start, at)) >>> 0, offset: start, end: at });
   }
   if (at !== end) throw new Error("pack has trailing bytes");
-  entries.sort((x, y) => Buffer.compare(x.oid, y.oid));
+  return { entries, checksum };
+}
+
+/** The version 2 index of a pack holding `entries` (at their offsets), whose checksum is `checksum`. */
+export function packIndex(packed: readonly PackedEntry[], checksum: Buffer): Buffer {
+  const entries = [...packed].sort((x, y) => Buffer.compare(x.oid, y.oid));
+  const count = entries.length;
   const large = entries.filter((e) => e.offset >= 0x80000000);
   const idx = Buffer.alloc(8 + 256 * 4 + count * (20 + 4 + 4) + large.length * 8 + 40);
   idx.writeUInt32BE(0xff744f63, 0);

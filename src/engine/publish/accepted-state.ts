@@ -8,6 +8,7 @@ import type { RandomSource } from "../../contract/clock.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { type ConditionalRead, type ObjectStore, StoreError, type StoredObject } from "../../store/object-store.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
+import type { NamedPack } from "../git/pack-import.ts";
 import { BadPackError, MissingObjectError } from "../git/objects.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
 import type { RecentMap } from "../memory/recent-map.ts";
@@ -185,7 +186,10 @@ async function loadTree(store: ObjectStore, git: ObjectCache, manifest: Manifest
  * Download and import the listed packs the cache lacks, checked against
  * their descriptors; `of` names what they hold in the errors ("the accepted
  * state", "the notebook's history"). A listed pack absent from the store is
- * PackMissing, for the caller to re-read the manifest.
+ * PackMissing, for the caller to re-read the manifest. Small packs — a
+ * checkout behind by k publications downloads k of them — are imported
+ * together, as one pack (object-cache.ts importPacks); a big one alone, as
+ * it arrives.
  */
 export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: readonly PackDescriptor[], of: string): Promise<void> {
   const missing = packs.filter((p) => !git.hasPack(p.sha256));
@@ -194,17 +198,19 @@ export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: re
   // machines; only one pack, the base, can be large.
   const queue = [...missing];
   const budget = new ByteBudget(FETCH_BYTES);
+  const union = new UnionImport(git, of, missing.length > 1);
   const worker = async () => {
     for (let p = queue.shift(); p; p = queue.shift()) {
       await budget.take(p.size);
       try {
-        await fetchPack(store, git, p, of);
+        await union.add(p, await downloadPack(store, p, of));
       } finally {
         budget.give(p.size);
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(8, missing.length) }, worker));
+  await union.flush();
 }
 
 /**
@@ -215,8 +221,37 @@ export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: re
  */
 const FETCH_BYTES = 32 * 2 ** 20;
 
-/** Download one listed pack, check it against its descriptor and import it (fetchPacks). */
-async function fetchPack(store: ObjectStore, git: ObjectCache, p: PackDescriptor, of: string): Promise<void> {
+/** A pack up to this size is imported with the others (UnionImport); the small packs held for that are imported once they reach it together. */
+const UNITE_BYTES = 2 ** 20;
+
+/** The small downloaded packs of one fetch, held and imported together; a big one, or the only one, is imported at once. */
+class UnionImport {
+  private held: NamedPack[] = [];
+  private bytes = 0;
+
+  constructor(
+    private readonly git: ObjectCache,
+    private readonly of: string,
+    private readonly several: boolean,
+  ) {}
+
+  async add(p: PackDescriptor, body: Uint8Array): Promise<void> {
+    if (!this.several || body.byteLength > UNITE_BYTES) return importPacks(this.git, [{ name: p.sha256, bytes: body }], this.of);
+    this.held.push({ name: p.sha256, bytes: body });
+    this.bytes += body.byteLength;
+    if (this.bytes > UNITE_BYTES) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    const held = this.held;
+    this.held = [];
+    this.bytes = 0;
+    if (held.length > 0) await importPacks(this.git, held, this.of);
+  }
+}
+
+/** Download one listed pack and check it against its descriptor (fetchPacks). */
+async function downloadPack(store: ObjectStore, p: PackDescriptor, of: string): Promise<Uint8Array> {
   let object;
   try {
     object = await store.get(p.key);
@@ -235,8 +270,13 @@ async function fetchPack(store: ObjectStore, git: ObjectCache, p: PackDescriptor
   if (object.body.byteLength !== p.size || digest !== p.sha256) {
     throw new DomainError("PACK_INVALID", "A pack contradicts its descriptor in the manifest; an operator must inspect the store.");
   }
+  return object.body;
+}
+
+/** Import downloaded packs, together (object-cache.ts importPacks); one git cannot index is PACK_INVALID. */
+async function importPacks(git: ObjectCache, packs: NamedPack[], of: string): Promise<void> {
   try {
-    await git.importPack(p.sha256, object.body);
+    await git.importPacks(packs);
   } catch (cause) {
     if (cause instanceof BadPackError) {
       throw new DomainError("PACK_INVALID", `A pack of ${of} failed import; an operator must inspect the store.`, {
