@@ -17,7 +17,9 @@
  * memory; bulk.bench.ts), which the default run leaves out: writing the
  * files alone takes a minute or more, and each rep several.
  *
- *   bun test/bench/run.ts [--only warm-commit,cold-pull,…,CLI] [--store sqlite|s3] [--quick] [--curve 1,16] [--team 8x15x200] [--out FILE.json]
+ * The race on S3 goes through a TCP proxy adding no delay, which counts the requests per commit.
+ *
+ *   bun test/bench/run.ts [--only warm-commit,cold-pull,…,CLI] [--store sqlite|s3] [--quick] [--curve 1,16] [--no-proxy] [--team 8x15x200] [--out FILE.json]
  *
  * The scenarios and what their bars mean: docs/performance.md; their names
  * in docs/glossary.md. `--only` also takes the numbered labels they had
@@ -33,7 +35,7 @@ import { coldScenarios } from "./cold.bench.ts";
 import { historyScenario } from "./history.bench.ts";
 import { LATENCY_MS, LATENCY_ROWS, latencyScenarios } from "./latency.bench.ts";
 import * as L from "./lib.ts";
-import { CURVE, raceScenario } from "./race.bench.ts";
+import { CURVE, raceScenario, s3RaceScenario } from "./race.bench.ts";
 import { renderProfiles, renderTable, type Row } from "./report.ts";
 import { startupScenario } from "./startup.bench.ts";
 import { TEAM, teamScenario, type TeamSizes } from "./team.bench.ts";
@@ -67,6 +69,8 @@ const out = flag("--out");
 const curveFlag = flag("--curve");
 // The team scenario's team (`--team 2x3x20`: agents × rounds × tasks); its bar holds at the default only.
 const teamFlag = flag("--team");
+// race on S3 straight to the server, without the proxy that counts its requests: to see what the proxy itself costs.
+const noProxy = process.argv.includes("--no-proxy");
 
 /** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
 const REPS = quick
@@ -112,8 +116,11 @@ try {
   for (const kind of stores) {
     if (only.has("warm-commit") || only.has("no-change") || only.has("cli")) await stage(`warm-commit/no-change cli, whole processes (${kind})`, () => cliScenarios(location(kind, "cli"), REPS.cli));
   }
+  const curve = curveFlag === undefined ? REPS.curve : curveFlag.split(",").map(Number);
   for (const kind of stores) {
-    if (only.has("race")) await stage(`race (${kind})`, () => raceScenario(location(kind, "race"), curveFlag === undefined ? REPS.curve : curveFlag.split(",").map(Number), REPS.raceCommits));
+    // On S3 through a proxy adding no delay, which counts the requests per commit.
+    const run = () => (kind === "s3" && !noProxy ? s3RaceScenario(s3!, curve, REPS.raceCommits) : raceScenario(location(kind, "race"), curve, REPS.raceCommits));
+    if (only.has("race")) await stage(`race (${kind})`, run);
   }
   if (only.has("latency") && stores.includes("s3")) {
     await stage(`warm-commit/warm-pull/race at +${LATENCY_MS} ms a round trip (s3)`, () => latencyScenarios(s3!, REPS.warm, REPS.raceCommits));
@@ -140,7 +147,7 @@ try {
   L.removeDir(root);
 }
 
-const order = ["warm-commit", "warm-commit ref", "warm-commit cli", "warm-pull", "warm-pull ref", "cold-pull", "no-change commit", "no-change pull", "no-change first", "no-change cli", "no-change cli 10k", "no-change cli 50k", "long-history", "long-history +compact", "race", "race cpu", "race tail", "race rate", "race cli", "race cli cpu", "race cli tail", "race cli rate", ...CURVE.map((n) => `race ×${n}`), ...LATENCY_ROWS, "pull-memory", "start-up", "team none", "team", "team cli none", "team cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull", "WEB"];
+const order = ["warm-commit", "warm-commit ref", "warm-commit cli", "warm-pull", "warm-pull ref", "cold-pull", "no-change commit", "no-change pull", "no-change first", "no-change cli", "no-change cli 10k", "no-change cli 50k", "long-history", "long-history +compact", "race", "race cpu", "race tail", "race rate", "race requests", "race cli", "race cli cpu", "race cli tail", "race cli rate", "race cli requests", "race curve", ...[1, 2, 4, 8, 32, 64].map((n) => `race ×${n}`), ...LATENCY_ROWS, "pull-memory", "start-up", "team none", "team", "team cli none", "team cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull", "WEB"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;
