@@ -1,9 +1,36 @@
 /**
- * The arithmetic behind the race curve row: the curve's check (curve.ts)
- * must see a fall beyond the spread and forgive one within it.
+ * The arithmetic behind the open-loop and race curve rows: the open loop's
+ * waits (open-loop.bench.ts) must be exponential of the mean asked and the
+ * same for the same seed, or two builds' runs are not comparable; the
+ * curve's check (curve.ts) must see a fall beyond the spread and forgive
+ * one within it.
  */
 import { describe, expect, test } from "bun:test";
 import { curveCheck, type CurvePoint, rateSpread } from "./curve.ts";
+import { exponential, exponentialWaits } from "./open-loop.bench.ts";
+
+describe("the open loop's waits", () => {
+  test("an exponential draw maps 0 to 0 and 1 − 1/e to the mean", () => {
+    expect(exponential(0, 5000)).toBe(0);
+    expect(exponential(1 - Math.exp(-1), 5000)).toBeCloseTo(5000, 6);
+  });
+
+  test("are the same for the same seed, differ for another, and are writers × commits", () => {
+    const a = exponentialWaits(35, 16, 10, 5000);
+    expect(a).toEqual(exponentialWaits(35, 16, 10, 5000));
+    expect(a).not.toEqual(exponentialWaits(36, 16, 10, 5000));
+    expect(a).toHaveLength(16);
+    expect(a.every((w) => w.length === 10 && w.every((ms) => ms >= 0))).toBe(true);
+  });
+
+  test("have the mean asked, and an exponential's spread (standard deviation ≈ mean)", () => {
+    const all = exponentialWaits(1, 100, 100, 2000).flat();
+    const mean = all.reduce((s, x) => s + x, 0) / all.length;
+    const sd = Math.sqrt(all.reduce((s, x) => s + (x - mean) ** 2, 0) / all.length);
+    expect(Math.abs(mean - 2000) / 2000).toBeLessThan(0.05);
+    expect(Math.abs(sd - 2000) / 2000).toBeLessThan(0.1);
+  });
+});
 
 describe("the race curve's check", () => {
   const point = (writers: number, rate: number, spread = 0.05): CurvePoint => ({ writers, rate, spread });
