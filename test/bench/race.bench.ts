@@ -48,8 +48,14 @@ const SQLITE_BEFORE = 46;
 /** The most CPU per accepted commit at RACERS writers, as a multiple of the same writers taking turns. */
 const CPU_BAR = 1.5;
 
-/** Fewer commits each for many writers: the same total work, bounded on 2 cores. */
+/**
+ * Fewer commits each for many writers: the same total work, bounded on 2
+ * cores. One writer, the reference of the rate rows, always makes at least
+ * COMMITS: with `--quick`'s 5, the first commit of a fresh server (several
+ * times the others) weighed on its rate by half.
+ */
 function commitsFor(writers: number, commits: number): number {
+  if (writers === 1) return Math.max(commits, COMMITS);
   return writers <= RACERS ? commits : Math.max(3, Math.round((commits * RACERS) / writers));
 }
 
@@ -388,14 +394,14 @@ export async function raceScenario(loc: L.Location, curve = CURVE, commits = COM
   }
   rows.push(...curveRows(loc, results));
   if (curve.includes(RACERS)) {
-    const alone = results.get(1) ?? (await race(loc, 1, commits, "serve", { proxy }));
+    const alone = results.get(1) ?? (await race(loc, 1, commitsFor(1, commits), "serve", { proxy }));
     const many = results.get(RACERS)!;
     rows.push(...wasteRows(loc, "race", "serve", many, await race(loc, RACERS, commits, "serve", { schedule: "turns" }), alone));
     rows.push(...requestsRows(loc, "race", "serve", many, alone));
     const r = await race(loc, RACERS, commits, "cli", { proxy });
     rows.push(rowOf(loc, r, "race cli", "a process per commit", limit, bar));
     const cliTurns = await race(loc, RACERS, commits, "cli", { schedule: "turns" });
-    const cliAlone = await race(loc, 1, commits, "cli", { proxy });
+    const cliAlone = await race(loc, 1, commitsFor(1, commits), "cli", { proxy });
     rows.push(...wasteRows(loc, "race cli", "a process per commit", r, cliTurns, cliAlone));
     rows.push(...requestsRows(loc, "race cli", "a process per commit", r, cliAlone));
   }
