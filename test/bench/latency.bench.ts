@@ -18,9 +18,9 @@
  *      per commit of at most 16× one writer's p50 — no worse than taking
  *      turns.
  */
-import { type ProxyCounts, startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import * as L from "./lib.ts";
-import { RACERS, race, type RaceResult, rowOf } from "./race.bench.ts";
+import { proxiedS3, RACERS, race, type RaceResult, rowOf } from "./race.bench.ts";
 import type { Row } from "./report.ts";
 import { warmScenarios } from "./warm.bench.ts";
 
@@ -32,14 +32,13 @@ export const LATENCY_ROWS = [`warm-commit ${LABEL}`, `warm-pull ${LABEL}`, `race
 
 /** A race through serve (race.bench.ts), and the requests per accepted commit the proxy counted from its writers' first commit to their last. */
 async function countedRace(proxy: TcpProxy, loc: L.Location, writers: number, commits: number): Promise<{ result: RaceResult; perCommit: string }> {
-  const seen: { counts?: ProxyCounts } = {};
-  const result = await race(loc, writers, commits, "serve", "at once", { open: () => proxy.resetCounts(), close: () => (seen.counts = proxy.counts()) });
-  return { result, perCommit: (seen.counts!.requests / result.accepted).toFixed(1) };
+  const result = await race(loc, writers, commits, "serve", { proxy });
+  return { result, perCommit: (result.requests! / result.accepted).toFixed(1) };
 }
 
 export async function latencyScenarios(s3: L.S3Env, reps: number, commits: number): Promise<Row[]> {
   const proxy = await startTcpProxy(s3.endpoint, { delayMs: LATENCY_MS });
-  const through: L.S3Env = { ...s3, endpoint: proxy.url, childEnv: { ...s3.childEnv, AWS_ENDPOINT_URL_S3: proxy.url } };
+  const through = proxiedS3(s3, proxy.url);
   try {
     const rows = await warmScenarios(L.s3Location(through, "latency-warm"), reps, { proxy, label: LABEL, bar: 1.5 });
 

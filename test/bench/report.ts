@@ -5,8 +5,8 @@
  * row that misses its bar (from the server's completion log records).
  */
 
-/** team counts conflicts per 100 accepted commits. */
-export type Unit = "ms" | "MB" | "commits/s" | "conflicts/100 commits";
+/** team counts conflicts per 100 accepted commits; race the S3 requests per accepted commit. */
+export type Unit = "ms" | "MB" | "commits/s" | "conflicts/100 commits" | "requests/commit";
 
 export interface Row {
   scenario: string;

@@ -5,6 +5,8 @@
  * Prints one Markdown table of medians with their ratios and bars, then the
  * stage profile of each row that misses its bar.
  *
+ * `open-loop` (in the default run) is 16 writers through `serve` committing after
+ * random waits (mean 5 s; 10 commits each, 5 with `--quick`) against one writer alone: the bar on waiting.
  * `--only CLI` runs the 16-file CLI rows alone (warm-commit cli, no-change cli; also run with warm-commit or no-change).
  * `--only LATENCY` runs warm-commit, warm-pull and race on S3 behind a proxy adding 20 ms a round
  * trip (latency.bench.ts) alone; they are not run by warm-commit, warm-pull or race.
@@ -17,7 +19,9 @@
  * memory; bulk.bench.ts), which the default run leaves out: writing the
  * files alone takes a minute or more, and each rep several.
  *
- *   bun test/bench/run.ts [--only warm-commit,cold-pull,…,CLI] [--store sqlite|s3] [--quick] [--curve 1,16] [--team 8x15x200] [--out FILE.json]
+ * The race on S3 goes through a TCP proxy adding no delay, which counts the requests per commit.
+ *
+ *   bun test/bench/run.ts [--only warm-commit,cold-pull,…,CLI] [--store sqlite|s3] [--quick] [--curve 1,16] [--no-proxy] [--team 8x15x200] [--out FILE.json]
  *
  * The scenarios and what their bars mean: docs/performance.md; their names
  * in docs/glossary.md. `--only` also takes the numbered labels they had
@@ -33,7 +37,8 @@ import { coldScenarios } from "./cold.bench.ts";
 import { historyScenario } from "./history.bench.ts";
 import { LATENCY_MS, LATENCY_ROWS, latencyScenarios } from "./latency.bench.ts";
 import * as L from "./lib.ts";
-import { CURVE, raceScenario } from "./race.bench.ts";
+import { OPEN_LOOP_COMMITS, openLoopScenario, QUICK_OPEN_LOOP_COMMITS } from "./open-loop.bench.ts";
+import { CURVE, raceScenario, s3RaceScenario } from "./race.bench.ts";
 import { renderProfiles, renderTable, type Row } from "./report.ts";
 import { startupScenario } from "./startup.bench.ts";
 import { TEAM, teamScenario, type TeamSizes } from "./team.bench.ts";
@@ -57,7 +62,7 @@ const NUMBERED: Record<string, string> = {
   s8: "start-up",
   s9: "team",
 };
-const DEFAULT_RUN = [...Object.values(NUMBERED), "latency"];
+const DEFAULT_RUN = [...Object.values(NUMBERED), "open-loop", "latency"];
 // Case does not matter: `--only CLI,start-up` and `--only cli,S8` are the same run.
 const only = new Set((flag("--only")?.split(",") ?? DEFAULT_RUN).map((s) => s.trim().toLowerCase()).map((s) => NUMBERED[s] ?? s));
 const quick = process.argv.includes("--quick");
@@ -67,11 +72,13 @@ const out = flag("--out");
 const curveFlag = flag("--curve");
 // The team scenario's team (`--team 2x3x20`: agents × rounds × tasks); its bar holds at the default only.
 const teamFlag = flag("--team");
+// race on S3 straight to the server, without the proxy that counts its requests: to see what the proxy itself costs.
+const noProxy = process.argv.includes("--no-proxy");
 
 /** Repetitions: a few for the big scenarios, more for the cheap ones (about 12 minutes on 2 cores). */
 const REPS = quick
-  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, cli: 5, curve: [1, 4, 16], raceCommits: 5, team: { ...TEAM, rounds: 5 }, big: 1, bulk: 1, web: 5, publications: 1000 }
-  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, cli: 15, curve: CURVE, raceCommits: 20, team: TEAM, big: 3, bulk: 3, web: 5, publications: 10_000 };
+  ? { warm: 3, cold: 1, noop: 3, history: 1, commits: 100, startup: 5, cli: 5, curve: [1, 4, 16], raceCommits: 5, openLoop: QUICK_OPEN_LOOP_COMMITS, team: { ...TEAM, rounds: 5 }, big: 1, bulk: 1, web: 5, publications: 1000 }
+  : { warm: 9, cold: 3, noop: 7, history: 3, commits: 1000, startup: 15, cli: 15, curve: CURVE, raceCommits: 20, openLoop: OPEN_LOOP_COMMITS, team: TEAM, big: 3, bulk: 3, web: 5, publications: 10_000 };
 const team: TeamSizes = teamFlag === undefined ? REPS.team : teamSizes(teamFlag);
 
 function teamSizes(text: string): TeamSizes {
@@ -112,8 +119,14 @@ try {
   for (const kind of stores) {
     if (only.has("warm-commit") || only.has("no-change") || only.has("cli")) await stage(`warm-commit/no-change cli, whole processes (${kind})`, () => cliScenarios(location(kind, "cli"), REPS.cli));
   }
+  const curve = curveFlag === undefined ? REPS.curve : curveFlag.split(",").map(Number);
   for (const kind of stores) {
-    if (only.has("race")) await stage(`race (${kind})`, () => raceScenario(location(kind, "race"), curveFlag === undefined ? REPS.curve : curveFlag.split(",").map(Number), REPS.raceCommits));
+    // On S3 through a proxy adding no delay, which counts the requests per commit.
+    const run = () => (kind === "s3" && !noProxy ? s3RaceScenario(s3!, curve, REPS.raceCommits) : raceScenario(location(kind, "race"), curve, REPS.raceCommits));
+    if (only.has("race")) await stage(`race (${kind})`, run);
+  }
+  for (const kind of stores) {
+    if (only.has("open-loop")) await stage(`open-loop (${kind})`, () => openLoopScenario(location(kind, "open-loop"), REPS.openLoop));
   }
   if (only.has("latency") && stores.includes("s3")) {
     await stage(`warm-commit/warm-pull/race at +${LATENCY_MS} ms a round trip (s3)`, () => latencyScenarios(s3!, REPS.warm, REPS.raceCommits));
@@ -140,7 +153,7 @@ try {
   L.removeDir(root);
 }
 
-const order = ["warm-commit", "warm-commit ref", "warm-commit cli", "warm-pull", "warm-pull ref", "cold-pull", "no-change commit", "no-change pull", "no-change first", "no-change cli", "no-change cli 10k", "no-change cli 50k", "long-history", "long-history +compact", "race", "race cpu", "race tail", "race rate", "race cli", "race cli cpu", "race cli tail", "race cli rate", ...CURVE.map((n) => `race ×${n}`), ...LATENCY_ROWS, "pull-memory", "start-up", "team none", "team", "team cli none", "team cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull", "WEB"];
+const order = ["warm-commit", "warm-commit ref", "warm-commit cli", "warm-pull", "warm-pull ref", "cold-pull", "no-change commit", "no-change pull", "no-change first", "no-change cli", "no-change cli 10k", "no-change cli 50k", "long-history", "long-history +compact", "open-loop", "race", "race cpu", "race tail", "race rate", "race requests", "race cli", "race cli cpu", "race cli tail", "race cli rate", "race cli requests", "race curve", ...[1, 2, 4, 8, 32, 64].map((n) => `race ×${n}`), ...LATENCY_ROWS, "pull-memory", "start-up", "team none", "team", "team cli none", "team cli", "BIG merge", "BIG conflict", "BIG memory", "BULK commit", "BULK serve commit", "BULK pull", "BULK serve pull", "WEB"];
 rows.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario));
 const gitVersion = spawnSync("git", ["--version"], { encoding: "utf8" }).stdout.trim();
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GB; bun ${Bun.version}; ${gitVersion}; S3: ${s3 ? "Ceph RGW (test/support/ceph-rgw.sh)" : "none"}`;
