@@ -12,6 +12,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { proposalKey, PROPOSALS_PREFIX } from "../../src/engine/publish/combine.ts";
+import { commitEnded } from "../../src/engine/publish/contention.ts";
 import { commit } from "../../src/engine/commit.ts";
 import type { EngineDeps } from "../../src/engine/engine.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
@@ -644,4 +645,26 @@ test("two commits meeting: the loser builds on the winner at once — one more w
   const fresh = world.checkout("fresh");
   await pull(processDeps(world), { path: fresh });
   for (const [f, text] of [["a.md", "from a\n"], ["b.md", "from b\n"]]) expect(read(fresh, f!)).toBe(text!);
+});
+
+test("a meeting of two in a process that lost races lately offers, as a crowd's loser does", async () => {
+  const { a, b } = await threeWriters();
+  write(a, "a.md", "from a\n");
+  write(b, "b.md", "from b\n");
+  const memory = new ProcessMemory(SYSTEM_RANDOM);
+  // Its last commit lost a race.
+  commitEnded(memory, world.deps().storeId, 1);
+  let offered = 0;
+  const out = await commit(
+    processDeps(world, {
+      memory,
+      meetAtOnce: true,
+      onStage: atFirstPublish(() => commit(processDeps(world), { path: b, message: "b" })),
+      sleep: async () => void (offered = (await racing(world).list(PROPOSALS_PREFIX)).length),
+    }),
+    { path: a, message: "a" },
+  );
+  expect(offered).toBe(1);
+  expect(out.generation).toBe(3);
+  expect((await readCurrent(world.store)).manifest.combined?.map((x) => x.generation)).toEqual([3]);
 });

@@ -171,7 +171,11 @@ export interface AttemptRules {
    * publish alone in its own.
    */
   line: boolean;
-  /** Whether a first loss to one publication builds on it at once (metOne) rather than offering (EngineDeps.meetAtOnce). */
+  /**
+   * Whether a first loss to one publication builds on it at once (metOne)
+   * rather than offering: EngineDeps.meetAtOnce, for a process that lost no
+   * race lately (contention.ts) — in a crowd, losers offer.
+   */
   meetAtOnce: boolean;
   /** The checkout's baseline: no accepted state that went backwards from it is built on (went-backwards.ts). */
   baseline: Baseline;

@@ -13,7 +13,7 @@ import { mergeTrees } from "../merge/tree-merge.ts";
 import { lastAccepted, loadAcceptedState, readCurrentIfChanged, readManifest, rememberAccepted } from "./accepted-state.ts";
 import { type AttemptRules, type Event, next, start, type Step } from "./attempt.ts";
 import { dropProposal, fateOf, listProposals, othersWaiting, withdraw } from "./combine.ts";
-import { commitEnded, measuredWindow, noteListing, noteOthersWaiting, retrySpread, settledContention } from "./contention.ts";
+import { commitEnded, contentionOf, measuredWindow, noteListing, noteOthersWaiting, retrySpread, settledContention } from "./contention.ts";
 import { type Committing, landed, targetOf } from "./landing.ts";
 import { type CombinedPublication, parseManifest } from "./manifest.ts";
 import { awaitCarried, combineWith, offer, type OwnProposal } from "./offer.ts";
@@ -54,7 +54,10 @@ export async function publishCommit(p: Publisher, c: Committing): Promise<Operat
   // Behind others in the line, the commit is offered for them to carry (group commit); else it waits for its turn first.
   const line = turn.ordered && turn.ahead >= LINE_OFFERS_AT;
   if (!line) await turn.began;
-  const rules: AttemptRules = { retries: c.retries, ordered: turn.ordered, line, guess: c.guessCurrent, meetAtOnce: c.meetAtOnce, baseline: p.baseline };
+  // A meeting of two is met at once only by a process that lost no race lately: in a crowd, losers that
+  // all retried at once would mostly lose again, each a whole publication's work; they offer instead.
+  const calm = contentionOf(p.memory, p.storeId).level === 0;
+  const rules: AttemptRules = { retries: c.retries, ordered: turn.ordered, line, guess: c.guessCurrent, meetAtOnce: c.meetAtOnce && calm, baseline: p.baseline };
   let { state, step } = start(rules);
   try {
     for (;;) {
