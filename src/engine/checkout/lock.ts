@@ -197,6 +197,23 @@ export async function acquireLock(file: string, self: ProcessIdentity, timeoutMs
   return holdLock(file, await takeLock(file, self, timeoutMs, clock), clock);
 }
 
+/**
+ * Take the lock `file` only if nobody holds it now: null when it is held,
+ * even by a holder that is gone (taking a lock over is a call's business,
+ * with its repair of what the holder left), or when its directory is not
+ * there. For work beside the calls that may just be skipped (fetch-ahead.ts).
+ */
+export function tryLock(file: string, self: ProcessIdentity, clock: Clock & RandomSource): HeldLock | null {
+  let mine: LockFile | null;
+  try {
+    mine = createWhole(file, holderName(self), clock.randomId);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw e;
+  }
+  return mine === null ? null : holdLock(file, mine, clock);
+}
+
 /** Make the lock file, taking a stale lock over and waiting out a live one: the file made. */
 async function takeLock(file: string, self: ProcessIdentity, timeoutMs: number, clock: Clock & RandomSource): Promise<LockFile> {
   const me = holderName(self);

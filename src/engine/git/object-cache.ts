@@ -4,11 +4,10 @@
  * here atomically (temp file + rename), because a crash must never leave a
  * torn loose object that would later be trusted.
  *
- * The git formats themselves live beside it: objects.ts (ids, trees,
- * commits), pack.ts (entries, packs, indexes), pack-file.ts (a pack written
- * as it is made), trees.ts (flat trees and the git trees built from them),
- * pack-reader.ts (reads through every pack index at once), walk.ts
- * (descending a tree).
+ * The git formats themselves live beside it: objects.ts (ids, trees, commits), pack.ts
+ * (entries, packs, indexes), pack-file.ts (a pack written as it is made), trees.ts (flat
+ * trees and the git trees built from them), pack-reader.ts (reads through every pack
+ * index at once), walk.ts (descending a tree), held-packs.ts (packs downloaded ahead).
  *
  * What isomorphic-git does for us (this is the one file that imports it):
  * the packs slivingdoc writes are undeltified, and everything about them —
@@ -19,8 +18,7 @@
  * fast reader found corrupt), and packs them again (`packObjects`).
  * test/engine/git-compat.test.ts feeds it a pack from `git pack-objects`.
  *
- * The engine sees notebook trees as flat maps (slash path → blob id); this
- * module turns them into git trees and back.
+ * The engine sees notebook trees as flat maps (slash path → blob id); this module turns them into git trees and back.
  */
 import * as fs from "node:fs";
 import { join } from "node:path";
@@ -450,6 +448,9 @@ export class ObjectCache {
 
   /** The published packs imported inside a union of several (pack-import.ts). */
   private readonly united: ImportedPacks;
+
+  /** The bytes of the published pack `name` if this process downloaded it ahead (git/held-packs.ts), no longer held; else null. */
+  takeHeld = (name: string): Uint8Array | null => this.memory.held.take(name);
 
   /** Whether the pack published under `name` was already imported, alone or inside a union. */
   hasPack(name: string): boolean {

@@ -10,6 +10,10 @@ import { RecentMap } from "../memory/recent-map.ts";
 import type { ReadTree } from "./trees.ts";
 import { PackReader } from "./pack-reader.ts";
 import type { RecordRead } from "./pack-import.ts";
+import { HeldPacks } from "./held-packs.ts";
+
+/** The most bytes of packs downloaded ahead that the process holds (HeldPacks). */
+export const HELD_PACK_BYTES = 8 * 2 ** 20;
 
 export interface SharedReader {
   gitdir: string;
@@ -26,6 +30,8 @@ export class ObjectMemory {
   readonly commits: RecentMap<string, string>;
   /** The record of packs imported together (pack-import.ts ImportedPacks) as read, by gitdir. */
   readonly united: RecentMap<string, RecordRead>;
+  /** Packs downloaded ahead of the calls that need them (engine/fetch-ahead.ts), for any cache. */
+  readonly held = new HeldPacks(HELD_PACK_BYTES);
 
   constructor(bounds: { readers: number; trees: number; commits: number }) {
     // A reader in use stays; an evicted one is closed now, or by its last user (releaseReader).

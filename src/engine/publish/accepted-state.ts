@@ -203,7 +203,8 @@ export async function fetchPacks(store: ObjectStore, git: ObjectCache, packs: re
     for (let p = queue.shift(); p; p = queue.shift()) {
       await budget.take(p.size);
       try {
-        await union.add(p, await downloadPack(store, p, of));
+        // Downloaded ahead while the server was idle (engine/fetch-ahead.ts), and checked then.
+        await union.add(p, git.takeHeld(p.sha256) ?? (await downloadPack(store, p, of)));
       } finally {
         budget.give(p.size);
       }
@@ -251,7 +252,7 @@ class UnionImport {
 }
 
 /** Download one listed pack and check it against its descriptor (fetchPacks). */
-async function downloadPack(store: ObjectStore, p: PackDescriptor, of: string): Promise<Uint8Array> {
+export async function downloadPack(store: ObjectStore, p: PackDescriptor, of: string): Promise<Uint8Array> {
   let object;
   try {
     object = await store.get(p.key);
@@ -274,7 +275,7 @@ async function downloadPack(store: ObjectStore, p: PackDescriptor, of: string): 
 }
 
 /** Import downloaded packs, together (object-cache.ts importPacks); one git cannot index is PACK_INVALID. */
-async function importPacks(git: ObjectCache, packs: NamedPack[], of: string): Promise<void> {
+export async function importPacks(git: ObjectCache, packs: NamedPack[], of: string): Promise<void> {
   try {
     await git.importPacks(packs);
   } catch (cause) {
