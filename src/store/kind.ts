@@ -58,12 +58,24 @@ export interface StoreKind<S extends KindSpec> {
   byDefault?(from: SettingSources): S;
   identity(spec: S): string;
   open(spec: S, opening: StoreOpening): Promise<ObjectStore>;
+  /**
+   * How often a server idle between calls looks whether `current` moved
+   * (surfaces/mcp/fetch-ahead.ts): what one look costs is the kind's — a
+   * read of a local file, or a request to a server.
+   */
+  looks: LookWaits;
   /** Whether the start-up probe must prove the store enforces conditional writes (store/probe.ts). */
   probe: boolean;
   /** The local file the store lives in, which must stay outside the workspace root. */
   file?(spec: S): string;
   /** How `doctor` names the store and what it asks of the credentials (surfaces/doctor.ts). */
   examined: ExaminedWords;
+}
+
+/** The waits between a server's looks at `current`: the shortest after a call or a look that found something, doubling up to the longest while nothing moves (ms). */
+export interface LookWaits {
+  shortestMs: number;
+  longestMs: number;
 }
 
 /** Doctor's words for a kind of store. */

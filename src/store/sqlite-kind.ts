@@ -26,6 +26,8 @@ export const SQLITE_KIND: StoreKind<SqliteSpec> = {
   label: "embedded",
   // Every writer is on this machine: they take turns, and a commit is one transaction (sqlite.ts).
   capabilities: { queue: true, putWith: true },
+  // A look reads a local file: cheap enough to make often.
+  looks: { shortestMs: 50, longestMs: 1_000 },
   flags: {
     // No environment variable: a directory is made where it is asked for each time, never by a setting left behind.
     create: { type: "boolean", description: "Make the directory of the embedded store's file that --store (or SLIVINGDOC_STORE) names, when it does not exist" },

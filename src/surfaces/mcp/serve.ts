@@ -13,7 +13,8 @@
  * loaded only after a plain `initialize` has been answered (handshake.ts):
  * a host waits for that answer, not for the first tool call.
  */
-import { deadlineIn } from "../../store/deadline.ts";
+import { boundedStore, deadlineIn } from "../../store/deadline.ts";
+import { FetchAhead } from "../../engine/fetch-ahead.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
 import { type RuntimeConfig, runtimeSecrets } from "../config.ts";
@@ -24,11 +25,12 @@ import { clientAgent } from "../../contract/agent.ts";
 import { refuseForeignDirectory } from "../operations/foreign.ts";
 import { defaultAgent, engineDeps, preparePrivateRoot, type ProcessMemoryHolder } from "../engine-deps.ts";
 import type { OperationContext } from "../operation.ts";
-import { storeIdentity } from "../stores.ts";
+import { storeIdentity, storeKind } from "../stores.ts";
 import type { TextSink } from "../stdio.ts";
 import { earlyInitializeResponse, serverIdentity } from "./handshake.ts";
 import { type NotebookRoot, notebookRoot, removeSession, sweepSessions } from "./session.ts";
 import { StdioTransport } from "./stdio.ts";
+import { fetchAheadLooks, type FetchAheadLooks } from "./fetch-ahead.ts";
 
 export interface ServeOptions {
   config: RuntimeConfig;
@@ -140,7 +142,8 @@ async function run(
   let client: { getClientVersion(): { name: string; version: string } | undefined } | null = null;
   const operation = operationContext(options, root, () => client?.getClientVersion());
   const newer = newerStoreRefusal(options);
-  const { server, idle, busy } = createMcpServer({ identity, sets: config.pathSets, operation });
+  const looks = looksAhead(options, root, operation);
+  const { server, idle, busy } = createMcpServer({ identity, sets: config.pathSets, operation, looks });
   client = server;
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();
@@ -165,10 +168,27 @@ async function run(
     stop();
   });
   await closed;
+  looks.stop();
   await swept;
   // Awaited even when the host left first: a server that met a newer store says so and exits 2.
   const refusal = await newer;
   if (refusal !== null) throw refusal;
+}
+
+/** A look at the store takes at most this long (ms): a store that stopped answering costs one warning, not a hung look. */
+const LOOK_DEADLINE_MS = 10_000;
+
+/**
+ * The server's looks ahead at the store for its notebook directory between
+ * calls (engine/fetch-ahead.ts), at the waits of its kind of store.
+ */
+function looksAhead(options: ServeOptions, root: NotebookRoot, operation: OperationContext): FetchAheadLooks {
+  const ahead = new FetchAhead(operation.deps, root.dir);
+  return fetchAheadLooks({
+    download: () => ahead.download(boundedStore(operation.deps.store, deadlineIn(LOOK_DEADLINE_MS))),
+    waits: storeKind(options.config.store).looks,
+    log: options.log,
+  });
 }
 
 /**

@@ -20,6 +20,7 @@ import type { OperationContext } from "../operation.ts";
 import { runOperation } from "../run-operation.ts";
 import { operationByTool, toolList } from "../operations.ts";
 import type { ServerIdentity } from "./handshake.ts";
+import type { FetchAheadLooks } from "./fetch-ahead.ts";
 
 /**
  * The SDK's check of one message, as its stdio transport makes it, for our
@@ -36,6 +37,8 @@ export interface McpServerOptions {
   identity: ServerIdentity;
   sets: PathSets;
   operation: OperationContext;
+  /** The server's looks ahead at the store between calls (fetch-ahead.ts), told of each call; none in tests that want none. */
+  looks?: Pick<FetchAheadLooks, "callStarts" | "callEnded">;
 }
 
 const AnyToolCall = z.object({
@@ -68,7 +71,12 @@ export function createMcpServer(options: McpServerOptions): SlivingdocServer {
     inFlight++;
     let outcome;
     try {
-      outcome = await runOperation(options.operation, operationByTool(name as ToolName), params?.arguments, extra.requestId);
+      await options.looks?.callStarts();
+      try {
+        outcome = await runOperation(options.operation, operationByTool(name as ToolName), params?.arguments, extra.requestId);
+      } finally {
+        options.looks?.callEnded();
+      }
     } finally {
       if (--inFlight === 0) for (const wake of waiting.splice(0)) wake();
     }
