@@ -78,7 +78,7 @@ export const S3_KIND: StoreKind<S3Spec> = {
   // Nothing may coordinate S3's writers, nor write objects together (docs/storage-protocol.md).
   capabilities: NO_CAPABILITIES,
   // A look is a request (a conditional GET, answered without a body while nothing moved): an idle server settles at one every 16 s.
-  looks: { shortestMs: 500, longestMs: 16_000 },
+  looks: { shortestMs: 2_000, longestMs: 16_000 },
   flags: {
     region: { type: "string", description: "S3 region (env S3_REGION, then the AWS SDK's own)" },
     endpoint: { type: "string", description: "S3 endpoint URL (env AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)", valueHint: "URL" },
