@@ -25,13 +25,13 @@ import { join } from "node:path";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
 import { type BuiltTree, buildTrees, type FlatTree, type ReadTree } from "./trees.ts";
-import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, FILE_MODE, type GitObject, MissingObjectError, objectId, wrapObject } from "./objects.ts";
-import { indexUndeltifiedPack, packEntry, parsePackIndex } from "./pack.ts";
+import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, FILE_MODE, type GitObject, MissingObjectError, objectId } from "./objects.ts";
+import { indexUndeltifiedPack, packEntry, packEntryParts, parsePackIndex } from "./pack.ts";
+import { writeLooseFile } from "./loose.ts";
 import type { PackReader } from "./pack-reader.ts";
 import { PackFile } from "./pack-file.ts";
 import { ImportedPacks, type NamedPack, placePack, type UnitedPack, unitePacks } from "./pack-import.ts";
 import { walkTree } from "./walk.ts";
-import { zlib } from "./zlib.ts";
 
 /** node:fs/promises only on the rare paths (a new cache, damage, packs dropped or refused): loading it costs about 1.5 ms of every call. */
 async function fsPromises(): Promise<typeof import("node:fs/promises")> {
@@ -125,18 +125,10 @@ export class ObjectCache {
     const dir = join(this.gitdir, "objects", oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
     if (fs.existsSync(file)) return { oid, wrote: false };
-    const wrapped = wrapObject(type, content);
     const tmp = join(dir, `tmp-${this.randomId(8)}`);
     // Git's own level for loose objects (core.looseCompression: best speed):
     // the default level takes ten times as long on a big file.
-    const data = zlib().deflateSync(wrapped, { level: LOOSE_LEVEL });
-    try {
-      fs.writeFileSync(tmp, data);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-      fs.mkdirSync(dir, { recursive: true });
-      fs.writeFileSync(tmp, data);
-    }
+    writeLooseFile(tmp, type, content, LOOSE_LEVEL);
     fs.renameSync(tmp, file);
     return { oid, wrote: true };
   }
@@ -416,12 +408,12 @@ export class ObjectCache {
       for (const oid of oids) {
         const built = this.built.get(oid);
         if (built) {
-          out.add(packEntry(built.type, built.object));
+          packEntryParts(built.type, built.object, out.add);
           continue;
         }
         const written = this.written.get(oid);
         if (written) {
-          out.add(packEntry("blob", Buffer.from(written.buffer, written.byteOffset, written.byteLength)));
+          packEntryParts("blob", written, out.add);
           continue;
         }
         const raw = reader.entry(oid);
@@ -438,7 +430,7 @@ export class ObjectCache {
           if (!packfile) throw new Error("packObjects returned no pack");
           return packfile;
         }
-        out.add(packEntry(object.type, object.object));
+        packEntryParts(object.type, object.object, out.add);
       }
       return out.finish();
     } finally {

@@ -27,11 +27,6 @@ export class BadPackError extends Error {
 export const FILE_MODE = "100644";
 export const TREE_MODE = "40000";
 
-/** "<type> <size>\0" followed by the content: what an id hashes and a loose file deflates. */
-export function wrapObject(type: string, content: Uint8Array): Buffer {
-  return Buffer.concat([Buffer.from(`${type} ${content.byteLength}\0`), content]);
-}
-
 export function sha1Hex(data: Uint8Array): string {
   return createHash("sha1").update(data).digest("hex");
 }

@@ -27,13 +27,14 @@ export class PackFile {
     this.add(packHeader(count));
   }
 
-  add(bytes: Buffer): void {
+  /** A part of the pack, in order (an arrow: entries are handed to it part by part, pack.ts packEntryParts). */
+  readonly add = (bytes: Buffer): void => {
     this.sha1.update(bytes);
     this.pending.push(bytes);
     this.pendingBytes += bytes.length;
     // Writes of about a megabyte rather than a system call per entry.
     if (this.pendingBytes >= 1 << 20) this.flush();
-  }
+  };
 
   private flush(): void {
     const chunk = Buffer.concat(this.pending, this.pendingBytes);

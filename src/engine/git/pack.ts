@@ -6,7 +6,7 @@
  * https://git-scm.com/docs/pack-format
  */
 import { createHash } from "./hash.ts";
-import { zlib } from "./zlib.ts";
+import { deflateInParts, zlib } from "./zlib.ts";
 
 const PACK_TYPES = ["", "commit", "tree", "blob", "tag"];
 
@@ -68,6 +68,13 @@ const BIG_ENTRY = 1 << 20;
 
 /** One undeltified pack entry: type and size in git's varint header, then the zlib stream. */
 export function packEntry(type: string, content: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  packEntryParts(type, content, (part) => parts.push(part));
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
+
+/** packEntry, handed to `emit` part by part: a big content is never copied, nor its stream held whole (zlib.ts deflateInParts). */
+export function packEntryParts(type: string, content: Uint8Array, emit: (part: Buffer) => void): void {
   const code = TYPE_CODES[type];
   if (code === undefined) throw new Error(`unexpected object type ${type}`);
   let size = content.length;
@@ -78,7 +85,8 @@ export function packEntry(type: string, content: Buffer): Buffer {
     header.push(size & 0x7f);
     size = Math.floor(size / 128);
   }
-  return Buffer.concat([Buffer.from(header), zlib().deflateSync(content, content.length > BIG_ENTRY ? { level: 1 } : undefined)]);
+  emit(Buffer.from(header));
+  deflateInParts(null, content, content.length > BIG_ENTRY ? 1 : undefined, emit);
 }
 
 /** A version 2 pack's 12-byte header: magic, version, entry count. */
