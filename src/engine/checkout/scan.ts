@@ -50,7 +50,7 @@ export type NotebookFiles = Map<string, ScannedFile>;
 /** The blob id of an unchanged file, from the stat cache; null when it must be read. */
 export type KnownFile = (path: string, stamp: FileStamp) => string | null;
 
-/** Takes a file's bytes as soon as they are read and validated (to store them), and gives its blob id. */
+/** Takes a file's bytes as soon as they are read and validated (to store them), and gives its blob id. The bytes are its own: the scan keeps no view of them. */
 export type Absorb = (path: string, bytes: Uint8Array) => string;
 
 /**

@@ -6,6 +6,7 @@
 import type { OperationOutcome } from "../../contract/results.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { blobId } from "../git/objects.ts";
+import { release } from "../memory/release.ts";
 import { HeldPaths } from "./ignored.ts";
 import { scanNotebook } from "./scan.ts";
 import type { CheckoutSession } from "./session.ts";
@@ -37,7 +38,7 @@ export async function scanLocal(checkout: CheckoutSession, useCache = true, held
     if (kept + bytes.byteLength <= SCAN_KEEPS_BYTES && !contents.has(oid)) {
       contents.set(oid, bytes);
       kept += bytes.byteLength;
-    }
+    } else release(bytes); // read for this alone (scan.ts): a big file's bytes are freed now, not at the next collection
     return oid;
   };
   const options = { known: cache.known, held: checkout.held, maxFileBytes: checkout.deps.maxFileBytes, absorb };

@@ -6,6 +6,7 @@
  * https://git-scm.com/docs/pack-format
  */
 import { createHash } from "./hash.ts";
+import { release } from "../memory/release.ts";
 import { deflateInParts, zlib } from "./zlib.ts";
 
 const PACK_TYPES = ["", "commit", "tree", "blob", "tag"];
@@ -154,6 +155,8 @@ export function undeltifiedEntries(pack: Uint8Array): { entries: PackedEntry[]; 
     if (out.buffer.length !== size) throw new Error("pack entry size mismatch");
     at += out.engine.bytesWritten;
     const oid = createHash("sha1").update(`${type} ${size}\0`).update(out.buffer).digest();
+    // Inflated only to be hashed: a big object's content is freed now, not at the next collection.
+    release(out.buffer);
     entries.push({ oid, crc: Bun.hash.crc32(buf.subarray(start, at)) >>> 0, offset: start, end: at });
   }
   if (at !== end) throw new Error("pack has trailing bytes");
