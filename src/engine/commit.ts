@@ -23,7 +23,7 @@ import { type OpenCheckout, withCheckout } from "./with-checkout.ts";
 import type { FlatTree } from "./git/object-cache.ts";
 import { findMarkerBlocks } from "./merge/xdiff/index.ts";
 import { refuseProtectedChanges } from "./protect.ts";
-import type { Publisher } from "./publish/publisher.ts";
+import { PACK_BYTES, type Publisher } from "./publish/publisher.ts";
 import { type Committing, publishCommit } from "./publish/runner.ts";
 
 export interface CommitInput {
@@ -86,6 +86,7 @@ function publisherOf(checkout: OpenCheckout, baseline: Baseline, baselineTree: F
     outOfTime: () => deadlinePassed(deps),
     onStage: deps.onStage,
     compaction: deps.compaction,
+    packBytes: deps.packBytes ?? PACK_BYTES,
   };
 }
 

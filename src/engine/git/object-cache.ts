@@ -29,7 +29,7 @@ import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, FILE_MODE, typ
 import { indexUndeltifiedPack, packEntry, packEntryParts, parsePackIndex } from "./pack.ts";
 import { writeLooseFile } from "./loose.ts";
 import type { PackReader } from "./pack-reader.ts";
-import { PackFile } from "./pack-file.ts";
+import { PackFile, type PackSplit } from "./pack-file.ts";
 import { ImportedPacks, type NamedPack, placePack, type UnitedPack, unitePacks } from "./pack-import.ts";
 import { walkTree } from "./walk.ts";
 
@@ -395,44 +395,46 @@ export class ObjectCache {
   /**
    * A real git packfile holding exactly `oids` (undeltified, which git
    * accepts). Its entries go to a file as they are made, so that no more
-   * than a few of them are in memory at once: the pack of a notebook's
-   * first commit is about a quarter of the notebook, and building it from
-   * a list of entries held them, and then the pack, twice over.
+   * than a few of them are in memory at once. With `split`, the first
+   * `split.leading` objects may go into packs of their own, each closed once
+   * it holds `split.bytes` and handed to `split.part` (with a nonce, below);
+   * the rest, and what did not fill a part, make the pack returned.
    */
-  async packObjects(oids: string[]): Promise<Uint8Array> {
+  async packObjects(oids: string[], split?: PackSplit): Promise<Uint8Array> {
     // Through the fast reader when it has every object; isomorphic-git's
     // packObjects looks each one up by probing (seconds for 10,000 files).
     const reader = this.reader();
-    const out = new PackFile(join(this.gitdir, "incoming", `out-${this.randomId(8)}.pack`), oids.length);
+    const file = () => join(this.gitdir, "incoming", `out-${this.randomId(8)}.pack`);
+    let out = new PackFile(file(), split ? null : oids.length);
+    let entries = 0;
     try {
-      for (const oid of oids) {
-        const built = this.built.get(oid);
-        if (built) {
-          packEntryParts(built.type, built.object, out.add);
-          continue;
+      for (const [i, oid] of oids.entries()) {
+        if (split && i < split.leading && out.size >= split.bytes) {
+          // A pack of blobs alone holds no commit, whose time makes a pack's bytes new: a nonce does (gc.ts, "the fence").
+          packEntryParts("blob", Buffer.from(`slivingdoc pack nonce ${this.randomId(16)}\n`), out.add);
+          const part = out.finish(entries + 1);
+          out.discard();
+          await split.part(part);
+          out = new PackFile(file(), null);
+          entries = 0;
         }
-        const written = this.written.get(oid);
-        if (written) {
-          packEntryParts("blob", written, out.add);
-          continue;
-        }
-        const raw = reader.entry(oid);
-        if (raw) {
-          out.add(raw);
-          continue;
-        }
-        const object = reader.read(oid);
-        if (object === null) {
+        entries++;
+        const entry = this.built.get(oid) ?? (this.written.has(oid) ? { type: "blob", object: this.written.get(oid)! } : null);
+        const raw = entry === null ? reader.entry(oid) : null;
+        const object = entry ?? (raw === null ? reader.read(oid) : null);
+        if (raw) out.add(raw);
+        else if (object) packEntryParts(object.type, object.object, out.add);
+        else {
           // A deltified object (a pack from elsewhere): isomorphic-git packs
-          // everything, reading from disk, so what was built here goes there first.
+          // everything, reading from disk, so what was built here goes there
+          // first. Parts already handed on only repeat objects: harmless.
           for (const b of this.built.values()) await this.writeObject(b.type as "tree" | "commit", b.object);
           const { packfile } = await (await isomorphicGit()).packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
           if (!packfile) throw new Error("packObjects returned no pack");
           return packfile;
         }
-        packEntryParts(object.type, object.object, out.add);
       }
-      return out.finish();
+      return out.finish(entries);
     } finally {
       out.discard();
     }

@@ -40,7 +40,18 @@ export interface Publisher {
   outOfTime(): boolean;
   onStage(stage: string): Promise<void> | void;
   compaction: Partial<CompactionPolicy> | false;
+  /** The most bytes of one pack: a bigger publication is uploaded in several (write.ts). */
+  packBytes: number;
 }
+
+/**
+ * A publication's packs hold at most this much each. The embedded store
+ * writes a pack at about three times its size in memory (bun:sqlite copies
+ * the bound blob, SQLite builds its record), and a reader holds a pack whole
+ * while it checks and imports it: 16 MiB keeps both far below a notebook's
+ * first commit of 50,000 files (75 MB of pack), at five packs for it.
+ */
+export const PACK_BYTES = 16 << 20;
 
 /**
  * Publishing's settings, the same for every commit of a process: publish/'s
@@ -65,6 +76,8 @@ export interface PublishSettings {
   meetAtOnce?: boolean;
   /** When a commit compacts the pack list (publish/compact.ts); false never does (tests of compaction itself). */
   compaction?: Partial<CompactionPolicy> | false;
+  /** The most bytes of one pack before a publication starts another (PACK_BYTES); tests set it low to split small ones. */
+  packBytes?: number;
   /**
    * Who publishes: the name each commit records as its author and committer
    * (contract/agent.ts), read when a commit is built — `serve` knows its

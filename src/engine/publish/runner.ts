@@ -185,10 +185,15 @@ async function write({ p, c, turn }: Run, step: Doing<"write">): Promise<Event> 
   return { got: "written", landed: false, current: written.current, attempt: written.attempt, windowMs, outOfTime: p.outOfTime() };
 }
 
-/** Our lost attempt, offered to the other writers as a proposal (offer.ts): our own commit alone when it carried others. */
+/**
+ * Our lost attempt, offered to the other writers as a proposal (offer.ts):
+ * our own commit alone when it carried others, and in one pack when it was
+ * published in several (a proposal names one pack, which its carrier reads).
+ */
 async function offerOurs({ p, c }: Run, step: Doing<"offer">): Promise<Event> {
   const { attempt } = step;
-  const lost = attempt === null ? await preparedAlone(p, step.accepted, step.alone, c.message) : step.carried ? await aloneOnAccepted(p, step.accepted, attempt, step.alone, c.message) : attempt;
+  const rebuild = attempt !== null && (step.carried || attempt.uploaded.leading.length > 0);
+  const lost = attempt === null ? await preparedAlone(p, step.accepted, step.alone, c.message) : rebuild ? await aloneOnAccepted(p, step.accepted, attempt, step.alone, c.message) : attempt;
   return { got: "offered", mine: await offer(p, lost, step.alone, step.accepted.files, step.generation) };
 }
 

@@ -24,8 +24,15 @@ export type Current = Awaited<ReturnType<typeof readManifest>>;
 export interface Uploaded {
   head: string;
   built: BuiltTree;
+  /** The pack that holds the commit: the publication's own, last in its list (the outcome proof looks for it). */
   pack: Uint8Array;
   descriptor: PackDescriptor;
+  /**
+   * The packs of blobs uploaded before it, when the publication was too big
+   * for one (Publisher.packBytes): listed just before it, already in the
+   * object cache. Empty for a proposal, which names one pack.
+   */
+  leading: PackDescriptor[];
   /** The pack, when the store writes it together with `current` (object-store.ts `putWith`) rather than uploaded first. */
   along: Array<{ key: string; body: Uint8Array }> | null;
 }
@@ -126,7 +133,7 @@ export async function aloneOnAccepted(p: Publisher, accepted: AcceptedState, los
  * nothing having been written yet.
  */
 export async function preparedAlone(p: Publisher, accepted: AcceptedState, alone: FlatTree, message: string): Promise<LostAttempt> {
-  const uploaded = await buildAndUpload(p, accepted, accepted, alone, message, []);
+  const uploaded = await buildAndUpload(p, accepted, accepted, alone, message, [], false);
   const record: PublicationRecord = {
     publication: newPublicationId(p.randomId),
     pack: { key: uploaded.descriptor.key, sha256: uploaded.descriptor.sha256 },
@@ -173,10 +180,13 @@ async function buildAndUpload(
   merged: FlatTree | null,
   message: string,
   chainObjects: string[],
+  split = true,
 ): Promise<Uploaded> {
   const { git } = p;
   await p.onStage("pack");
   const newObjects = new Set(chainObjects);
+  // Our new blobs come first, so that a big publication's leading packs hold only blobs.
+  const newBlobs = new Set<string>();
   let head = parent.head!;
   let built: BuiltTree = { tree: parent.tree!, trees: parent.trees, dirs: parent.dirs };
   if (merged !== null) {
@@ -189,23 +199,43 @@ async function buildAndUpload(
     newObjects.add(head);
     for (const t of built.trees) if (!accepted.trees.has(t)) newObjects.add(t);
     const known = new Set(accepted.files.values());
-    for (const oid of new Set(merged.values())) if (!known.has(oid)) newObjects.add(oid);
+    for (const oid of new Set(merged.values())) if (!known.has(oid) && !newObjects.has(oid)) newBlobs.add(oid);
   }
-  const pack = await git.packObjects([...newObjects]);
-  const sha256 = createHash("sha256").update(pack).digest("hex");
-  const descriptor = { key: packKey(sha256), size: pack.byteLength, sha256 };
+  // A publication bigger than Publisher.packBytes goes into several packs,
+  // each uploaded and imported as soon as it is made: a notebook's first
+  // commit is never in memory whole, nor copied whole by the embedded store.
+  const leading: PackDescriptor[] = [];
+  const part = async (bytes: Uint8Array) => {
+    const descriptor = descriptorOf(bytes);
+    await upload(p.store, descriptor, bytes);
+    // In the cache at once, so the next call downloads none of them; a lost race leaves a pack no accepted state needs.
+    await git.importPack(descriptor.sha256, bytes);
+    leading.push(descriptor);
+  };
+  const oids = [...newBlobs, ...newObjects];
+  const pack = await git.packObjects(oids, split ? { leading: newBlobs.size, bytes: p.packBytes, part } : undefined);
+  const descriptor = descriptorOf(pack);
 
   await p.onStage("upload");
   // Where the store writes the pack and `current` in one step, it does: one
   // flush to disk in the turn instead of two, and a lost race leaves no orphan.
-  if (p.store.putWith) return { head, built, pack, descriptor, along: [{ key: descriptor.key, body: pack }] };
+  if (p.store.putWith) return { head, built, pack, descriptor, leading, along: [{ key: descriptor.key, body: pack }] };
+  await upload(p.store, descriptor, pack);
+  return { head, built, pack, descriptor, leading, along: null };
+}
+
+function descriptorOf(pack: Uint8Array): PackDescriptor {
+  const sha256 = createHash("sha256").update(pack).digest("hex");
+  return { key: packKey(sha256), size: pack.byteLength, sha256 };
+}
+
+async function upload(store: ObjectStore, descriptor: PackDescriptor, pack: Uint8Array): Promise<void> {
   try {
     // Create-only: an existing key holds these very bytes (content-addressed).
-    await p.store.putIfAbsent(descriptor.key, pack);
+    await store.putIfAbsent(descriptor.key, pack);
   } catch (cause) {
     throw new DomainError("PACK_UPLOAD", "The new pack could not be uploaded; nothing was published.", { cause });
   }
-  return { head, built, pack, descriptor, along: null };
 }
 
 /**
@@ -228,7 +258,7 @@ async function packList(
   accepted: AcceptedState,
   uploaded: Uploaded,
 ): Promise<{ packs: PackDescriptor[]; history: HistoryPackDescriptor[] }> {
-    const packs: PackDescriptor[] = [...(accepted.manifest?.packs ?? []), uploaded.descriptor];
+  const packs: PackDescriptor[] = [...(accepted.manifest?.packs ?? []), ...uploaded.leading, uploaded.descriptor];
   const history = [...(accepted.manifest?.history ?? [])];
   const policy = p.compaction;
   if (policy === false || !needsCompaction(packs, { ...DEFAULT_COMPACTION, ...policy })) return { packs, history };
