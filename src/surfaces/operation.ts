@@ -183,17 +183,23 @@ class StageTimer {
 const round = (ms: number) => Math.round(ms * 10) / 10;
 
 /**
- * Past this resident size, garbage is collected between a call's stages.
- * A call on a big file leaves buffers of its size dead at the end of each
- * stage (the bytes read, inflated, deflated), which the runtime collects
- * only later: the next stage's allocations then stack on them, and the
- * peak climbs stage by stage (docs/performance.md, "Big files"). An
- * ordinary call stays far below and pays one read of its size a stage.
+ * Past this resident size, or this growth since the call began, garbage is
+ * collected between a call's stages. A call on a big file leaves buffers of
+ * its size dead at the end of each stage (the bytes read, inflated,
+ * deflated), and a call on a big notebook as many small ones as it has
+ * files, which the runtime collects only later: the next stage's
+ * allocations then stack on them, and the peak climbs stage by stage
+ * (docs/performance.md, "Big files" and "BULK"). The growth is the call's
+ * own, so a server holding much between calls collects no more often for
+ * it; an ordinary call stays far below both and pays one read of its size
+ * a stage.
  */
 const COLLECT_ABOVE_BYTES = 512 * 2 ** 20;
+const COLLECT_GROWN_BYTES = 96 * 2 ** 20;
 
-function collectIfLarge(): void {
-  if (process.memoryUsage.rss() > COLLECT_ABOVE_BYTES) Bun.gc(true);
+function collectIfLarge(startRss: number): void {
+  const rss = process.memoryUsage.rss();
+  if (rss > COLLECT_ABOVE_BYTES || rss - startRss > COLLECT_GROWN_BYTES) Bun.gc(true);
 }
 
 /**
@@ -230,6 +236,7 @@ export async function callOperation<R>(ctx: OperationContext, op: Operation<any,
 function runContext(ctx: OperationContext, timer: StageTimer): RunContext {
   const deadline = ctx.deadline();
   const store = boundedStore(ctx.store ?? ctx.deps.store, deadline);
+  const startRss = process.memoryUsage.rss();
   let deps: EngineDeps | null = null;
   return {
     sets: ctx.sets,
@@ -244,7 +251,7 @@ function runContext(ctx: OperationContext, timer: StageTimer): RunContext {
         deadline,
         onStage: async (stage) => {
           timer.mark(stage);
-          collectIfLarge();
+          collectIfLarge(startRss);
           await ctx.deps.onStage?.(stage);
         },
       }),
