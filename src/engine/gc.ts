@@ -39,7 +39,9 @@
  * The one way around the fence is an upload answered "already exists":
  * content addressing makes a new upload of identical bytes a no-op, so a
  * writer could name an old orphan that gc is deleting. Compaction packs
- * carry a random nonce object for this reason (compact.ts). Commit packs are
+ * carry a random nonce object for this reason (compact.ts), and so do the
+ * packs of blobs that lead a publication split by size (publish/write.ts),
+ * which hold no commit. Commit packs are
  * unique in practice because the commit object carries its time in seconds:
  * bytes equal to a candidate's would need a commit made at the same second
  * as one uploaded more than the grace period ago. (A nonce in commit packs
