@@ -33,14 +33,13 @@
  * - A losing compaction costs nothing but its upload: the base is an orphan
  *   that gc removes after the grace period.
  */
-import { createHash } from "../git/hash.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { ObjectCache } from "../git/object-cache.ts";
 import { decodeCommit, MissingObjectError } from "../git/objects.ts";
 import { packEntry, writePack } from "../git/pack.ts";
 import { walkTree } from "../git/walk.ts";
-import { type HistoryPackDescriptor, type PackDescriptor, packKey } from "./manifest.ts";
+import { type HistoryPackDescriptor, type PackDescriptor, packDescriptor } from "./manifest.ts";
 
 export interface CompactionPolicy {
   /** Compact when the pack list is longer than this. */
@@ -162,8 +161,7 @@ async function uploadUnique(args: CompactArgs, oids: Iterable<string>): Promise<
     entries.push(entry);
   }
   const bytes = writePack(entries);
-  const sha256 = createHash("sha256").update(bytes).digest("hex");
-  const descriptor: PackDescriptor = { key: packKey(sha256), size: bytes.byteLength, sha256 };
+  const descriptor = packDescriptor(bytes);
   const put = await args.store.putIfAbsent(descriptor.key, bytes);
   if (!put.ok) {
     // A unique pack's key cannot exist unless this very request landed

@@ -6,6 +6,7 @@
  */
 import { array, check, hex, type Infer, int, oneOf, optional, refine, string, strictObject } from "../shapes/schema.ts";
 import { DomainError } from "../../contract/errors.ts";
+import { createHash } from "../git/hash.ts";
 import type { RandomSource } from "../../contract/clock.ts";
 import { FORMAT_VERSION, FORMAT_WITH_COMBINED, FORMAT_WITH_HISTORY, FORMAT_WITH_NOTEBOOK, refuseNewerFormat } from "../../contract/store-formats.ts";
 
@@ -99,6 +100,12 @@ export type Manifest = Infer<typeof ManifestSchema>;
 /** Packs are content-addressed by the SHA-256 of their bytes. */
 export function packKey(sha256: string): string {
   return `packs/${sha256}.pack`;
+}
+
+/** The manifest's entry for a pack of these bytes: its key, size and digest. */
+export function packDescriptor(bytes: Uint8Array): PackDescriptor {
+  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  return { key: packKey(sha256), size: bytes.byteLength, sha256 };
 }
 
 export function newPublicationId(randomId: RandomSource["randomId"]): string {

@@ -5,7 +5,6 @@
  * the publication, and replace `current` with one conditional write —
  * proving the outcome by reading `current` back when the answer is lost.
  */
-import { createHash } from "../git/hash.ts";
 import { DomainError } from "../../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../../store/object-store.ts";
 import type { PublicationRecord } from "../checkout/state.ts";
@@ -13,7 +12,7 @@ import type { BuiltTree, FlatTree, ObjectCache } from "../git/object-cache.ts";
 import { type AcceptedState, readManifest } from "./accepted-state.ts";
 import { type Carried, dropProposal } from "./combine.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
-import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newNotebookId, newPublicationId, type PackDescriptor, packKey, serializeManifest } from "./manifest.ts";
+import { type CombinedPublication, combinedList, formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newNotebookId, newPublicationId, type PackDescriptor, packDescriptor, serializeManifest } from "./manifest.ts";
 import type { Publisher } from "./publisher.ts";
 import type { Turn } from "./turn.ts";
 
@@ -206,7 +205,7 @@ async function buildAndUpload(
   // commit is never in memory whole, nor copied whole by the embedded store.
   const leading: PackDescriptor[] = [];
   const part = async (bytes: Uint8Array) => {
-    const descriptor = descriptorOf(bytes);
+    const descriptor = packDescriptor(bytes);
     await upload(p.store, descriptor, bytes);
     // In the cache at once, so the next call downloads none of them; a lost race leaves a pack no accepted state needs.
     await git.importPack(descriptor.sha256, bytes);
@@ -214,7 +213,7 @@ async function buildAndUpload(
   };
   const oids = [...newBlobs, ...newObjects];
   const pack = await git.packObjects(oids, split ? { leading: newBlobs.size, bytes: p.packBytes, part } : undefined);
-  const descriptor = descriptorOf(pack);
+  const descriptor = packDescriptor(pack);
 
   await p.onStage("upload");
   // Where the store writes the pack and `current` in one step, it does: one
@@ -222,11 +221,6 @@ async function buildAndUpload(
   if (p.store.putWith) return { head, built, pack, descriptor, leading, along: [{ key: descriptor.key, body: pack }] };
   await upload(p.store, descriptor, pack);
   return { head, built, pack, descriptor, leading, along: null };
-}
-
-function descriptorOf(pack: Uint8Array): PackDescriptor {
-  const sha256 = createHash("sha256").update(pack).digest("hex");
-  return { key: packKey(sha256), size: pack.byteLength, sha256 };
 }
 
 async function upload(store: ObjectStore, descriptor: PackDescriptor, pack: Uint8Array): Promise<void> {
