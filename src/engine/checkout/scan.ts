@@ -14,7 +14,7 @@
  * what to do. Only an entry removed between the listing and its stat is
  * left out: it is not there.
  */
-import { lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
+import { lstatSync, readdirSync, readFileSync, rmSync, statSync, type Stats } from "node:fs";
 import { DomainError, type ErrorFile } from "../../contract/errors.ts";
 import { isText } from "../merge/text.ts";
 import { IGNORE_FILE, type IgnoreRules } from "../patterns/ignore.ts";
@@ -354,7 +354,18 @@ function entriesInPathOrder(scan: Scan, absDir: string, relDir: string, names: s
         continue;
       }
       // The directory's mark (directory-identity.ts) and the watcher's cookie: slivingdoc's, never notebook files.
-      if (relDir === "" && (isDirectoryMark(name) || isWatchCookie(name))) continue;
+      if (relDir === "" && isDirectoryMark(name)) continue;
+      if (relDir === "" && isWatchCookie(name)) {
+        // A cookie lives an instant (watcher.ts sync): one still here was left by a server killed
+        // between writing and removing it. Removed, so it does not litter the notebook; a live
+        // one's writer has heard it on creation already.
+        try {
+          rmSync(`${absDir}/${name}`, { force: true });
+        } catch {
+          // A directory that cannot be written: the cookie stays, hidden from the notebook as before.
+        }
+        continue;
+      }
     }
     let st: Stats;
     try {
