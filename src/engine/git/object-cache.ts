@@ -194,8 +194,8 @@ export class ObjectCache {
       this.shared ??= this.memory.acquireReader(this.gitdir);
       // Packs rewritten or removed: trees remembered from them may no longer be readable here.
       if (this.shared.reader.refresh()) this.forgetTrees();
-    } else if (this.packAdded) {
-      this.shared.reader.refresh(false);
+    } else if (this.packAdded && this.shared.reader.refresh(false)) {
+      this.forgetTrees();
     }
     this.stale = false;
     this.packAdded = false;

@@ -52,8 +52,10 @@ export class PackReader {
    * a rewritten pack file reads as damage through the index's offsets, as it
    * would for a reader opened afresh) —
    * a server keeps one reader per cache across calls. Returns true when it
-   * started over, so what was read through it before may be stale.
-   * `verify: false` skips that check, for a caller that only added a pack.
+   * started over, or found an index it cannot read (placed whole by a
+   * rename, an index that does not parse is damage): what was read or
+   * remembered before may be stale. `verify: false` skips the check of the
+   * known packs, for a caller that only added a pack.
    */
   refresh(verify = true): boolean {
     const dir = join(this.gitdir, "objects", "pack");
@@ -66,15 +68,21 @@ export class PackReader {
         break;
       }
     }
-    for (const name of names) if (!this.packs.has(name)) this.add(dir, name);
+    for (const name of names) if (!this.packs.has(name) && !this.add(dir, name)) restarted = true;
     this.listed = true;
     return restarted;
   }
 
-  private add(dir: string, name: string): void {
+  /** Index one pack; false when its index or pack cannot be read. */
+  private add(dir: string, name: string): boolean {
     const identity = fileIdentity(join(dir, name));
-    const idx = parsePackIndex(fs.readFileSync(join(dir, name)));
-    if (idx === null) return;
+    let idx;
+    try {
+      idx = parsePackIndex(fs.readFileSync(join(dir, name)));
+    } catch {
+      return false;
+    }
+    if (idx === null) return false;
     const packFile = join(dir, name.replace(/\.idx$/, ".pack"));
     let fd: number;
     let packSize: number;
@@ -82,7 +90,7 @@ export class PackReader {
       fd = fs.openSync(packFile, "r");
       packSize = fs.fstatSync(fd).size;
     } catch {
-      return;
+      return false;
     }
     const entries: Array<{ oid: string; offset: number }> = [];
     for (let i = 0; i < idx.count; i++) entries.push({ oid: idx.oid(i), offset: idx.offset(i) });
@@ -92,6 +100,7 @@ export class PackReader {
     entries.forEach((e, i) => {
       if (!this.packed.has(e.oid)) this.packed.set(e.oid, { fd, offset: e.offset, end: entries[i + 1]?.offset ?? packSize - 20 });
     });
+    return true;
   }
 
   private index(): Map<string, PackedAt> {
