@@ -42,6 +42,7 @@ import type { FileClock, RandomSource } from "../../contract/clock.ts";
 import type { JournalProgressLog } from "./state.ts";
 import type { ObjectCache } from "../git/object-cache.ts";
 import { blobId } from "../git/objects.ts";
+import { droppedBytes } from "../memory/garbage.ts";
 import { type FileStamp, stampOf } from "./scan.ts";
 import { racyWindow } from "./stat-cache.ts";
 import { appendTo, errno, holdAside, lstatOrNull, NO_HARD_LINKS, writeNew } from "./file-writes.ts";
@@ -385,6 +386,8 @@ export async function apply(
       if (applyOne(w, c, bytes)) {
         done.push(stamped(w, c, join(w.root, c.path)));
         if (c.target !== null && bytes !== null) hooks.written?.(c.target, bytes);
+        // The blob read to write the file (and its compressed entry), dead now.
+        if (bytes !== null) droppedBytes(bytes.byteLength);
         break;
       }
       const now = current(w.root, c.path);

@@ -6,6 +6,7 @@
  * https://git-scm.com/docs/pack-format
  */
 import { createHash } from "./hash.ts";
+import { droppedBytes } from "../memory/garbage.ts";
 import { release } from "../memory/release.ts";
 import { deflateInParts, zlib } from "./zlib.ts";
 
@@ -157,6 +158,7 @@ export function undeltifiedEntries(pack: Uint8Array): { entries: PackedEntry[]; 
     const oid = createHash("sha1").update(`${type} ${size}\0`).update(out.buffer).digest();
     // Inflated only to be hashed: a big object's content is freed now, not at the next collection.
     release(out.buffer);
+    droppedBytes(size);
     entries.push({ oid, crc: Bun.hash.crc32(buf.subarray(start, at)) >>> 0, offset: start, end: at });
   }
   if (at !== end) throw new Error("pack has trailing bytes");

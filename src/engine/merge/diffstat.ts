@@ -1,6 +1,7 @@
 /** Per-file line counts between two trees, as `git diff --numstat` would count them. */
 import type { FileStat } from "../../contract/results.ts";
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
+import { droppedBytes } from "../memory/garbage.ts";
 import { diffFlatTrees } from "./tree-diff.ts";
 import { diffStat } from "./xdiff/index.ts";
 
@@ -28,8 +29,11 @@ export async function treeDiffStat(git: ObjectCache, from: FlatTree, to: FlatTre
       stats.push({ path, insertions: added, deletions: 0 });
       continue;
     }
-    const { insertions, deletions } = diffStat(await read(before), await read(after));
+    const [old, now] = [await read(before), await read(after)];
+    const { insertions, deletions } = diffStat(old, now);
     stats.push({ path, insertions, deletions });
+    // Both sides were read to be counted alone.
+    droppedBytes(old.byteLength + now.byteLength);
   }
   return stats;
 }
