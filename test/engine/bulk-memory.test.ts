@@ -91,3 +91,17 @@ test("a marker block in a file whose bytes the scan did not keep is still refuse
   expect((refused as DomainError).reason).toBe("UNRESOLVED_MARKERS");
   expect((refused as DomainError).files.map((f) => f.path)).toEqual(["z.md"]);
 });
+
+test("the scan counts the lines of each file it reads, so the diffstat of files a commit adds reads none of them back", async () => {
+  const d = world.checkout("d");
+  await pull(world.deps(), { path: d });
+  const texts = Array.from({ length: 5 }, (_, i) => noise(700 + i, 4096 * (i + 1)));
+  texts.forEach((t, i) => write(d, `n/f${i}.md`, t));
+  const lines = (t: string) => t.split("\n").length - 1;
+  await withCheckout(world.deps(), d, { create: false }, async (checkout) => {
+    await scanLocal(checkout);
+    texts.forEach((t, i) => expect(checkout.lineCounts.get(checkout.local.get(`n/f${i}.md`)!)).toBe(lines(t)));
+  });
+  const out = await commit(world.deps(), { path: d, message: "counted" });
+  expect(out.files.map((f) => [f.path, f.insertions, f.deletions])).toEqual(texts.map((t, i) => [`n/f${i}.md`, lines(t), 0]));
+});

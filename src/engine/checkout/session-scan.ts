@@ -6,6 +6,8 @@
 import type { OperationOutcome } from "../../contract/results.ts";
 import type { FlatTree } from "../git/object-cache.ts";
 import { blobId } from "../git/objects.ts";
+import { lineCount } from "../merge/diffstat.ts";
+import { droppedBytes } from "../memory/garbage.ts";
 import { release } from "../memory/release.ts";
 import { HeldPaths } from "./ignored.ts";
 import { scanNotebook } from "./scan.ts";
@@ -35,10 +37,14 @@ export async function scanLocal(checkout: CheckoutSession, useCache = true, held
   const absorb = (path: string, bytes: Uint8Array): string => {
     const oid = blobId(bytes);
     if (oid !== cache.recorded(path)) checkout.git.writeBlobNow(bytes, oid);
+    // Counted while at hand: the diffstat of a file this call adds reads no blob back (a first commit's are all of them).
+    checkout.lineCounts.set(oid, lineCount(bytes));
     if (kept + bytes.byteLength <= SCAN_KEEPS_BYTES && !contents.has(oid)) {
       contents.set(oid, bytes);
       kept += bytes.byteLength;
     } else release(bytes); // read for this alone (scan.ts): a big file's bytes are freed now, not at the next collection
+    // The bytes read (unless kept) and their deflated loose copy, dead now.
+    droppedBytes(bytes.byteLength);
     return oid;
   };
   const options = { known: cache.known, held: checkout.held, maxFileBytes: checkout.deps.maxFileBytes, absorb };
