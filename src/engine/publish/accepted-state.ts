@@ -13,6 +13,7 @@ import { BadPackError, MissingObjectError } from "../git/objects.ts";
 import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
 import type { RecentMap } from "../memory/recent-map.ts";
 import { ByteBudget } from "../memory/byte-budget.ts";
+import { release } from "../memory/release.ts";
 
 export interface AcceptedState {
   /** null when the store holds no notebook yet (generation 0). */
@@ -237,7 +238,12 @@ class UnionImport {
   ) {}
 
   async add(p: PackDescriptor, body: Uint8Array): Promise<void> {
-    if (!this.several || body.byteLength > UNITE_BYTES) return importPacks(this.git, [{ name: p.sha256, bytes: body }], this.of);
+    if (!this.several || body.byteLength > UNITE_BYTES) {
+      await importPacks(this.git, [{ name: p.sha256, bytes: body }], this.of);
+      // In the cache now, and ours alone (downloaded, or taken from those held): a big one is freed at once.
+      release(body);
+      return;
+    }
     this.held.push({ name: p.sha256, bytes: body });
     this.bytes += body.byteLength;
     if (this.bytes > UNITE_BYTES) await this.flush();
