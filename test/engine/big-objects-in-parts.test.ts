@@ -80,7 +80,7 @@ test("a big blob's loose object and pack entry, written in parts, are what C git
   expect(fsck.code).toBe(0);
 
   // Packed into a repository of its own, the pack alone holds the objects.
-  const pack = await cache.packObjects(oids);
+  const { pack, idx } = await cache.packObjects(oids);
   const repo = join(root, "repo");
   expect(git(root, "init", "-q", "--bare", repo).code).toBe(0);
   const file = join(repo, "objects", "pack", "incoming.pack");
@@ -91,4 +91,6 @@ test("a big blob's loose object and pack entry, written in parts, are what C git
   expect(verified.out).toContain(": ok");
   expect(Buffer.compare(Buffer.from(git(repo, "cat-file", "blob", oids[0]!).out, "utf8"), big)).toBe(0);
   expect(readFileSync(file).length).toBe(pack.byteLength);
+  // The index made as the pack was written is the one C git makes from the pack, byte for byte.
+  expect(Buffer.compare(readFileSync(file.replace(/\.pack$/, ".idx")), idx!)).toBe(0);
 });

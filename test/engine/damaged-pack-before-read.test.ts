@@ -22,8 +22,8 @@ test("trees remembered from a pack damaged before the reader indexed it are forg
   const memory = new ProcessMemory(SYSTEM_RANDOM).objects;
   const writer = await ObjectCache.open(gitdir, memory, SYSTEM_RANDOM.randomId);
   const { tree, trees } = await writer.writeFlatTree(new Map([["a.md", await writer.writeBlob(Buffer.from("a\n"))]]));
-  const pack = await writer.packObjects([...trees]);
-  await writer.importPack("mine", pack);
+  const { pack, idx } = await writer.packObjects([...trees]);
+  await writer.importPack("mine", pack, idx);
   // Written and imported, never read: the reader has not indexed this pack.
   writer.close();
   const packDir = join(gitdir, "objects", "pack");

@@ -125,7 +125,7 @@ test("deltified packs written by C git import and read correctly, and their obje
     for (const oid of ids) expect(await cache.has(oid)).toBe(true);
 
     // Packing them again (as a commit or compaction would) makes a pack C git accepts, holding exactly them.
-    const again = await cache.packObjects(ids);
+    const { pack: again } = await cache.packObjects(ids);
     const file = join(dir, "again.pack");
     writeFileSync(file, again);
     const bare = join(dir, "bare");

@@ -24,6 +24,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectMemory, SharedReader } from "./object-memory.ts";
+import { droppedBytes } from "../memory/garbage.ts";
 import { type BuiltTree, buildTrees, type FlatTree, type ReadTree } from "./trees.ts";
 import { BadPackError, decodeCommit, encodeCommit, rebasedCommit, FILE_MODE, type GitObject, MissingObjectError, objectId } from "./objects.ts";
 import { indexUndeltifiedPack, packEntry, packEntryParts, parsePackIndex } from "./pack.ts";
@@ -394,36 +395,36 @@ export class ObjectCache {
 
   /**
    * A real git packfile holding exactly `oids` (undeltified, which git
-   * accepts). Its entries go to a file as they are made, so that no more
-   * than a few of them are in memory at once. With `split`, the first
-   * `split.leading` objects may go into packs of their own, each closed once
-   * it holds `split.bytes` and handed to `split.part` (with a nonce, below);
-   * the rest, and what did not fill a part, make the pack returned.
+   * accepts), and its index (null when isomorphic-git made the pack). Its
+   * entries go to a file as they are made, so that no more than a few of
+   * them are in memory at once. With `split`, the first `split.leading`
+   * objects may go into packs of their own, each closed once it holds
+   * `split.bytes` and handed to `split.part` (with a nonce, below); the
+   * rest, and what did not fill a part, make the pack returned.
    */
-  async packObjects(oids: string[], split?: PackSplit): Promise<Uint8Array> {
+  async packObjects(oids: string[], split?: PackSplit): Promise<{ pack: Uint8Array; idx: Buffer | null }> {
     // Through the fast reader when it has every object; isomorphic-git's
     // packObjects looks each one up by probing (seconds for 10,000 files).
     const reader = this.reader();
     const file = () => join(this.gitdir, "incoming", `out-${this.randomId(8)}.pack`);
-    let out = new PackFile(file(), split ? null : oids.length);
-    let entries = 0;
+    let out = new PackFile(file());
     try {
       for (const [i, oid] of oids.entries()) {
         if (split && i < split.leading && out.size >= split.bytes) {
           // A pack of blobs alone holds no commit, whose time makes a pack's bytes new: a nonce does (gc.ts, "the fence").
-          packEntryParts("blob", Buffer.from(`slivingdoc pack nonce ${this.randomId(16)}\n`), out.add);
-          const part = out.finish(entries + 1);
+          const nonce = Buffer.from(`slivingdoc pack nonce ${this.randomId(16)}\n`);
+          out.entry(objectId("blob", nonce), (add) => packEntryParts("blob", nonce, add));
+          const part = out.finish();
           out.discard();
           await split.part(part);
-          out = new PackFile(file(), null);
-          entries = 0;
+          out = new PackFile(file());
         }
-        entries++;
-        const entry = this.built.get(oid) ?? (this.written.has(oid) ? { type: "blob", object: this.written.get(oid)! } : null);
+        const kept = this.built.get(oid) ?? this.written.get(oid);
+        const entry = kept === undefined ? null : kept instanceof Uint8Array ? { type: "blob", object: kept } : kept;
         const raw = entry === null ? reader.entry(oid) : null;
         const object = entry ?? (raw === null ? reader.read(oid) : null);
-        if (raw) out.add(raw);
-        else if (object) packEntryParts(object.type, object.object, out.add);
+        if (raw) out.entry(oid, (add) => add(raw));
+        else if (object) out.entry(oid, (add) => packEntryParts(object.type, object.object, add));
         else {
           // A deltified object (a pack from elsewhere): isomorphic-git packs
           // everything, reading from disk, so what was built here goes there
@@ -431,10 +432,12 @@ export class ObjectCache {
           for (const b of this.built.values()) await this.writeObject(b.type as "tree" | "commit", b.object);
           const { packfile } = await (await isomorphicGit()).packObjects({ fs, gitdir: this.gitdir, oids, cache: this.cache });
           if (!packfile) throw new Error("packObjects returned no pack");
-          return packfile;
+          return { pack: packfile, idx: null };
         }
+        // What was read or inflated for the entry, and the entry itself once written out, dead now.
+        droppedBytes(raw?.length ?? object?.object.byteLength ?? 0);
       }
-      return out.finish(entries);
+      return out.finish();
     } finally {
       out.discard();
     }
@@ -454,12 +457,13 @@ export class ObjectCache {
   /**
    * Import a downloaded pack: index it aside, then move pack and index into
    * place (index last, since readers look for `*.idx`), so a crash leaves
-   * either no trace or a complete pack.
+   * either no trace or a complete pack. `written`: for a pack made here, the
+   * index its writer made with it (pack-file.ts), so no entry is inflated again.
    */
-  async importPack(name: string, bytes: Uint8Array): Promise<void> {
+  async importPack(name: string, bytes: Uint8Array, written?: Buffer | null): Promise<void> {
     const index = (packRel: string) => {
-      // Our own packs are undeltified and index in one pass; others go to isomorphic-git.
-      const idx = indexUndeltifiedPack(bytes);
+      // Ours are undeltified and index in one pass (or come with the index their writer made here); others go to isomorphic-git.
+      const idx = written ?? indexUndeltifiedPack(bytes);
       return idx ?? (async () => void (await (await isomorphicGit()).indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} })))();
     };
     await this.place(name, bytes, index);

@@ -9,6 +9,8 @@ import { DomainError } from "../../contract/errors.ts";
 import { type ObjectStore, StoreError } from "../../store/object-store.ts";
 import type { PublicationRecord } from "../checkout/state.ts";
 import type { BuiltTree, FlatTree, ObjectCache } from "../git/object-cache.ts";
+import type { WrittenPack } from "../git/pack-file.ts";
+import { release } from "../memory/release.ts";
 import { type AcceptedState, readManifest } from "./accepted-state.ts";
 import { type Carried, dropProposal } from "./combine.ts";
 import { compactPacks, DEFAULT_COMPACTION, needsCompaction } from "./compact.ts";
@@ -25,6 +27,8 @@ export interface Uploaded {
   built: BuiltTree;
   /** The pack that holds the commit: the publication's own, last in its list (the outcome proof looks for it). */
   pack: Uint8Array;
+  /** Its index, as its writer made it (null: isomorphic-git packed it), for importing it without inflating every entry again. */
+  idx: Buffer | null;
   descriptor: PackDescriptor;
   /**
    * The packs of blobs uploaded before it, when the publication was too big
@@ -204,23 +208,26 @@ async function buildAndUpload(
   // each uploaded and imported as soon as it is made: a notebook's first
   // commit is never in memory whole, nor copied whole by the embedded store.
   const leading: PackDescriptor[] = [];
-  const part = async (bytes: Uint8Array) => {
+  const part = async ({ pack: bytes, idx }: WrittenPack) => {
     const descriptor = packDescriptor(bytes);
     await upload(p.store, descriptor, bytes);
     // In the cache at once, so the next call downloads none of them; a lost race leaves a pack no accepted state needs.
-    await git.importPack(descriptor.sha256, bytes);
+    await git.importPack(descriptor.sha256, bytes, idx);
     leading.push(descriptor);
+    // Uploaded (the store has its own copy) and in the cache: freed now, not
+    // whenever the collector finds no stale pointer to it on the stack.
+    release(bytes);
   };
   const oids = [...newBlobs, ...newObjects];
-  const pack = await git.packObjects(oids, split ? { leading: newBlobs.size, bytes: p.packBytes, part } : undefined);
+  const { pack, idx } = await git.packObjects(oids, split ? { leading: newBlobs.size, bytes: p.packBytes, part } : undefined);
   const descriptor = packDescriptor(pack);
 
   await p.onStage("upload");
   // Where the store writes the pack and `current` in one step, it does: one
   // flush to disk in the turn instead of two, and a lost race leaves no orphan.
-  if (p.store.putWith) return { head, built, pack, descriptor, leading, along: [{ key: descriptor.key, body: pack }] };
+  if (p.store.putWith) return { head, built, pack, idx, descriptor, leading, along: [{ key: descriptor.key, body: pack }] };
   await upload(p.store, descriptor, pack);
-  return { head, built, pack, descriptor, leading, along: null };
+  return { head, built, pack, idx, descriptor, leading, along: null };
 }
 
 async function upload(store: ObjectStore, descriptor: PackDescriptor, pack: Uint8Array): Promise<void> {
@@ -239,7 +246,7 @@ async function upload(store: ObjectStore, descriptor: PackDescriptor, pack: Uint
  * included.
  */
 export async function importOwnPack(git: ObjectCache, uploaded: Uploaded): Promise<void> {
-  if (!git.hasPack(uploaded.descriptor.sha256)) await git.importPack(uploaded.descriptor.sha256, uploaded.pack);
+  if (!git.hasPack(uploaded.descriptor.sha256)) await git.importPack(uploaded.descriptor.sha256, uploaded.pack, uploaded.idx);
 }
 
 /**
