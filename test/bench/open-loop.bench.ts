@@ -8,7 +8,8 @@
  *
  * Bar: p99 per commit at RACERS writers ≤ 3× one writer's p50, every
  * commit accepted on its first call, nothing lost. The row's note gives
- * p50, p99 and max, and the stage medians of the RACERS writers' commits:
+ * p50, p99 and max, the stage medians of one writer's commits (what a
+ * commit that meets nobody costs), and of the RACERS writers' commits:
  * of all of them, and of those over the bar, where the waiting goes
  * (`retry` on S3, `queue` on the embedded store).
  *
@@ -65,7 +66,7 @@ function openLoopRow(loc: L.Location, many: RaceResult, one: RaceResult, meanMs:
     `${many.firstCall}/${total} accepted on the first call, ${many.retried} retried`,
     many.lost === 0 && many.generationsOk ? "nothing lost" : `${many.lost} writers lost edits`,
     `p50 ${L.percentile(many.latencies, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, max ${Math.max(...many.latencies).toFixed(0)} ms`,
-    `one writer: p50 ${oneP50.toFixed(0)} ms, p99 ${L.percentile(one.latencies, 99).toFixed(0)} ms`,
+    `one writer: p50 ${oneP50.toFixed(0)} ms, p99 ${L.percentile(one.latencies, 99).toFixed(0)} ms, stage medians (ms) ${stagesText(L.stageMedians(one.completions))}`,
     `stage medians (ms), all ${many.completions.length} commits: ${stagesText(L.stageMedians(many.completions))}`,
     slow.length === 0 ? "no commit over the bar" : `the ${slow.length} over ${OPEN_LOOP_BAR}× one writer's p50: ${stagesText(L.stageMedians(slow))}`,
   ].join("; ");
