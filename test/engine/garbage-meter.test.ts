@@ -22,3 +22,20 @@ test("a pass runs once every bound's worth of dropped bytes, and not before", ()
   meter.add(1_000);
   expect(passes).toBe(4);
 });
+
+test("a pass asked for now runs only if something was dropped since the last, and starts the count again", () => {
+  let passes = 0;
+  const meter = new GarbageMeter(100, () => passes++);
+  meter.now();
+  expect(passes).toBe(0);
+  meter.add(70);
+  meter.now();
+  expect(passes).toBe(1);
+  meter.now();
+  expect(passes).toBe(1);
+  // Counted from zero after it: 70 more do not reach the bound.
+  meter.add(70);
+  expect(passes).toBe(1);
+  meter.add(30);
+  expect(passes).toBe(2);
+});

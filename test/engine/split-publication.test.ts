@@ -1,5 +1,5 @@
 /**
- * A publication bigger than one pack's bound (EngineDeps.packBytes; 16 MiB
+ * A publication bigger than one pack's bound (EngineDeps.packBytes; 8 MiB
  * by default) is uploaded in several packs: packs of blobs first, each with
  * a nonce, then the publication's own pack — its commit, trees and the rest
  * — last in the list, where the outcome proof looks for it

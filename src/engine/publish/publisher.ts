@@ -46,12 +46,14 @@ export interface Publisher {
 
 /**
  * A publication's packs hold at most this much each. The embedded store
- * writes a pack at about three times its size in memory (bun:sqlite copies
- * the bound blob, SQLite builds its record), and a reader holds a pack whole
- * while it checks and imports it: 16 MiB keeps both far below a notebook's
- * first commit of 50,000 files (75 MB of pack), at five packs for it.
+ * writes a pack with two more copies of it in memory (bun:sqlite copies the
+ * bound blob, SQLite builds its record), and a reader holds a pack whole
+ * while it checks and imports it. At 16 MiB those copies alone put 33 MB
+ * on top of a first commit of 50,000 files (75 MB of pack); at 8 MiB, ten
+ * packs for it, that commit stays within 256 MB (docs/performance.md,
+ * "BULK"). Compaction counts them as any other packs (compact.ts maxPacks).
  */
-export const PACK_BYTES = 16 << 20;
+export const PACK_BYTES = 8 << 20;
 
 /**
  * Publishing's settings, the same for every commit of a process: publish/'s

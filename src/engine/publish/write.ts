@@ -10,6 +10,7 @@ import { type ObjectStore, StoreError } from "../../store/object-store.ts";
 import type { PublicationRecord } from "../checkout/state.ts";
 import type { BuiltTree, FlatTree, ObjectCache } from "../git/object-cache.ts";
 import type { WrittenPack } from "../git/pack-file.ts";
+import { collectDropped } from "../memory/garbage.ts";
 import { release } from "../memory/release.ts";
 import { type AcceptedState, readManifest } from "./accepted-state.ts";
 import { type Carried, dropProposal } from "./combine.ts";
@@ -210,6 +211,8 @@ async function buildAndUpload(
   const leading: PackDescriptor[] = [];
   const part = async ({ pack: bytes, idx }: WrittenPack) => {
     const descriptor = packDescriptor(bytes);
+    // The embedded store copies a pack twice to write it: the packing's dead buffers go first.
+    collectDropped();
     await upload(p.store, descriptor, bytes);
     // In the cache at once, so the next call downloads none of them; a lost race leaves a pack no accepted state needs.
     await git.importPack(descriptor.sha256, bytes, idx);
