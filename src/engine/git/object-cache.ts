@@ -419,8 +419,8 @@ export class ObjectCache {
           await split.part(part);
           out = new PackFile(file());
         }
-        const kept = this.built.get(oid) ?? this.written.get(oid);
-        const entry = kept === undefined ? null : kept instanceof Uint8Array ? { type: "blob", object: kept } : kept;
+        const blob = this.written.get(oid);
+        const entry = this.built.get(oid) ?? (blob ? { type: "blob", object: blob } : null);
         const raw = entry === null ? reader.entry(oid) : null;
         const object = entry ?? (raw === null ? reader.read(oid) : null);
         if (raw) out.entry(oid, (add) => add(raw));
@@ -457,13 +457,13 @@ export class ObjectCache {
   /**
    * Import a downloaded pack: index it aside, then move pack and index into
    * place (index last, since readers look for `*.idx`), so a crash leaves
-   * either no trace or a complete pack. `written`: for a pack made here, the
+   * either no trace or a complete pack. `ownIndex`: for a pack made here, the
    * index its writer made with it (pack-file.ts), so no entry is inflated again.
    */
-  async importPack(name: string, bytes: Uint8Array, written?: Buffer | null): Promise<void> {
+  async importPack(name: string, bytes: Uint8Array, ownIndex?: Buffer | null): Promise<void> {
     const index = (packRel: string) => {
       // Ours are undeltified and index in one pass (or come with the index their writer made here); others go to isomorphic-git.
-      const idx = written ?? indexUndeltifiedPack(bytes);
+      const idx = ownIndex ?? indexUndeltifiedPack(bytes);
       return idx ?? (async () => void (await (await isomorphicGit()).indexPack({ fs, dir: this.gitdir, gitdir: this.gitdir, filepath: packRel, cache: {} })))();
     };
     await this.place(name, bytes, index);
