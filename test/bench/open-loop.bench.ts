@@ -54,6 +54,16 @@ function stagesText(profile: Record<string, number>): string {
   return stages.length === 0 ? "none" : stages.map(([k, ms]) => `${k} ${ms}`).join(", ");
 }
 
+/**
+ * The three longest commits, each with its own stages: the p99 of a short
+ * run is its one or two longest commits, and a median of two hides which
+ * stage made them long.
+ */
+function slowest(completions: L.Completion[]): string {
+  const top = [...completions].sort((a, b) => b.durationMs - a.durationMs).slice(0, 3);
+  return top.map((c) => `${c.durationMs} ms (${stagesText(c.stages)})`).join(", ");
+}
+
 function openLoopRow(loc: L.Location, many: RaceResult, one: RaceResult, meanMs: number): Row {
   const total = many.writers * many.commits;
   const p99 = L.percentile(many.latencies, 99);
@@ -69,6 +79,7 @@ function openLoopRow(loc: L.Location, many: RaceResult, one: RaceResult, meanMs:
     `one writer: p50 ${oneP50.toFixed(0)} ms, p99 ${L.percentile(one.latencies, 99).toFixed(0)} ms, stage medians (ms) ${stagesText(L.stageMedians(one.completions))}`,
     `stage medians (ms), all ${many.completions.length} commits: ${stagesText(L.stageMedians(many.completions))}`,
     slow.length === 0 ? "no commit over the bar" : `the ${slow.length} over ${OPEN_LOOP_BAR}× one writer's p50: ${stagesText(L.stageMedians(slow))}`,
+    `the slowest by the server's duration: ${slowest(many.completions)}`,
   ].join("; ");
   return {
     scenario: "open-loop",
