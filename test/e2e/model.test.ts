@@ -493,18 +493,9 @@ async function runModel(kind: Kind): Promise<void> {
   console.log(`model ${kind}: seed ${SEED} (replay with SLIVINGDOC_MODEL_SEED=${SEED})`);
   try {
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: "max", ...(REPLAY ? { replayPath: REPLAY } : {}) }), async (cmds) => {
-        const r = newReal(kind, parent, ++n, stats, duration, git);
-        stats.runs++;
-        try {
-          // Every run starts with the three checkouts pulled from an empty notebook.
-          const model = newModel();
-          for (let c = 0; c < CHECKOUTS; c++) await completed(model, r, c, "pull", await call(r, c, "pull"));
-          await fc.asyncModelRun(() => ({ model, real: r }), cmds);
-        } finally {
-          rmSync(r.scratch, { recursive: true, force: true });
-        }
-      }),
+      fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: "max", ...(REPLAY ? { replayPath: REPLAY } : {}) }), (cmds) =>
+        inFreshRun(newReal(kind, parent, ++n, stats, duration, git), (model, r) => fc.asyncModelRun(() => ({ model, real: r }), cmds)),
+      ),
       { seed: SEED, numRuns: RUNS[kind], ...(TIME_LIMIT_MS !== undefined ? { interruptAfterTimeLimit: TIME_LIMIT_MS } : {}), ...(PATH ? { path: PATH } : {}) },
     );
   } finally {
@@ -525,11 +516,7 @@ async function runModel(kind: Kind): Promise<void> {
  * process, so every `npm test` checks at least one kill.
  */
 async function killAtLeastOnce(kind: Kind, parent: string, n: number, stats: Stats, duration: Real["duration"], git: GitMerge): Promise<void> {
-  const r = newReal(kind, parent, n, stats, duration, git);
-  stats.runs++;
-  try {
-    const model = newModel();
-    for (let c = 0; c < CHECKOUTS; c++) await completed(model, r, c, "pull", await call(r, c, "pull"));
+  await inFreshRun(newReal(kind, parent, n, stats, duration, git), async (model, r) => {
     for (const at of [0.5, 0.25, 0.1, 0.05, 0.02]) {
       const edit = new Edit(0, 0, "append", 0);
       const kill = new Kill(0, "commit", at);
@@ -539,7 +526,17 @@ async function killAtLeastOnce(kind: Kind, parent: string, n: number, stats: Sta
       await kill.run(model, r);
       if (stats.kills > 0) break;
     }
-    console.log(`model ${kind}: the random runs killed no running process; the extra run killed ${stats.kills}`);
+  });
+  console.log(`model ${kind}: the random runs killed no running process; the extra run killed ${stats.kills}`);
+}
+
+/** One run: the three checkouts pulled from an empty notebook, then `body` against the model; its scratch removed after. */
+async function inFreshRun(r: Real, body: (model: Model, r: Real) => Promise<void>): Promise<void> {
+  r.stats.runs++;
+  try {
+    const model = newModel();
+    for (let c = 0; c < CHECKOUTS; c++) await completed(model, r, c, "pull", await call(r, c, "pull"));
+    await body(model, r);
   } finally {
     rmSync(r.scratch, { recursive: true, force: true });
   }
