@@ -503,7 +503,7 @@ async function runModel(kind: Kind): Promise<void> {
       `model ${kind}: seed ${SEED}, runs ${stats.runs}, commands ${stats.commands}, calls checked ${stats.calls}, kills ${stats.kills} (of commits that had landed ${stats.landedKills}; finished before the kill ${stats.finishedFirst}), conflicts ${stats.conflicts}, publications ${stats.publications}, gc ${stats.gcs}, rm -rf ${stats.rmrf}, measured ms ${JSON.stringify({ commit: Math.round(duration.commit), pull: Math.round(duration.pull) })}, ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
   }
-  if (stats.kills === 0 && !WITHOUT.has("kill")) await killAtLeastOnce(kind, parent, ++n, stats, duration, git);
+  if (stats.kills === 0 && !WITHOUT.has("kill")) await killAtLeastOnce(newReal(kind, parent, ++n, stats, duration, git));
   expect(stats.kills).toBeGreaterThan(0);
   expect(stats.calls).toBeGreaterThan(0);
 }
@@ -515,8 +515,8 @@ async function runModel(kind: Kind): Promise<void> {
  * publishing commit at ever earlier instants until one lands on a running
  * process, so every `npm test` checks at least one kill.
  */
-async function killAtLeastOnce(kind: Kind, parent: string, n: number, stats: Stats, duration: Real["duration"], git: GitMerge): Promise<void> {
-  await inFreshRun(newReal(kind, parent, n, stats, duration, git), async (model, r) => {
+async function killAtLeastOnce(real: Real): Promise<void> {
+  await inFreshRun(real, async (model, r) => {
     for (const at of [0.5, 0.25, 0.1, 0.05, 0.02]) {
       const edit = new Edit(0, 0, "append", 0);
       const kill = new Kill(0, "commit", at);
@@ -524,10 +524,10 @@ async function killAtLeastOnce(kind: Kind, parent: string, n: number, stats: Sta
       await edit.run(model, r);
       if (!kill.check(model)) break;
       await kill.run(model, r);
-      if (stats.kills > 0) break;
+      if (r.stats.kills > 0) break;
     }
   });
-  console.log(`model ${kind}: the random runs killed no running process; the extra run killed ${stats.kills}`);
+  console.log(`model ${real.kind}: the random runs killed no running process; the extra run killed ${real.stats.kills}`);
 }
 
 /** One run: the three checkouts pulled from an empty notebook, then `body` against the model; its scratch removed after. */
