@@ -17,14 +17,13 @@
  * checkout, in this process or another, makes the look give up, and the
  * next look tries again.
  */
-import { existsSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import type { Clock, RandomSource } from "../contract/clock.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { type CheckoutMemory } from "./checkout/deps.ts";
 import { tryLock } from "./checkout/lock.ts";
 import type { ProcessIdentity } from "./checkout/lock.ts";
-import { checkoutStateDir } from "./checkout/registry.ts";
+import { pulledObjectCache } from "./checkout/registry.ts";
 import { ObjectCache } from "./git/object-cache.ts";
 import type { NamedPack } from "./git/pack-import.ts";
 import { downloadPack, importPacks, readCurrentIfChanged } from "./publish/accepted-state.ts";
@@ -89,7 +88,7 @@ export class FetchAhead {
    * (store/deadline.ts).
    */
   async download(store: ObjectStore): Promise<Looked | Downloaded> {
-    const gitdir = this.gitdir();
+    const gitdir = pulledObjectCache(this.deps.privateRoot, this.deps.storeId, this.dir);
     if (gitdir === null) return "not a checkout";
     const read = await readCurrentIfChanged(store, this.seen);
     if (read === null) {
@@ -103,18 +102,6 @@ export class FetchAhead {
     }
     if (this.pending === null) return "unchanged";
     return this.gather(store, gitdir, this.pending, read !== "unchanged");
-  }
-
-  /** The object cache of the checkout at `dir`, if it was ever pulled; else null. */
-  private gitdir(): string | null {
-    let real: string;
-    try {
-      real = realpathSync(this.dir);
-    } catch {
-      return null;
-    }
-    const gitdir = join(checkoutStateDir(this.deps.privateRoot, this.deps.storeId, real), "git");
-    return existsSync(join(gitdir, "objects", "pack")) ? gitdir : null;
   }
 
   /** The packs of `manifest` the cache lacks downloaded and held; their import once enough wait, or long enough. */

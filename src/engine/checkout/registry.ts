@@ -17,7 +17,7 @@
  * take over a baseline of files it never held (directory-identity.ts).
  */
 import { createHash } from "../git/hash.ts";
-import { lstatSync, mkdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import type { Clock, FileClock, RandomSource } from "../../contract/clock.ts";
 import { readJson, writeAtomic, namesIn } from "./atomic-file.ts";
@@ -48,6 +48,18 @@ export function checkoutId(storeId: string, dir: string): string {
 /** The private state directory of the checkout at `dir` (its real path). */
 export function checkoutStateDir(privateRoot: string, storeId: string, dir: string): string {
   return join(privateRoot, "checkouts", checkoutId(storeId, dir));
+}
+
+/** The object cache of the checkout at `dir`, if it was ever pulled; else null (no such directory, or never pulled). */
+export function pulledObjectCache(privateRoot: string, storeId: string, dir: string): string | null {
+  let real: string;
+  try {
+    real = realpathSync(dir);
+  } catch {
+    return null;
+  }
+  const gitdir = join(checkoutStateDir(privateRoot, storeId, real), "git");
+  return existsSync(join(gitdir, "objects", "pack")) ? gitdir : null;
 }
 
 function setAsideDir(privateRoot: string, storeId: string, directory: string): string {
