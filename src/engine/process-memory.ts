@@ -16,6 +16,7 @@ import { WatcherMemory } from "./checkout/watcher.ts";
 import type { RegistryMemory } from "./checkout/registry.ts";
 import type { AcceptedMemory } from "./publish/accepted-state.ts";
 import type { ContentionMemory } from "./publish/contention.ts";
+import type { CompactAheadMemory } from "./publish/compact-ahead.ts";
 
 export const MEMORY_BOUNDS = {
   /** Checkouts whose stat cache is remembered: as many as a server is likely to serve at once. */
@@ -35,7 +36,7 @@ export const MEMORY_BOUNDS = {
 } as const;
 
 /** Every part's memory in one object: it is each part's own (AcceptedMemory, ContentionMemory, RegistryMemory, ObjectMemory and StatCacheMemory). */
-export class ProcessMemory implements AcceptedMemory, ContentionMemory, RegistryMemory {
+export class ProcessMemory implements AcceptedMemory, ContentionMemory, RegistryMemory, CompactAheadMemory {
   /** The stat cache of each checkout, written back when evicted or flushed. */
   readonly statCaches: StatCacheMemory;
   /** Pack readers, flat trees and commit trees of the object caches. */
@@ -57,14 +58,21 @@ export class ProcessMemory implements AcceptedMemory, ContentionMemory, Registry
    * setting up the watches would cost more than the scan.
    */
   readonly watchers: WatcherMemory | null;
+  /**
+   * The stores a commit of this server made a compaction due on, which it
+   * builds between calls (compact-ahead.ts); null in a process that
+   * answers one call, whose commits compact in their turn.
+   */
+  readonly compactionsDue: Set<string> | null;
 
   /**
    * `random` names the temporary files the stat caches are written through:
-   * the process's random source (EngineDeps). `watch`: a server's memory.
+   * the process's random source (EngineDeps). `watch` and `compactAhead`: a server's memory.
    */
-  constructor(random: Pick<RandomSource, "randomId">, options: { watch?: boolean } = {}) {
+  constructor(random: Pick<RandomSource, "randomId">, options: { watch?: boolean; compactAhead?: boolean } = {}) {
     this.statCaches = new StatCacheMemory(MEMORY_BOUNDS.statCaches, random.randomId);
     this.watchers = options.watch === true ? new WatcherMemory(MEMORY_BOUNDS.watchers) : null;
+    this.compactionsDue = options.compactAhead === true ? new Set() : null;
   }
 
   /** Before the process ends: write out what only memory holds (stat caches). */

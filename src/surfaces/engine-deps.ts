@@ -79,7 +79,7 @@ export interface ProcessMemoryHolder {
   flush(): void;
 }
 
-export function processMemory(options: { watch?: boolean } = {}): ProcessMemoryHolder {
+export function processMemory(options: { watch?: boolean; compactAhead?: boolean } = {}): ProcessMemoryHolder {
   let made: ProcessMemory | undefined;
   return {
     get() {

@@ -107,3 +107,71 @@ test("a look that fails warns once, naming no more than the failure's token, and
   }
   expect(log.warnings).toEqual(["looking ahead at the store failed; the next call catches up itself"]);
 });
+
+test("a call's end that made a compaction due compacts at once, before any look; a call that starts meanwhile waits for it", async () => {
+  let due = false;
+  let looks = 0;
+  const compacting = gate<"compacted">();
+  const begun = gate();
+  const order: string[] = [];
+  const looksAhead = fetchAheadLooks({
+    // Long waits: a look comes only when the scheduler asks for one at once.
+    waits: { shortestMs: 10_000, longestMs: 10_000 },
+    log: recordingLog(),
+    download: async () => (looks++, "unchanged" as Looked),
+    compactionDue: () => due,
+    compact: () => {
+      due = false;
+      order.push("compact");
+      begun.open();
+      return compacting.promise;
+    },
+  });
+  try {
+    await looksAhead.callStarts();
+    due = true;
+    looksAhead.callEnded();
+    await begun.promise;
+    let started = false;
+    const call = looksAhead.callStarts().then(() => (started = true));
+    await Bun.sleep(20);
+    expect(started).toBe(false);
+    compacting.open("compacted");
+    await call;
+    order.push("call");
+    looksAhead.callEnded();
+    await Bun.sleep(20);
+    // Nothing due any more: the call's end schedules a look, not another compaction.
+    expect(order).toEqual(["compact", "call"]);
+    expect(looks).toBe(0);
+  } finally {
+    looksAhead.stop();
+  }
+});
+
+test("a compaction that fails warns in words naming no more than the failure's kind, and is not tried again at once", async () => {
+  const log = recordingLog();
+  const failed = gate();
+  let tries = 0;
+  const looksAhead = fetchAheadLooks({
+    waits: { shortestMs: 10_000, longestMs: 10_000 },
+    log,
+    download: async () => "unchanged" as Looked,
+    compactionDue: () => true,
+    compact: async () => {
+      tries++;
+      setTimeout(() => failed.open(), 5);
+      throw new Error("s3://bucket/secret-prefix: denied");
+    },
+  });
+  try {
+    await looksAhead.callStarts();
+    looksAhead.callEnded();
+    await failed.promise;
+    await Bun.sleep(20);
+  } finally {
+    looksAhead.stop();
+  }
+  expect(log.warnings).toEqual(["compacting between calls failed; a commit compacts instead"]);
+  expect(tries).toBe(1);
+});

@@ -12,7 +12,8 @@
  *
  * Designed to be called by a commit between its upload and its conditional
  * write (packs = the accepted packs plus its own new pack, head = its new
- * commit), or by `slivingdoc gc` on the accepted state. Either way:
+ * commit), or on an accepted state: by a server between calls
+ * (compact-ahead.ts), or by `slivingdoc gc`. Either way:
  *
  * - Nothing reachable is lost: by induction every accepted tree is covered
  *   by the previous tree plus the pack published with it, so the head's

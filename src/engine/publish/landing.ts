@@ -12,6 +12,7 @@ import type { TreeMerge } from "../merge/tree-merge.ts";
 import { type AcceptedState, rememberAccepted } from "./accepted-state.ts";
 import type { Landing } from "./attempt.ts";
 import { dropProposal } from "./combine.ts";
+import { markIfDue } from "./compact-ahead.ts";
 import type { CombinedPublication } from "./manifest.ts";
 import type { OwnProposal } from "./offer.ts";
 import type { Publisher } from "./publisher.ts";
@@ -97,6 +98,8 @@ async function landedOutcome(p: Publisher, c: Committing, landed: Landed, merged
   const { head, built } = uploaded;
   if (etag !== null) {
     rememberAccepted(p.memory, p.storeId, { manifest, etag, generation: manifest.generation, head, tree: built.tree, files: merged, trees: built.trees, dirs: built.dirs });
+    // Our pack list, as remembered: a server compacts it between calls once it reaches the threshold.
+    markIfDue(p.memory, p.storeId, manifest, uploaded.leading.length + 1, p.compaction);
   }
   // Accepted all the same when this fails: the next call finds our pack missing from the cache and downloads it like any other.
   await importOwnPack(p.git, uploaded).catch(() => {});

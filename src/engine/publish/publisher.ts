@@ -11,13 +11,14 @@ import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import type { KnownContents } from "../merge/tree-merge.ts";
 import type { AcceptedMemory } from "./accepted-state.ts";
 import type { CompactionPolicy } from "./compact.ts";
+import type { CompactAheadMemory } from "./compact-ahead.ts";
 import type { ContentionMemory } from "./contention.ts";
 
 export interface Publisher {
   store: ObjectStore;
   /** The store's secret-free identity: what the process memory is keyed by. */
   storeId: string;
-  memory: AcceptedMemory & ContentionMemory;
+  memory: AcceptedMemory & ContentionMemory & CompactAheadMemory;
   git: ObjectCache;
   state: Pick<CheckoutState, "recordPublication" | "writeBaseline" | "checkLock">;
   /** The checkout's baseline (a commit needs one), and its files. */

@@ -265,7 +265,8 @@ async function runServe(parsed: Parsed, io: CliIo): Promise<number> {
   const { serve } = await import("../mcp/serve.ts");
   // A server answers many calls on its checkouts: it watches them, so a warm
   // call scans only what changed. Only on Linux (inotify), the platform tested.
-  const memory = processMemory({ watch: process.platform === "linux" });
+  // Its commits leave compaction for the time between calls (engine/compact-ahead.ts).
+  const memory = processMemory({ watch: process.platform === "linux", compactAhead: true });
   // A refused start may be found after the handshake (a store of a newer format, mcp/serve.ts) or before it (a foreign workspace root).
   return untilEnded(io, { config, store, memory }, () =>
     serve({ config, store, forgetProbe, memory, version: io.version, log, env: io.env, adopt: parsed.flags.adopt === true, ...protocol() }),

@@ -13,7 +13,13 @@
  * a call started drops what it downloaded. A call that starts while a look
  * imports under the checkout's lock waits for that import (a few
  * milliseconds), rather than retrying the lock.
+ *
+ * The same idle time compacts: once a call ended whose commit made a
+ * compaction due (engine/compact-ahead.ts), it is built and published at
+ * once, before the next look, under the checkout's lock; a call that
+ * starts meanwhile waits for it as for an import.
  */
+import type { CompactedAhead } from "../../engine/compact-ahead.ts";
 import type { Downloaded, Looked } from "../../engine/fetch-ahead.ts";
 import { DomainError } from "../../contract/errors.ts";
 import type { LookWaits } from "../../store/kind.ts";
@@ -32,6 +38,10 @@ export interface LooksOptions {
   download(): Promise<Looked | Downloaded>;
   waits: LookWaits;
   log: Log;
+  /** Whether a compaction is due (engine/compact-ahead.ts `compactionDue`); absent: none ever is. */
+  compactionDue?(): boolean;
+  /** Build and publish it (engine/compact-ahead.ts `compactAhead`). */
+  compact?(): Promise<CompactedAhead>;
 }
 
 export function fetchAheadLooks(options: LooksOptions): FetchAheadLooks {
@@ -72,12 +82,36 @@ class Looks implements FetchAheadLooks {
   callEnded(): void {
     this.calls--;
     this.waitMs = this.options.waits.shortestMs;
-    this.schedule();
+    this.compactOrSchedule();
   }
 
   stop(): void {
     this.stopped = true;
     this.clear();
+  }
+
+  /** The compaction a call made due, at once when nothing else runs; else the next look. */
+  private compactOrSchedule(): void {
+    const { compact, compactionDue } = this.options;
+    if (compact === undefined || this.stopped || this.calls > 0 || this.looking || compactionDue?.() !== true) return this.schedule();
+    this.clear();
+    this.looking = true;
+    const done = compact().then(
+      (how) => {
+        if (how === "compacted") this.options.log.info("pack list compacted between calls", {});
+      },
+      (e: unknown) => {
+        // Not tried again: the commits compact in their turn, as they would without this.
+        this.options.log.warn("compacting between calls failed; a commit compacts instead", { error: e instanceof DomainError ? e.reason : e instanceof Error ? e.name : "error" });
+      },
+    );
+    this.importing = done;
+    void done.finally(() => {
+      this.importing = null;
+      this.looking = false;
+      // A compaction given way to (busy) waits for the next call's end or look's, never loops here.
+      this.schedule();
+    });
   }
 
   private clear(): void {
@@ -106,7 +140,7 @@ class Looks implements FetchAheadLooks {
     } finally {
       this.importing = null;
       this.looking = false;
-      this.schedule();
+      this.compactOrSchedule();
     }
   }
 

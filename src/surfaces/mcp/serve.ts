@@ -14,6 +14,7 @@
  * a host waits for that answer, not for the first tool call.
  */
 import { boundedStore, deadlineIn } from "../../store/deadline.ts";
+import { compactAhead, compactionDue } from "../../engine/compact-ahead.ts";
 import { FetchAhead } from "../../engine/fetch-ahead.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { Log } from "../log.ts";
@@ -180,14 +181,18 @@ const LOOK_DEADLINE_MS = 10_000;
 
 /**
  * The server's looks ahead at the store for its notebook directory between
- * calls (engine/fetch-ahead.ts), at the waits of its kind of store.
+ * calls (engine/fetch-ahead.ts), at the waits of its kind of store, and
+ * the compactions its commits make due (engine/compact-ahead.ts).
  */
 function looksAhead(options: ServeOptions, root: NotebookRoot, operation: OperationContext): FetchAheadLooks {
-  const ahead = new FetchAhead(operation.deps, root.dir);
+  const { deps } = operation;
+  const ahead = new FetchAhead(deps, root.dir);
   return fetchAheadLooks({
-    download: () => ahead.download(boundedStore(operation.deps.store, deadlineIn(LOOK_DEADLINE_MS))),
+    download: () => ahead.download(boundedStore(deps.store, deadlineIn(LOOK_DEADLINE_MS))),
     waits: storeKind(options.config.store).looks,
     log: options.log,
+    compactionDue: () => compactionDue(deps.memory, deps.storeId),
+    compact: () => compactAhead(deps, boundedStore(deps.store, deadlineIn(LOOK_DEADLINE_MS)), root.dir),
   });
 }
 
