@@ -18,27 +18,15 @@ import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { git } from "../support/cgit.ts";
 import { makeWorld, read, seedNotebook, type World, write } from "../support/fixture.ts";
-import { emptyStore, s3ServerMissing, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
+import { storePlaces } from "../support/places.ts";
 
 let world: World | undefined;
-let cleanup: (() => Promise<void>) | undefined;
+const { places: PLACES, emptyS3 } = storePlaces("catch-up");
 afterEach(async () => {
-  await cleanup?.();
+  await emptyS3();
   await world?.close();
   world = undefined;
-  cleanup = undefined;
 });
-
-type Place = () => World;
-const sqlite: Place = () => makeWorld();
-const s3: Place = () => {
-  const prefix = `slivingdoc-test/catch-up-${crypto.randomUUID().slice(0, 8)}`;
-  const store = testS3Store(prefix);
-  cleanup = () => emptyStore(store);
-  return makeWorld(store, `s3://${testBucket}/${prefix}/@${testEndpoint ?? "aws"}`);
-};
-const PLACES: Array<[string, Place]> = [["the embedded store", sqlite]];
-if (!s3ServerMissing()) PLACES.push(["S3", s3]);
 
 /** The object caches' git directories under the world's private root. */
 function gitdirs(root: string): string[] {

@@ -23,26 +23,15 @@ import { filesOf, makeWorld, readCurrent, type World, write } from "../support/f
 function textsOf(dir: string): Record<string, string> {
   return Object.fromEntries(Object.entries(filesOf(dir)).map(([path, b64]) => [path, Buffer.from(b64, "base64").toString("utf8")]));
 }
-import { emptyStore, s3ServerMissing, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
+import { storePlaces } from "../support/places.ts";
 import { mulberry32 } from "../support/seeded.ts";
 
 let world: World;
-let cleanup: (() => Promise<void>) | undefined;
+const { places: PLACES, emptyS3 } = storePlaces("split");
 afterEach(async () => {
-  await cleanup?.();
-  cleanup = undefined;
+  await emptyS3();
   await world?.close();
 });
-
-type Place = () => World;
-const s3: Place = () => {
-  const prefix = `slivingdoc-test/split-${crypto.randomUUID().slice(0, 8)}`;
-  const store = testS3Store(prefix);
-  cleanup = () => emptyStore(store);
-  return makeWorld(store, `s3://${testBucket}/${prefix}/@${testEndpoint ?? "aws"}`);
-};
-const PLACES: Array<[string, Place]> = [["the embedded store", () => makeWorld()]];
-if (!s3ServerMissing()) PLACES.push(["S3", s3]);
 
 const SMALL = 2 * 1024;
 
