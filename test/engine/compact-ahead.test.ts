@@ -24,27 +24,15 @@ import { pull } from "../../src/engine/pull.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
 import { makeWorld, read, type World, write } from "../support/fixture.ts";
-import { emptyStore, s3ServerMissing, testBucket, testEndpoint, testS3Store } from "../support/s3-test-store.ts";
+import { storePlaces } from "../support/places.ts";
 
 let world: World | undefined;
-let cleanup: (() => Promise<void>) | undefined;
+const { places: PLACES, emptyS3 } = storePlaces("compact-ahead");
 afterEach(async () => {
-  await cleanup?.();
+  await emptyS3();
   await world?.close();
   world = undefined;
-  cleanup = undefined;
 });
-
-type Place = () => World;
-const sqlite: Place = () => makeWorld();
-const s3: Place = () => {
-  const prefix = `slivingdoc-test/compact-ahead-${crypto.randomUUID().slice(0, 8)}`;
-  const store = testS3Store(prefix);
-  cleanup = () => emptyStore(store);
-  return makeWorld(store, `s3://${testBucket}/${prefix}/@${testEndpoint ?? "aws"}`);
-};
-const PLACES: Array<[string, Place]> = [["the embedded store", sqlite]];
-if (!s3ServerMissing()) PLACES.push(["S3", s3]);
 
 /** A small policy, so that a few commits reach it: compacted ahead from 5 packs, in a commit's turn past 6, 2 kept. */
 const POLICY = { maxPacks: 6, keepRecent: 2 };
@@ -116,6 +104,23 @@ for (const [where, place] of PLACES) {
   });
 }
 
+/** `store`, running `meanwhile` once its first pack is uploaded: a compaction's base, between its build and its write. */
+function afterFirstPack(store: ObjectStore, meanwhile: () => Promise<void>): { wrapped: ObjectStore; ran: () => boolean } {
+  let ran = false;
+  const wrapped: ObjectStore = {
+    ...store,
+    putIfAbsent: async (key, body) => {
+      const put = await store.putIfAbsent(key, body);
+      if (!ran && key.startsWith("packs/")) {
+        ran = true;
+        await meanwhile();
+      }
+      return put;
+    },
+  };
+  return { wrapped, ran: () => ran };
+}
+
 /** The embedded store as S3 is: no line of writers, no write of packs with `current`. */
 const racing = (store: ObjectStore): ObjectStore => ({ ...store, kind: "racing", queue: undefined, putWith: undefined });
 
@@ -139,19 +144,8 @@ for (const [how, storeOf] of STORES) {
         write(a, files.at(-1)!, `${files.at(-1)}\n`);
         await commit(deps, { path: a, message: files.at(-1)! });
       }
-      let ran = false;
-      const wrapped: ObjectStore = {
-        ...store,
-        putIfAbsent: async (key, body) => {
-          const put = await store.putIfAbsent(key, body);
-          if (!ran && key.startsWith("packs/")) {
-            ran = true;
-            await meanwhile();
-          }
-          return put;
-        },
-      };
-      return { deps, wrapped, a, files, ran: () => ran };
+      const { wrapped, ran } = afterFirstPack(store, meanwhile);
+      return { deps, wrapped, a, files, ran };
     }
 
     test("another writer's commit lands meanwhile: the rewrite builds on it and keeps its pack", async () => {
@@ -275,18 +269,9 @@ test("nothing reachable is lost, whatever lands between a compaction's build and
           // Due or not, as after a call: what lands while the base is uploaded is `b`'s commits.
           await commitOf("a", s.compact.length);
           if (!compactionDue(deps.memory, deps.storeId)) deps.memory.compactionsDue!.add(deps.storeId);
-          let ran = false;
-          const wrapped: ObjectStore = {
-            ...store,
-            putIfAbsent: async (key, body) => {
-              const put = await store.putIfAbsent(key, body);
-              if (!ran && key.startsWith("packs/")) {
-                ran = true;
-                for (const f of s.compact) await commitOf("b", f);
-              }
-              return put;
-            },
-          };
+          const { wrapped } = afterFirstPack(store, async () => {
+            for (const f of s.compact) await commitOf("b", f);
+          });
           await compactAhead(deps, wrapped, a);
         }
         const m = await manifestOf(w.store);
