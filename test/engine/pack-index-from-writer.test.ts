@@ -6,13 +6,18 @@
  * byte for byte — for every source an entry is packed from (a blob this
  * call wrote, a loose object, an entry copied from a cached pack, a tree or
  * commit built in memory) and for every part of a split publication, each
- * with its nonce.
+ * with its nonce — and for a compaction's base, imported here with the
+ * index made as it was written (publish/compact.ts).
  */
 import { afterAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ObjectCache } from "../../src/engine/git/object-cache.ts";
+import { compactPacks } from "../../src/engine/publish/compact.ts";
+import { packDescriptor } from "../../src/engine/publish/manifest.ts";
+import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { SYSTEM_CLOCK } from "../../src/surfaces/system-clock.ts";
 import type { WrittenPack } from "../../src/engine/git/pack-file.ts";
 import { ProcessMemory } from "../../src/engine/process-memory.ts";
 import { SYSTEM_RANDOM } from "../../src/surfaces/engine-deps.ts";
@@ -78,4 +83,39 @@ test("every pack and part packObjects makes comes with the index C git makes of 
   const back = await fresh.readFlatTree(await fresh.commitTree(head));
   expect([...back.files].sort()).toEqual([...files].sort());
   fresh.close();
+});
+
+test("a compaction's base is imported with the index C git makes of it, and reads back", async () => {
+  const gitdir = join(root, "compacting");
+  mkdirSync(gitdir, { recursive: true });
+  const store = openSqliteStore(join(root, "compacting.db"), SYSTEM_CLOCK);
+  const cache = await open(gitdir);
+  try {
+    // Two publications, each a pack imported as a commit's is: the second changes half the files.
+    const packs = [];
+    let parent: string | null = null;
+    let files = new Map<string, string>();
+    for (let c = 0; c < 2; c++) {
+      const blobs = await Promise.all(Array.from({ length: 8 }, (_, i) => cache.writeBlob(note(300 + c * 10 + i, 1500 + i * 71))));
+      files = new Map([...files, ...blobs.filter((_, i) => c === 0 || i % 2 === 0).map((oid, i) => [`n/${i}.md`, oid] as [string, string])]);
+      const { tree, trees } = await cache.writeFlatTree(files);
+      const head: string = await cache.writeCommit({ tree, parent, message: `c${c}`, when: new Date(c * 1000), agent: "a", base: c });
+      const { pack, idx } = await cache.packObjects([...new Set(files.values()), ...trees, head]);
+      const d = packDescriptor(pack);
+      await cache.importPack(d.sha256, pack, idx);
+      packs.push(d);
+      parent = head;
+    }
+    const compacted = await compactPacks({ store, git: cache, head: parent!, packs, policy: { maxPacks: 1, keepRecent: 0, history: "all", periodMs: 0 }, now: new Date(), randomId: SYSTEM_RANDOM.randomId });
+    const base = compacted!.base!;
+    const bytes = (await store.get(base.key))!.body;
+    const imported = readFileSync(join(gitdir, "objects", "pack", `pack-${base.sha256}.idx`));
+    expect(Buffer.compare(cGitIndex("base", bytes), imported)).toBe(0);
+    cache.close();
+    const fresh = await open(gitdir);
+    expect([...(await fresh.readFlatTree(await fresh.commitTree(parent!))).files].sort()).toEqual([...files].sort());
+    fresh.close();
+  } finally {
+    await store.close();
+  }
 });

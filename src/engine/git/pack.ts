@@ -112,6 +112,24 @@ export function writePack(entries: Buffer[]): Uint8Array {
 }
 
 
+/**
+ * writePack, with its version 2 index made from the object ids given with
+ * the entries (each an undeltified entry, as packEntry makes), so that the
+ * pack is imported without inflating every entry again to index it
+ * (object-cache.ts importPack's `ownIndex`).
+ */
+export function writeIndexedPack(entries: ReadonlyArray<{ oid: string; entry: Buffer }>): { pack: Uint8Array; idx: Buffer } {
+  const packed: PackedEntry[] = [];
+  let offset = 12; // after the header
+  for (const { oid, entry } of entries) {
+    packed.push({ oid: Buffer.from(oid, "hex"), crc: Bun.hash.crc32(entry) >>> 0, offset, end: offset + entry.length });
+    offset += entry.length;
+  }
+  const pack = writePack(entries.map((e) => e.entry));
+  const checksum = Buffer.from(pack.buffer, pack.byteOffset + pack.byteLength - 20, 20);
+  return { pack, idx: packIndex(packed, checksum) };
+}
+
 /** An undeltified entry of a pack: its object id, the CRC-32 of its bytes, and where they lie (end exclusive). */
 export interface PackedEntry {
   oid: Buffer;

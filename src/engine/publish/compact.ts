@@ -37,8 +37,8 @@
 import type { RandomSource } from "../../contract/clock.ts";
 import type { ObjectStore } from "../../store/object-store.ts";
 import type { ObjectCache } from "../git/object-cache.ts";
-import { decodeCommit, MissingObjectError } from "../git/objects.ts";
-import { packEntry, writePack } from "../git/pack.ts";
+import { decodeCommit, MissingObjectError, objectId } from "../git/objects.ts";
+import { packEntry, writeIndexedPack } from "../git/pack.ts";
 import { walkTree } from "../git/walk.ts";
 import { type HistoryPackDescriptor, type PackDescriptor, packDescriptor } from "./manifest.ts";
 
@@ -142,8 +142,8 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
   const { history, dropped } = await historyPacks(args, policy, replaced, (oid) => reachable.has(oid) || inKept.has(oid), frontier);
   const replacedAll = [...replaced, ...dropped];
   if (baseObjects.length === 0) return { packs: [...kept], base: null, history, replaced: replacedAll, objects: 0 };
-  const { descriptor: base, objects, bytes } = await uploadUnique(args, baseObjects);
-  if (args.importLocally !== false && !args.git.hasPack(base.sha256)) await args.git.importPack(base.sha256, bytes);
+  const { descriptor: base, objects, bytes, idx } = await uploadUnique(args, baseObjects);
+  if (args.importLocally !== false && !args.git.hasPack(base.sha256)) await args.git.importPack(base.sha256, bytes, idx);
   return { packs: [base, ...kept], base, history, replaced: replacedAll, objects };
 }
 
@@ -152,16 +152,17 @@ export async function compactPacks(args: CompactArgs): Promise<CompactionResult 
  * descriptor and object count. Throws when an object is missing or the key
  * existed.
  */
-async function uploadUnique(args: CompactArgs, oids: Iterable<string>): Promise<{ descriptor: PackDescriptor; objects: number; bytes: Uint8Array }> {
+async function uploadUnique(args: CompactArgs, oids: Iterable<string>): Promise<{ descriptor: PackDescriptor; objects: number; bytes: Uint8Array; idx: Buffer }> {
   // The nonce (see the header): unreferenced, so the next compaction drops it.
-  const nonce = args.randomId(16);
-  const entries = [packEntry("blob", Buffer.from(`slivingdoc compaction nonce ${nonce}\n`))];
+  const nonce = Buffer.from(`slivingdoc compaction nonce ${args.randomId(16)}\n`);
+  const entries = [{ oid: objectId("blob", nonce), entry: packEntry("blob", nonce) }];
   for (const oid of oids) {
     const entry = await args.git.packEntry(oid);
     if (entry === null) throw new MissingObjectError(`object ${oid} of the history is missing`);
-    entries.push(entry);
+    entries.push({ oid, entry });
   }
-  const bytes = writePack(entries);
+  // With the index its writer knows: the base is imported here without inflating it again.
+  const { pack: bytes, idx } = writeIndexedPack(entries);
   const descriptor = packDescriptor(bytes);
   const put = await args.store.putIfAbsent(descriptor.key, bytes);
   if (!put.ok) {
@@ -169,7 +170,7 @@ async function uploadUnique(args: CompactArgs, oids: Iterable<string>): Promise<
     // twice; either way its age is unknown, so it must not be referenced.
     throw new Error("the compacted pack's key already existed; not publishing it");
   }
-  return { descriptor, objects: entries.length, bytes };
+  return { descriptor, objects: entries.length, bytes, idx };
 }
 
 /** The author time of a commit, in seconds since the epoch; null when it has none. */
