@@ -40,6 +40,8 @@ export async function runBinary(args: string[], env: Record<string, string>, lim
 export interface Session {
   client: Client;
   stderr: () => string;
+  /** The server's process id, to kill it as the world does. */
+  pid: () => number | null;
   close(): Promise<void>;
   /** Close the session and wait for the server's stderr to end; resolves with all of it. */
   finish(): Promise<string>;
@@ -56,7 +58,7 @@ export async function connect(env: Record<string, string>, args: string[] = []):
   const client = new Client({ name: "slivingdoc-test", version: "1.0.0" });
   await client.connect(transport);
   const close = () => client.close();
-  return { client, stderr: () => stderr, close, finish: () => close().then(() => stderrEnded).then(() => stderr) };
+  return { client, stderr: () => stderr, pid: () => transport.pid, close, finish: () => close().then(() => stderrEnded).then(() => stderr) };
 }
 
 export interface ToolOutcome {
