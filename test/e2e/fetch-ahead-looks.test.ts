@@ -175,3 +175,25 @@ test("a compaction that fails warns in words naming no more than the failure's k
   expect(log.warnings).toEqual(["compacting between calls failed; a commit compacts instead"]);
   expect(tries).toBe(1);
 });
+
+test("stopping waits for a compaction that runs, so the server's end does not cut it off", async () => {
+  const compacting = gate<"compacted">();
+  const begun = gate();
+  const looksAhead = fetchAheadLooks({
+    waits: { shortestMs: 10_000, longestMs: 10_000 },
+    log: recordingLog(),
+    download: async () => "unchanged" as Looked,
+    compactionDue: () => true,
+    compact: () => (begun.open(), compacting.promise),
+  });
+  await looksAhead.callStarts();
+  looksAhead.callEnded();
+  await begun.promise;
+  let stopped = false;
+  const stopping = looksAhead.stop().then(() => (stopped = true));
+  await Bun.sleep(20);
+  expect(stopped).toBe(false);
+  compacting.open("compacted");
+  await stopping;
+  expect(stopped).toBe(true);
+});

@@ -30,7 +30,8 @@ export interface FetchAheadLooks {
   callStarts(): Promise<void>;
   /** After a call answered: the looks start again, short. */
   callEnded(): void;
-  stop(): void;
+  /** No look starts any more; resolves once what runs under the checkout's lock (an import, a compaction) has finished. */
+  stop(): Promise<void>;
 }
 
 export interface LooksOptions {
@@ -85,9 +86,11 @@ class Looks implements FetchAheadLooks {
     this.compactOrSchedule();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.stopped = true;
     this.clear();
+    // A compaction between calls is finished, not cut off (its deadline bounds it): the server's end leaves no orphans behind it.
+    await this.importing?.catch(() => {});
   }
 
   /** The compaction a call made due, at once when nothing else runs; else the next look. */

@@ -169,7 +169,7 @@ async function run(
     stop();
   });
   await closed;
-  looks.stop();
+  await looks.stop();
   await swept;
   // Awaited even when the host left first: a server that met a newer store says so and exits 2.
   const refusal = await newer;
