@@ -36,7 +36,7 @@ import { isAtOrBelow } from "../../contract/path-containment.ts";
 import type { FileClock, RandomSource } from "../../contract/clock.ts";
 import { registeredCheckouts } from "../checkout/registry.ts";
 import { MissingObjectError } from "../git/objects.ts";
-import { indexUndeltifiedPack, parsePackIndex, writePack } from "../git/pack.ts";
+import { parsePackIndex, writeIndexedPack } from "../git/pack.ts";
 import { walkTree } from "../git/walk.ts";
 import type { ObjectMemory } from "../git/object-memory.ts";
 import type { RegistryMemory } from "../checkout/registry.ts";
@@ -334,17 +334,16 @@ async function missingObjects(deps: ExportDeps, history: History, dir: string, h
 
 /** `wanted` as one undeltified pack and its index, named by the pack's checksum; `have` learns them. */
 async function writeObjects(deps: ExportDeps, history: History, dir: string, wanted: string[], have: Set<string>): Promise<void> {
-  const entries: Buffer[] = [];
+  const entries: Array<{ oid: string; entry: Buffer }> = [];
   for (const [n, oid] of wanted.entries()) {
     if (n % 500 === 0) deps.progress?.("objects written", n, wanted.length);
     const entry = await history.git.packEntry(oid);
     if (entry === null) throw new DomainError("HISTORY_INVALID", "The retained history is missing an object; an operator must inspect the store.");
-    entries.push(entry);
+    entries.push({ oid, entry });
   }
   deps.progress?.("objects written", wanted.length, wanted.length);
-  const pack = writePack(entries);
-  const idx = indexUndeltifiedPack(pack);
-  if (idx === null) throw new Error("an undeltified pack could not be indexed");
+  // Indexed from what was written, not by inflating every entry again.
+  const { pack, idx } = writeIndexedPack(entries);
   const name = Buffer.from(pack.subarray(pack.length - 20)).toString("hex");
   writeAtomic(join(dir, "objects", "pack", `pack-${name}.pack`), pack, deps.randomId);
   writeAtomic(join(dir, "objects", "pack", `pack-${name}.idx`), idx, deps.randomId);
