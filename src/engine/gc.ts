@@ -240,7 +240,7 @@ async function collectPacks(deps: GcDeps, input: GcInput, graceMs: number): Prom
 async function fence(store: ObjectStore, manifest: Manifest, etag: string, randomId: RandomSource["randomId"], packs: PackDescriptor[] | null): Promise<boolean> {
   let fenced;
   try {
-    fenced = await rewriteCurrent(store, manifest, etag, randomId, packs);
+    fenced = await rewriteCurrent(store, manifest, etag, randomId, packs === null ? null : { packs });
   } catch (cause) {
     throw new DomainError("MANIFEST_WRITE", "gc could not fence the manifest; nothing was deleted.", { cause });
   }

@@ -10,7 +10,7 @@ import { type ConditionalRead, type ObjectStore, StoreError, type StoredObject }
 import type { FlatTree, ObjectCache } from "../git/object-cache.ts";
 import type { NamedPack } from "../git/pack-import.ts";
 import { BadPackError, MissingObjectError } from "../git/objects.ts";
-import { MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
+import { formatFor, type HistoryPackDescriptor, MANIFEST_KEY, type Manifest, newPublicationId, type PackDescriptor, parseManifest, serializeManifest } from "./manifest.ts";
 import type { RecentMap } from "../memory/recent-map.ts";
 import { ByteBudget } from "../memory/byte-budget.ts";
 import { release } from "../memory/release.ts";
@@ -65,26 +65,37 @@ export async function readCurrentIfChanged(store: ObjectStore, etag: string | nu
 
 /**
  * A fence: rewrite `current` with the same state and a fresh publication id
- * (and `packs`, when given), conditional on `etag`. Generation and head are
- * unchanged, so for readers nothing happens, while every writer that read
- * `current` before loses its conditional write. `written` is false when the
- * write lost or its outcome is unknown (the caller reads back what it needs
- * to prove); a definite failure throws, for the caller to name.
+ * (and other pack lists, when given: a compaction's), conditional on
+ * `etag`. Generation and head are unchanged, so for readers nothing
+ * happens, while every writer that read `current` before loses its
+ * conditional write. `written` is false when the write lost or its outcome
+ * is unknown (the caller reads back what it needs to prove, by
+ * `manifest.publication`); a definite failure throws, for the caller to
+ * name. `committed`: where the store can say when the write is visible
+ * (object-store.ts `putWith`), called then — a turn ends before the flush.
  */
 export async function rewriteCurrent(
   store: ObjectStore,
   manifest: Manifest,
   etag: string,
   randomId: RandomSource["randomId"],
-  packs: PackDescriptor[] | null = null,
-): Promise<{ written: boolean; publication: string }> {
-  const fenced: Manifest = { ...manifest, publication: newPublicationId(randomId), ...(packs !== null ? { packs } : {}) };
+  lists: { packs: PackDescriptor[]; history?: HistoryPackDescriptor[] } | null = null,
+  committed?: () => void,
+): Promise<{ written: boolean; publication: string; manifest: Manifest; etag: string | null }> {
+  const fenced: Manifest = {
+    ...manifest,
+    publication: newPublicationId(randomId),
+    ...(lists !== null ? { packs: lists.packs } : {}),
+    ...(lists?.history !== undefined ? { history: lists.history, format: formatFor(lists.history, manifest.combined, manifest.notebook) } : {}),
+  };
+  const body = serializeManifest(fenced);
   try {
-    if ((await store.putIfMatch(MANIFEST_KEY, serializeManifest(fenced), etag)).ok) return { written: true, publication: fenced.publication };
+    const put = committed !== undefined && store.putWith ? await store.putWith([], MANIFEST_KEY, body, etag, committed) : await store.putIfMatch(MANIFEST_KEY, body, etag);
+    if (put.ok) return { written: true, publication: fenced.publication, manifest: fenced, etag: put.etag };
   } catch (cause) {
     if (!(cause instanceof StoreError) || cause.outcome !== "unknown") throw cause;
   }
-  return { written: false, publication: fenced.publication };
+  return { written: false, publication: fenced.publication, manifest: fenced, etag: null };
 }
 
 /*

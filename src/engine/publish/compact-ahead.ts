@@ -11,10 +11,10 @@
  * between calls is `src/engine/compact-ahead.ts`.
  */
 import type { RandomSource } from "../../contract/clock.ts";
-import { type ObjectStore, StoreError } from "../../store/object-store.ts";
-import { type ManifestRead, readManifest } from "./accepted-state.ts";
+import type { ObjectStore } from "../../store/object-store.ts";
+import { type ManifestRead, readManifest, rewriteCurrent } from "./accepted-state.ts";
 import { type CompactionPolicy, type CompactionResult, DEFAULT_COMPACTION } from "./compact.ts";
-import { formatFor, MANIFEST_KEY, type Manifest, newPublicationId, serializeManifest } from "./manifest.ts";
+import type { Manifest } from "./manifest.ts";
 
 /**
  * The stores on which a commit of this process brought the pack list to
@@ -94,19 +94,13 @@ export async function rewriteCompacted(
   let { manifest, etag } = read;
   for (let tryNo = 0; tryNo < (deps.tries ?? 3); tryNo++) {
     if (manifest === null || etag === null || !fits(manifest, from, replaced) || deps.monotonic() > deps.deadline) return { published: false };
-    const next = compactedManifest(manifest, compacted, replaced, deps.randomId);
-    try {
-      const body = serializeManifest(next);
-      // Where the store can say when the write is visible (the embedded store), the turn ends then, before the flush.
-      const written = store.putWith ? await store.putWith([], MANIFEST_KEY, body, etag, deps.committed) : await store.putIfMatch(MANIFEST_KEY, body, etag);
-      if (written.ok) return { published: true, manifest: next, etag: written.etag };
-    } catch (cause) {
-      if (!(cause instanceof StoreError) || cause.outcome !== "unknown") throw cause;
-      // Unknown: only our publication id in `current` proves it; else it is as if lost.
-      const now = await readManifest(store);
-      return now.manifest?.publication === next.publication ? { published: true, manifest: next, etag: now.etag } : { published: false };
-    }
+    // The replaced packs swapped for the base; every pack after them kept, in order.
+    const packs = [...(compacted.base === null ? [] : [compacted.base]), ...manifest.packs.slice(replaced)];
+    const written = await rewriteCurrent(store, manifest, etag, deps.randomId, { packs, history: compacted.history }, deps.committed);
+    if (written.written) return { published: true, manifest: written.manifest, etag: written.etag };
+    // Lost or unknown: only our publication id in `current` proves it landed; else `current` as read is what to build on.
     ({ manifest, etag } = await readManifest(store));
+    if (manifest?.publication === written.publication) return { published: true, manifest: written.manifest, etag };
   }
   return { published: false };
 }
@@ -117,17 +111,4 @@ function fits(current: Manifest, from: Manifest, replaced: number): boolean {
   for (let i = 0; i < replaced; i++) if (current.packs[i]!.key !== from.packs[i]!.key) return false;
   const history = (m: Manifest) => (m.history ?? []).map((h) => h.key).join(" ");
   return history(current) === history(from);
-}
-
-/** `current` with the replaced packs swapped for the base, the compaction's history list, and a new publication id. */
-function compactedManifest(current: Manifest, compacted: CompactionResult, replaced: number, randomId: RandomSource["randomId"]): Manifest {
-  const packs = [...(compacted.base === null ? [] : [compacted.base]), ...current.packs.slice(replaced)];
-  const { history: _history, ...rest } = current;
-  return {
-    ...rest,
-    format: formatFor(compacted.history, current.combined, current.notebook),
-    publication: newPublicationId(randomId),
-    packs,
-    ...(compacted.history.length > 0 ? { history: compacted.history } : {}),
-  };
 }
